@@ -1,0 +1,55 @@
+// The closed set of error codes, and how each one surfaces on every host.
+
+/**
+ * Every refusal and failure carries one of these codes. The table maps each
+ * code to its CLI exit code and HTTP status; a code without a row does not
+ * compile. Refusals of bad input exit 2; failures of our own exit 1.
+ */
+export const ERROR_TABLE = {
+  USAGE: { exit: 2, http: 400, summary: 'the command line is not valid' },
+  NOT_A_WORKSPACE: { exit: 2, http: 404, summary: 'no workspace here' },
+  PERSONA_INVALID: { exit: 2, http: 422, summary: 'a persona declaration is not valid' },
+  UNKNOWN_RECIPIENT: { exit: 2, http: 404, summary: 'no persona or person by that name' },
+  UNKNOWN_THREAD: { exit: 2, http: 404, summary: 'no such thread' },
+  UNKNOWN_SESSION: { exit: 2, http: 404, summary: 'the calling session is not known to this workspace' },
+  EMPTY_MESSAGE: { exit: 2, http: 400, summary: 'a message needs text' },
+  MESSAGE_TOO_LARGE: { exit: 2, http: 413, summary: 'the message is larger than the limit' },
+  BAD_ENVIRONMENT: { exit: 2, http: 400, summary: 'an NXC_* variable is not valid' },
+  DEPTH_EXCEEDED: { exit: 2, http: 409, summary: 'the spawn chain is at its depth cap' },
+  SUB_ROUND_OPEN: { exit: 2, http: 409, summary: 'a plain reply while your own commissioned round is open' },
+  REPLY_ONLY: { exit: 2, http: 403, summary: 'this session may only reply' },
+  STORE_BUSY: { exit: 1, http: 503, summary: 'the workspace store is held by another process' },
+  STORE_FAILED: { exit: 1, http: 500, summary: 'the workspace store could not be opened' },
+  INTERNAL: { exit: 1, http: 500, summary: 'an internal failure' },
+} as const satisfies Record<string, { exit: 1 | 2; http: number; summary: string }>;
+
+export type ErrorCode = keyof typeof ERROR_TABLE;
+
+export const ERROR_CODES = Object.keys(ERROR_TABLE) as ErrorCode[];
+
+/** The one error class that crosses module borders. Tests assert `code`, never the prose. */
+export class NexusError extends Error {
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.name = 'NexusError';
+    this.code = code;
+    this.details = details;
+  }
+
+  get exitCode(): 1 | 2 {
+    return ERROR_TABLE[this.code].exit;
+  }
+
+  toJSON(): { code: ErrorCode; message: string; details?: Record<string, unknown> } {
+    return this.details === undefined
+      ? { code: this.code, message: this.message }
+      : { code: this.code, message: this.message, details: this.details };
+  }
+}
+
+export function isNexusError(err: unknown): err is NexusError {
+  return err instanceof NexusError;
+}

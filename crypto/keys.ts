@@ -1,0 +1,277 @@
+// The workspace identity key: Ed25519 generation, id derivation, on-disk storage, signing and hashing.
+
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  KeyObject,
+  sign,
+  verify,
+} from 'node:crypto';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { NexusError } from '../protocol/errors.js';
+import type { WorkspaceId } from '../protocol/ids.js';
+
+/** The public half of a workspace key as a JWK: exactly these three members. */
+export type PublicJwk = { kty: 'OKP'; crv: 'Ed25519'; x: string };
+
+/** A workspace's identity: its id, its public JWK, and both halves as key objects. */
+export type WorkspaceKey = {
+  id: WorkspaceId;
+  publicJwk: PublicJwk;
+  privateKey: KeyObject;
+  publicKey: KeyObject;
+};
+
+/** File name of the private key (PKCS8 PEM, mode 0600) inside the key folder. */
+export const WORKSPACE_KEY_FILE = 'workspace.key';
+/** File name of the public key (JSON JWK, mode 0644) inside the key folder. */
+export const WORKSPACE_PUB_FILE = 'workspace.pub.jwk';
+
+const BASE32_ALPHABET = 'abcdefghijklmnopqrstuvwxyz234567';
+const WORKSPACE_ID_LENGTH = 26;
+/** 32 bytes in unpadded base64url is 43 characters. */
+const X_RE = /^[A-Za-z0-9_-]{43}$/;
+
+/** Lowercase RFC 4648 base32 without padding. */
+function base32Lower(bytes: Uint8Array): string {
+  let out = '';
+  let buffer = 0;
+  let bits = 0;
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte;
+    bits += 8;
+    while (bits >= 5) {
+      bits -= 5;
+      out += BASE32_ALPHABET[(buffer >>> bits) & 31];
+    }
+    buffer &= (1 << bits) - 1;
+  }
+  if (bits > 0) out += BASE32_ALPHABET[(buffer << (5 - bits)) & 31];
+  return out;
+}
+
+function refuse(message: string, details?: Record<string, unknown>): never {
+  throw new NexusError('USAGE', message, details);
+}
+
+/**
+ * Checks that `jwk` is exactly an Ed25519 public JWK: an object with only
+ * `kty: 'OKP'`, `crv: 'Ed25519'` and `x`, the canonical unpadded base64url of
+ * 32 bytes. A JWK carrying `d` (a private key) is refused outright, and its
+ * value is never echoed. Throws NexusError('USAGE') on any deviation.
+ */
+export function parsePublicJwk(jwk: unknown): PublicJwk {
+  if (typeof jwk !== 'object' || jwk === null || Array.isArray(jwk)) {
+    refuse('a public JWK must be a JSON object');
+  }
+  const rec = jwk as Record<string, unknown>;
+  if (Object.hasOwn(rec, 'd')) {
+    refuse('the JWK carries a private key component (d); only public keys are accepted');
+  }
+  const extra = Object.keys(rec).filter((k) => k !== 'kty' && k !== 'crv' && k !== 'x');
+  if (extra.length > 0) {
+    refuse('the public JWK has members other than kty, crv and x', { extra });
+  }
+  if (rec['kty'] !== 'OKP') refuse('the public JWK must have kty "OKP"', { kty: rec['kty'] });
+  if (rec['crv'] !== 'Ed25519') refuse('the public JWK must have crv "Ed25519"', { crv: rec['crv'] });
+  const x = rec['x'];
+  if (typeof x !== 'string' || !X_RE.test(x)) {
+    refuse('the public JWK x must be the unpadded base64url of exactly 32 bytes');
+  }
+  const raw = Buffer.from(x, 'base64url');
+  if (raw.length !== 32 || raw.toString('base64url') !== x) {
+    refuse('the public JWK x is not a canonical base64url encoding of 32 bytes');
+  }
+  return { kty: 'OKP', crv: 'Ed25519', x };
+}
+
+/**
+ * Derives a workspace id from a public JWK: the lowercase, unpadded base32 of
+ * sha256 over the raw 32-byte public key, cut to its first 26 characters.
+ * Validates the JWK with `parsePublicJwk` first (NexusError('USAGE') if bad).
+ */
+export function workspaceIdFromPublicJwk(jwk: unknown): WorkspaceId {
+  const { x } = parsePublicJwk(jwk);
+  const digest = createHash('sha256').update(Buffer.from(x, 'base64url')).digest();
+  return base32Lower(digest).slice(0, WORKSPACE_ID_LENGTH) as WorkspaceId;
+}
+
+/** The public JWK of an Ed25519 key object (either half). */
+function publicJwkOf(key: KeyObject): PublicJwk {
+  const pub = key.type === 'private' ? createPublicKey(key) : key;
+  const { x } = pub.export({ format: 'jwk' });
+  return parsePublicJwk({ kty: 'OKP', crv: 'Ed25519', x });
+}
+
+/** Builds the full WorkspaceKey from an Ed25519 private key. */
+function keyFromPrivate(privateKey: KeyObject): WorkspaceKey {
+  const publicKey = createPublicKey(privateKey);
+  const publicJwk = publicJwkOf(publicKey);
+  return { id: workspaceIdFromPublicJwk(publicJwk), publicJwk, privateKey, publicKey };
+}
+
+/** Generates a fresh Ed25519 workspace key pair and derives its id. */
+export function generateWorkspaceKey(): WorkspaceKey {
+  const { privateKey } = generateKeyPairSync('ed25519');
+  return keyFromPrivate(privateKey);
+}
+
+function errnoCode(err: unknown): string | undefined {
+  return typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'string'
+    ? err.code
+    : undefined;
+}
+
+/** Creates `file` exclusively with `mode` (never wider, even for a moment), writes and syncs it. */
+function writeExclusive(file: string, data: string, mode: number): void {
+  const fd = fs.openSync(file, 'wx', mode);
+  try {
+    fs.fchmodSync(fd, mode); // the umask may have narrowed it; make it exact
+    fs.writeFileSync(fd, data, 'utf8');
+    fs.fsyncSync(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
+}
+
+/**
+ * Writes `key` into `dir`: `workspace.key` (PKCS8 PEM, created 0600 with
+ * O_EXCL) and `workspace.pub.jwk` (the public JWK as JSON, 0644). Creates
+ * `dir` (and missing parents) with mode 0700; an existing `dir` keeps its mode.
+ * Refuses with NexusError('STORE_FAILED') if either file already exists; on a
+ * failure half way it removes the files it created. Throws
+ * NexusError('USAGE') if the key's parts do not belong together.
+ */
+export function writeWorkspaceKey(dir: string, key: WorkspaceKey): void {
+  if (key.privateKey.type !== 'private' || key.privateKey.asymmetricKeyType !== 'ed25519') {
+    refuse('the workspace key must hold an Ed25519 private key');
+  }
+  const derived = keyFromPrivate(key.privateKey);
+  if (derived.publicJwk.x !== parsePublicJwk(key.publicJwk).x || derived.id !== key.id) {
+    refuse('the workspace key id and public JWK do not match its private key', {
+      id: key.id,
+      derivedId: derived.id,
+    });
+  }
+
+  const keyFile = path.join(dir, WORKSPACE_KEY_FILE);
+  const pubFile = path.join(dir, WORKSPACE_PUB_FILE);
+  try {
+    const created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    if (created !== undefined) fs.chmodSync(dir, 0o700);
+  } catch (err) {
+    throw new NexusError('STORE_FAILED', 'could not create the key folder', { dir, cause: errnoCode(err) });
+  }
+  for (const file of [keyFile, pubFile]) {
+    if (fs.existsSync(file)) {
+      throw new NexusError('STORE_FAILED', 'a workspace key is already there; refusing to overwrite it', {
+        path: file,
+      });
+    }
+  }
+
+  const pem = key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const jwkText = `${JSON.stringify(derived.publicJwk, null, 2)}\n`;
+  let wroteKey = false;
+  try {
+    writeExclusive(keyFile, pem, 0o600);
+    wroteKey = true;
+    writeExclusive(pubFile, jwkText, 0o644);
+  } catch (err) {
+    if (wroteKey) fs.rmSync(keyFile, { force: true });
+    const code = errnoCode(err);
+    if (code === 'EEXIST') {
+      throw new NexusError('STORE_FAILED', 'a workspace key is already there; refusing to overwrite it', { dir });
+    }
+    throw new NexusError('STORE_FAILED', 'could not write the workspace key', { dir, cause: code });
+  }
+}
+
+/**
+ * Reads the key pair written by `writeWorkspaceKey` from `dir`, and checks
+ * that the id derived from the private key's public half matches the id of
+ * `workspace.pub.jwk`. Throws NexusError('STORE_FAILED') if a file is missing,
+ * unreadable or malformed, the key is not Ed25519, or the ids differ.
+ */
+export function readWorkspaceKey(dir: string): WorkspaceKey {
+  const keyFile = path.join(dir, WORKSPACE_KEY_FILE);
+  const pubFile = path.join(dir, WORKSPACE_PUB_FILE);
+
+  let pem: string;
+  let jwkText: string;
+  try {
+    pem = fs.readFileSync(keyFile, 'utf8');
+    jwkText = fs.readFileSync(pubFile, 'utf8');
+  } catch (err) {
+    throw new NexusError('STORE_FAILED', 'could not read the workspace key files', { dir, cause: errnoCode(err) });
+  }
+
+  let privateKey: KeyObject;
+  try {
+    privateKey = createPrivateKey({ key: pem, format: 'pem' });
+  } catch {
+    throw new NexusError('STORE_FAILED', 'the workspace private key is not a readable PKCS8 PEM', { path: keyFile });
+  }
+  if (privateKey.asymmetricKeyType !== 'ed25519') {
+    throw new NexusError('STORE_FAILED', 'the workspace private key is not Ed25519', {
+      path: keyFile,
+      type: privateKey.asymmetricKeyType,
+    });
+  }
+
+  let fileId: WorkspaceId;
+  try {
+    fileId = workspaceIdFromPublicJwk(JSON.parse(jwkText));
+  } catch {
+    throw new NexusError('STORE_FAILED', 'the workspace public JWK is not valid', { path: pubFile });
+  }
+
+  const key = keyFromPrivate(privateKey);
+  if (key.id !== fileId) {
+    throw new NexusError('STORE_FAILED', 'the workspace public JWK does not match the private key', {
+      dir,
+      keyId: key.id,
+      jwkId: fileId,
+    });
+  }
+  return key;
+}
+
+/** Signs `bytes` with the workspace's private key (raw Ed25519, 64-byte signature). */
+export function signBytes(key: Pick<WorkspaceKey, 'privateKey'>, bytes: Uint8Array): Buffer {
+  return sign(null, bytes, key.privateKey);
+}
+
+/**
+ * Verifies a raw Ed25519 signature over `bytes` against a public JWK or an
+ * Ed25519 key object. Returns false (never throws) for a wrong, truncated or
+ * malformed signature. Throws NexusError('USAGE') if the key itself is not a
+ * valid Ed25519 public JWK or Ed25519 key object.
+ */
+export function verifyBytes(publicKey: PublicJwk | KeyObject, bytes: Uint8Array, sig: Uint8Array): boolean {
+  let keyObject: KeyObject;
+  if (publicKey instanceof KeyObject) {
+    if (publicKey.asymmetricKeyType !== 'ed25519') refuse('verification needs an Ed25519 key');
+    keyObject = publicKey;
+  } else {
+    const jwk = parsePublicJwk(publicKey);
+    keyObject = createPublicKey({ key: jwk, format: 'jwk' });
+  }
+  if (!(bytes instanceof Uint8Array) || !(sig instanceof Uint8Array) || sig.length !== 64) return false;
+  try {
+    return verify(null, bytes, keyObject, sig);
+  } catch {
+    return false;
+  }
+}
+
+/** Lowercase hex sha256 of `data` (strings are hashed as UTF-8). */
+export function sha256Hex(data: string | Uint8Array): string {
+  return createHash('sha256').update(data).digest('hex');
+}

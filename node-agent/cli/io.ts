@@ -1,0 +1,95 @@
+// The CLI's edge: argument parsing, stdin, output and the mapping of errors to exit codes.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { isNexusError, NexusError } from '../../protocol/errors.js';
+import { Handle, SessionId } from '../../protocol/ids.js';
+import type { CallerClaim } from '../chat/index.js';
+import { MAX_MESSAGE_BYTES } from '../chat/index.js';
+import { parseHopClaim } from '../depth/index.js';
+
+export type Io = {
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  stdout: (s: string) => void;
+  stderr: (s: string) => void;
+  readStdin: () => Promise<string>;
+  stdinIsTty: boolean;
+};
+
+export function processIo(argv = process.argv.slice(2)): Io {
+  return {
+    argv,
+    env: process.env,
+    cwd: process.cwd(),
+    stdout: (s) => process.stdout.write(s),
+    stderr: (s) => process.stderr.write(s),
+    readStdin: () => readAll(process.stdin),
+    stdinIsTty: Boolean(process.stdin.isTTY),
+  };
+}
+
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of stream) {
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    size += b.length;
+    if (size > MAX_MESSAGE_BYTES + 4) throw new NexusError('MESSAGE_TOO_LARGE', `stdin holds more than ${MAX_MESSAGE_BYTES} bytes`);
+    chunks.push(b);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** util.parseArgs in strict mode: an unknown option (such as a removed per-call override) is a USAGE error. */
+export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, usage: string) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw new NexusError('USAGE', `${(err as Error).message}\nusage: ${usage}`);
+  }
+}
+
+/** The message text: the TEXT argument, or stdin when it is `-` or absent (so a heredoc works). */
+export async function messageText(io: Io, positional: string | undefined): Promise<string> {
+  if (positional !== undefined && positional !== '-') return positional;
+  if (positional === undefined && io.stdinIsTty) {
+    throw new NexusError('USAGE', 'no message text: give TEXT, or `-` and the text on stdin');
+  }
+  return io.readStdin();
+}
+
+/** Who is calling, as the environment says. Malformed identity is refused, never guessed around. */
+export function callerFromEnv(env: NodeJS.ProcessEnv): CallerClaim {
+  const session = env['NXC_SESSION'] ? env['NXC_SESSION'] : null;
+  if (session !== null && !SessionId.safeParse(session).success) {
+    throw new NexusError('BAD_ENVIRONMENT', `NXC_SESSION=${JSON.stringify(session)} is not a session id`);
+  }
+  let actor = env['NXC_ACTOR'];
+  if (actor !== undefined && actor !== '') {
+    if (!Handle.safeParse(actor).success) {
+      throw new NexusError('BAD_ENVIRONMENT', `NXC_ACTOR=${JSON.stringify(actor)} is not a handle (lowercase letters, digits, . _ -)`);
+    }
+  } else {
+    const user = (env['USER'] ?? '').toLowerCase();
+    actor = Handle.safeParse(user).success && !user.includes('/') ? user : 'human';
+  }
+  return { actor, session, hop: parseHopClaim(env['NXC_HOP']) };
+}
+
+/** Runs a command body and turns any failure into its exit code and message (JSON when asked). */
+export async function runCommand(io: Io, json: boolean, body: () => Promise<void>): Promise<number> {
+  try {
+    await body();
+    return 0;
+  } catch (err) {
+    const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err));
+    if (!isNexusError(err) && io.env['NEXUS_DEBUG']) io.stderr(`${(err as Error).stack ?? String(err)}\n`);
+    if (json) io.stdout(JSON.stringify({ ok: false, error: e.toJSON() }) + '\n');
+    else io.stderr(`error ${e.code}: ${e.message}\n`);
+    return e.exitCode;
+  }
+}
+
+export function printJson(io: Io, value: unknown): void {
+  io.stdout(JSON.stringify(value, null, 2) + '\n');
+}

@@ -1,0 +1,53 @@
+// The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
+import { hostname } from 'node:os';
+import { createEngine, statusReport, threadView, type Engine, type EngineDeps } from '../chat/index.js';
+import { readWorkingCopy } from '../git/index.js';
+import { loadPersona } from '../personas/index.js';
+import { launchTurn, processAlive } from '../sessions/index.js';
+import { openStore } from '../store/index.js';
+import type { Workspace } from '../workspace/index.js';
+
+export type Host = {
+  engine: Engine;
+  deps: EngineDeps;
+  status: (opts: { all: boolean }) => ReturnType<typeof statusReport>;
+  thread: (id: string) => ReturnType<typeof threadView>;
+};
+
+/** The engine's real dependencies for a workspace whose store is open in this process. */
+export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: Partial<EngineDeps> = {}): EngineDeps {
+  return {
+    db,
+    workspace,
+    origin: `${hostname()}`,
+    now: () => new Date(),
+    launch: launchTurn,
+    alive: processAlive,
+    readWorkingCopy,
+    loadPersona,
+    ...overrides,
+  };
+}
+
+export function hostFor(deps: EngineDeps): Host {
+  const engine = createEngine(deps);
+  return {
+    engine,
+    deps,
+    status: async (opts) => {
+      await engine.reap();
+      return statusReport(deps, opts);
+    },
+    thread: (id) => threadView(deps, id),
+  };
+}
+
+/** Opens the workspace's store, runs `fn` against the engine, and always closes the store. */
+export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>): Promise<T> {
+  const store = await openStore(workspace.paths.store);
+  try {
+    return await fn(hostFor(realDeps(workspace, store.db)));
+  } finally {
+    await store.close();
+  }
+}

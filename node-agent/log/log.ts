@@ -1,0 +1,176 @@
+// Appends ops to the store and keeps each operation's fold current, in the same transaction.
+import { and, eq, inArray, max, sql } from 'drizzle-orm';
+import { ulid } from 'ulidx';
+import type { Op, OpPayload } from '../../protocol/ops.js';
+import { compareOps } from '../../protocol/ops.js';
+import type { Db } from '../store/index.js';
+import { tables } from '../store/index.js';
+import { appliesInOrder, applyOp, emptyOperation, foldOperation, isFinished, type OperationState } from './fold.js';
+
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
+export type Exec = Db | Tx;
+
+/** What a command asks to append; the log adds identity, order and time. */
+export type OpDraft = { operation: string; thread: string | null; session: string | null } & OpPayload;
+
+export type Author = { workspace: string; origin: string; now: () => Date };
+
+function rowToOp(row: typeof tables.ops.$inferSelect): Op {
+  return {
+    id: row.id,
+    workspace: row.workspace,
+    origin: row.origin,
+    lamport: row.lamport,
+    ts: row.ts,
+    operation: row.operation,
+    thread: row.thread,
+    session: row.session,
+    kind: row.kind,
+    body: row.body,
+  } as Op;
+}
+
+/** Reads the fold of one operation; an operation never seen is empty. */
+export async function loadOperation(db: Exec, id: string): Promise<OperationState> {
+  const rows = await db.select({ state: tables.operations.state }).from(tables.operations).where(eq(tables.operations.id, id));
+  return (rows[0]?.state as OperationState | undefined) ?? emptyOperation(id);
+}
+
+/** The operation a thread belongs to, or null for an unknown thread. */
+export async function operationOfThread(db: Exec, thread: string): Promise<string | null> {
+  const rows = await db
+    .select({ operation: tables.ops.operation })
+    .from(tables.ops)
+    .where(and(eq(tables.ops.thread, thread), eq(tables.ops.kind, 'thread.opened')))
+    .limit(1);
+  return rows[0]?.operation ?? null;
+}
+
+/** The operation a session belongs to, or null for an unknown session. */
+export async function operationOfSession(db: Exec, session: string): Promise<string | null> {
+  const rows = await db
+    .select({ operation: tables.ops.operation })
+    .from(tables.ops)
+    .where(and(eq(tables.ops.session, session), eq(tables.ops.kind, 'session.created')))
+    .limit(1);
+  return rows[0]?.operation ?? null;
+}
+
+/** All ops of one thread, in fold order. */
+export async function threadOps(db: Exec, thread: string): Promise<Op[]> {
+  const rows = await db.select().from(tables.ops).where(eq(tables.ops.thread, thread));
+  return rows.map(rowToOp).sort(compareOps);
+}
+
+async function saveOperation(db: Exec, state: OperationState, openedLamport: number): Promise<void> {
+  const finished = isFinished(state);
+  await db
+    .insert(tables.operations)
+    .values({ id: state.id, state, finished, openedLamport })
+    .onConflictDoUpdate({ target: tables.operations.id, set: { state, finished } });
+}
+
+async function foldInto(db: Exec, added: Op[]): Promise<Map<string, OperationState>> {
+  const byOperation = new Map<string, Op[]>();
+  for (const op of added) byOperation.set(op.operation, [...(byOperation.get(op.operation) ?? []), op]);
+  const result = new Map<string, OperationState>();
+  for (const [id, fresh] of byOperation) {
+    fresh.sort(compareOps);
+    let state = await loadOperation(db, id);
+    if (fresh.every((op) => appliesInOrder(state, op)) && appliesInOrder(state, fresh[0]!)) {
+      state = fresh.reduce(applyOp, state);
+    } else {
+      // A late arrival: re-fold this operation alone from its whole log.
+      const rows = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
+      state = foldOperation(id, rows.map(rowToOp));
+    }
+    const first = fresh[0]!;
+    await saveOperation(db, state, first.lamport);
+    result.set(id, state);
+  }
+  await recordPersonaRuns(db, added);
+  return result;
+}
+
+async function recordPersonaRuns(db: Exec, added: Op[]): Promise<void> {
+  for (const op of added) {
+    if (op.kind !== 'session.turn_started') continue;
+    await db
+      .insert(tables.personaRuns)
+      .values({ workspace: op.workspace, role: op.body.role, hash: op.body.declaration_hash, lamport: op.lamport })
+      .onConflictDoUpdate({
+        target: [tables.personaRuns.workspace, tables.personaRuns.role],
+        set: { hash: op.body.declaration_hash, lamport: op.lamport },
+        setWhere: sql`${tables.personaRuns.lamport} < ${op.lamport}`,
+      });
+  }
+}
+
+/** The declaration hash a persona last started under, or null when it never ran. */
+export async function lastDeclaration(db: Exec, workspace: string, role: string): Promise<string | null> {
+  const rows = await db
+    .select({ hash: tables.personaRuns.hash })
+    .from(tables.personaRuns)
+    .where(and(eq(tables.personaRuns.workspace, workspace), eq(tables.personaRuns.role, role)));
+  return rows[0]?.hash ?? null;
+}
+
+/**
+ * Appends ops authored here. Each gets the next Lamport time, so they sort after
+ * everything this node has seen and fold in place. Call inside a transaction.
+ */
+export async function appendOps(db: Exec, author: Author, drafts: readonly OpDraft[]): Promise<{ ops: Op[]; states: Map<string, OperationState> }> {
+  if (drafts.length === 0) return { ops: [], states: new Map() };
+  const [row] = await db.select({ top: max(tables.ops.lamport) }).from(tables.ops);
+  let lamport = row?.top ?? 0;
+  const ts = author.now().toISOString();
+  const ops = drafts.map((d) => ({ ...d, id: ulid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts }) as Op);
+  await db.insert(tables.ops).values(
+    ops.map((op) => ({
+      id: op.id,
+      workspace: op.workspace,
+      origin: op.origin,
+      lamport: op.lamport,
+      ts: op.ts,
+      kind: op.kind,
+      operation: op.operation,
+      thread: op.thread,
+      session: op.session,
+      body: op.body,
+    })),
+  );
+  return { ops, states: await foldInto(db, ops) };
+}
+
+/**
+ * Takes in ops that arrived from elsewhere: duplicates are dropped by id, and every
+ * touched operation ends in the state its full op set folds to, whatever the arrival order.
+ */
+export async function ingestOps(db: Exec, incoming: readonly Op[]): Promise<Op[]> {
+  if (incoming.length === 0) return [];
+  const ids = incoming.map((op) => op.id);
+  const known = new Set(
+    (await db.select({ id: tables.ops.id }).from(tables.ops).where(inArray(tables.ops.id, ids))).map((r) => r.id),
+  );
+  const seen = new Set<string>();
+  const fresh = incoming.filter((op) => !known.has(op.id) && !seen.has(op.id) && seen.add(op.id));
+  if (fresh.length === 0) return [];
+  await db.insert(tables.ops).values(
+    fresh.map((op) => ({
+      id: op.id,
+      workspace: op.workspace,
+      origin: op.origin,
+      lamport: op.lamport,
+      ts: op.ts,
+      kind: op.kind,
+      operation: op.operation,
+      thread: op.thread,
+      session: op.session,
+      body: op.body,
+    })),
+  );
+  await foldInto(db, fresh);
+  return fresh;
+}
+
+export { rowToOp };

@@ -1,0 +1,61 @@
+// What a session turn runs under, written to spec.json before its process starts.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+
+/** The one command a reply-only session (tools: []) is granted. */
+export const REPLY_ONLY_TOOL = 'Bash(nxc reply:*)';
+
+export const SessionSpecSchema = z.object({
+  session: z.string(),
+  turn: z.number().int(),
+  reason: z.string(),
+  workspace: z.string(),
+  workspace_dir: z.string(),
+  operation: z.string(),
+  thread: z.string(),
+  role: z.string(),
+  handle: z.string(),
+  depth: z.number().int(),
+  declaration: z.object({
+    file: z.string(),
+    hash: z.string(),
+    model: z.string(),
+    tools: z.array(z.string()).nullable(),
+    permissions: z.string(),
+    working_tree: z.string(),
+    timeout_ms: z.number().nullable(),
+    command: z.array(z.string()),
+  }),
+  /** null: the runtime's default toolset; otherwise exactly these. */
+  allowed_tools: z.array(z.string()).nullable(),
+  reply_only: z.boolean(),
+  env: z.record(z.string(), z.string()),
+  prompt_file: z.string(),
+  transcript_file: z.string(),
+  written_at: z.string(),
+});
+export type SessionSpec = z.infer<typeof SessionSpecSchema>;
+
+export function sessionDir(sessionsRoot: string, session: string): string {
+  return join(sessionsRoot, session);
+}
+
+export function writeSpec(dir: string, spec: SessionSpec, prompt: string): string {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileSync(spec.prompt_file, prompt, { mode: 0o600 });
+  const file = join(dir, 'spec.json');
+  writeFileSync(file, JSON.stringify(spec, null, 2) + '\n', { mode: 0o600 });
+  // Each turn keeps its own copy, so what an earlier turn ran under can be checked later.
+  writeFileSync(join(dir, `turn-${spec.turn}.spec.json`), JSON.stringify(spec, null, 2) + '\n', { mode: 0o600 });
+  return file;
+}
+
+/** Reads a session's spec; null when this machine never ran it. */
+export function readSpec(dir: string): SessionSpec | null {
+  try {
+    return SessionSpecSchema.parse(JSON.parse(readFileSync(join(dir, 'spec.json'), 'utf8')));
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,2 @@
+// The workspace's public door.
+export { findWorkspace, initWorkspace, type InitResult, type Workspace } from './workspace.js';

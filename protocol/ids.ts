@@ -1,0 +1,87 @@
+// Branded identifiers (workspace, thread, message, session, op, handle): their zod schemas and generators.
+
+import { monotonicFactory } from 'ulidx';
+import { z } from 'zod';
+
+/** 26 lowercase RFC 4648 base32 characters (alphabet a-z2-7), no padding. */
+const WORKSPACE_ID_RE = /^[a-z2-7]{26}$/;
+
+/**
+ * One ULID body: 26 uppercase Crockford base32 characters (no I, L, O, U).
+ * The first character is at most 7, since a 48-bit timestamp fills 50 bits.
+ */
+const ULID_BODY = '[0-7][0-9A-HJKMNP-TV-Z]{25}';
+
+/** A person handle, e.g. `alice` or `bob.smith`. */
+const PERSON_HANDLE_BODY = '[a-z][a-z0-9._-]{0,39}';
+
+/** A session handle: a workspace short (4 base32 characters), a slash, a role, e.g. `ab23/coder`. */
+const SESSION_HANDLE_BODY = '[a-z2-7]{4}/[a-z][a-z0-9_-]{0,39}';
+
+/**
+ * A workspace id: the first 26 characters of the lowercase, unpadded base32
+ * of sha256 over the workspace's raw Ed25519 public key. See `crypto/`.
+ */
+export const WorkspaceId = z.string().regex(WORKSPACE_ID_RE).brand<'WorkspaceId'>();
+/** A validated workspace id. */
+export type WorkspaceId = z.infer<typeof WorkspaceId>;
+
+/** A thread id: `t-` followed by a ULID. */
+export const ThreadId = z.string().regex(new RegExp(`^t-${ULID_BODY}$`)).brand<'ThreadId'>();
+/** A validated thread id. */
+export type ThreadId = z.infer<typeof ThreadId>;
+
+/** A message id: `m-` followed by a ULID. */
+export const MessageId = z.string().regex(new RegExp(`^m-${ULID_BODY}$`)).brand<'MessageId'>();
+/** A validated message id. */
+export type MessageId = z.infer<typeof MessageId>;
+
+/** A session id: `s-` followed by a ULID. */
+export const SessionId = z.string().regex(new RegExp(`^s-${ULID_BODY}$`)).brand<'SessionId'>();
+/** A validated session id. */
+export type SessionId = z.infer<typeof SessionId>;
+
+/** An op-log id: a bare ULID, no prefix. */
+export const OpId = z.string().regex(new RegExp(`^${ULID_BODY}$`)).brand<'OpId'>();
+/** A validated op id. */
+export type OpId = z.infer<typeof OpId>;
+
+/**
+ * A handle: either a person (`^[a-z][a-z0-9._-]{0,39}$`) or a session
+ * (`<workspace short>/<role>`, role `^[a-z][a-z0-9_-]{0,39}$`). The two never
+ * overlap, since a person handle cannot hold a slash.
+ */
+export const Handle = z
+  .string()
+  .regex(new RegExp(`^(?:${PERSON_HANDLE_BODY}|${SESSION_HANDLE_BODY})$`))
+  .brand<'Handle'>();
+/** A validated handle. */
+export type Handle = z.infer<typeof Handle>;
+
+/** The first four characters of a workspace id, as used in session handles (`ab23/coder`). */
+export function workspaceShort(id: WorkspaceId): string {
+  return id.slice(0, 4);
+}
+
+/** One monotonic generator for the whole process: ids made later always sort later. */
+const nextUlid = monotonicFactory();
+
+/** A fresh thread id; sorts after every id this process made before it. */
+export function newThreadId(): ThreadId {
+  return `t-${nextUlid()}` as ThreadId;
+}
+
+/** A fresh message id; sorts after every id this process made before it. */
+export function newMessageId(): MessageId {
+  return `m-${nextUlid()}` as MessageId;
+}
+
+/** A fresh session id; sorts after every id this process made before it. */
+export function newSessionId(): SessionId {
+  return `s-${nextUlid()}` as SessionId;
+}
+
+/** A fresh op id; sorts after every id this process made before it. */
+export function newOpId(): OpId {
+  return nextUlid() as OpId;
+}

@@ -1,0 +1,131 @@
+// The op log's vocabulary: every change to a workspace is one of these ops.
+import { z } from 'zod';
+import { WorkingCopySchema } from './working-copy.js';
+
+/** A thread may be owed by a persona of this workspace or by a person. */
+export const TargetSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('persona'), role: z.string(), handle: z.string() }),
+  z.object({ kind: z.literal('person'), handle: z.string() }),
+]);
+export type Target = z.infer<typeof TargetSchema>;
+
+/** Who wrote something: a handle, and the session it ran in when it was an agent. */
+export const AuthorSchema = z.object({
+  handle: z.string(),
+  session: z.string().nullable(),
+});
+export type Author = z.infer<typeof AuthorSchema>;
+
+/**
+ * What a message does to its thread. The engine decides this when the command
+ * is taken; the fold only records it, so replaying the log never re-judges.
+ */
+export const MessageEffectSchema = z.enum([
+  'commission', // the first message of a thread: the thread is owed
+  'answer', // the turn is discharged with a result
+  'escalate', // the turn is discharged by handing the task back up
+  'reopen', // a follow-up to whoever owes the thread: owed again
+  'none', // posted, moves nothing
+]);
+export type MessageEffect = z.infer<typeof MessageEffectSchema>;
+
+export const ThreadOpenedSchema = z.object({
+  kind: z.literal('thread.opened'),
+  body: z.object({
+    parent: z.string().nullable(),
+    subject: z.string().nullable(),
+    opener: AuthorSchema,
+    target: TargetSchema,
+  }),
+});
+
+export const MessagePostedSchema = z.object({
+  kind: z.literal('message.posted'),
+  body: z.object({
+    message: z.string(),
+    author: AuthorSchema,
+    text: z.string(),
+    effect: MessageEffectSchema,
+    /** The runtime wrote this answer, standing in for a session that owed one. */
+    substituted: z.boolean(),
+    refs: z.object({ working_copy: WorkingCopySchema.nullable() }),
+  }),
+});
+
+export const SessionCreatedSchema = z.object({
+  kind: z.literal('session.created'),
+  body: z.object({
+    role: z.string(),
+    handle: z.string(),
+    /** Anchored before the session ever runs: the depth guard reads this, not the environment. */
+    depth: z.number().int().min(0),
+  }),
+});
+
+export const TurnStartedSchema = z.object({
+  kind: z.literal('session.turn_started'),
+  body: z.object({
+    role: z.string(),
+    turn: z.number().int().min(1),
+    reason: z.enum(['commissioned', 'answered', 'follow_up']),
+    declaration_hash: z.string(),
+  }),
+});
+
+export const TurnOutcomeSchema = z.enum([
+  'replied', // the session posted its answer or escalation
+  'waiting', // it ended its turn with a commissioned round of its own still open
+  'substituted', // it ended owing a reply; the runtime posted one in its name
+  'start_failed', // the runtime could not be started
+]);
+export type TurnOutcome = z.infer<typeof TurnOutcomeSchema>;
+
+export const TurnEndedSchema = z.object({
+  kind: z.literal('session.turn_ended'),
+  body: z.object({
+    turn: z.number().int().min(1),
+    outcome: TurnOutcomeSchema,
+    exit_code: z.number().int().nullable(),
+    signal: z.string().nullable(),
+    timed_out: z.boolean(),
+  }),
+});
+
+/** The kind-specific part of an op. One union, parsed once at every edge. */
+export const OpPayloadSchema = z.discriminatedUnion('kind', [
+  ThreadOpenedSchema,
+  MessagePostedSchema,
+  SessionCreatedSchema,
+  TurnStartedSchema,
+  TurnEndedSchema,
+]);
+export type OpPayload = z.infer<typeof OpPayloadSchema>;
+export type OpKind = OpPayload['kind'];
+
+/** Where an op belongs: the operation (root thread) it folds into, its thread and session. */
+export const OpScopeSchema = z.object({
+  operation: z.string(),
+  thread: z.string().nullable(),
+  session: z.string().nullable(),
+});
+
+export const OpEnvelopeSchema = z.object({
+  id: z.string(),
+  workspace: z.string(),
+  origin: z.string(),
+  lamport: z.number().int().min(1),
+  ts: z.string(),
+});
+
+/** A complete op as stored and as it travels. */
+export type Op = z.infer<typeof OpEnvelopeSchema> & z.infer<typeof OpScopeSchema> & OpPayload;
+
+/** Ops of one kind, for fold handlers. */
+export type OpOf<K extends OpKind> = Op & { kind: K } & Extract<OpPayload, { kind: K }>;
+
+/** The order every node folds in, whatever order ops arrived in. */
+export function compareOps(a: Pick<Op, 'lamport' | 'workspace' | 'id'>, b: Pick<Op, 'lamport' | 'workspace' | 'id'>): number {
+  if (a.lamport !== b.lamport) return a.lamport - b.lamport;
+  if (a.workspace !== b.workspace) return a.workspace < b.workspace ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}

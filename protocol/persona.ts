@@ -1,0 +1,99 @@
+// The shape of a persona declaration file (.nxs-personas/<role>.yaml) and its normalised form.
+import { z } from 'zod';
+
+/** The folder, relative to the workspace root, that holds one declaration file per role. */
+export const PERSONA_DIR = '.nxs-personas';
+
+/** Declarations are small text; anything larger is a mistake or an attack, not a persona. */
+export const PERSONA_MAX_BYTES = 256 * 1024;
+
+/** Role names come from file names and end up in addresses, so they stay short and boring. */
+export const ROLE_PATTERN = /^[a-z][a-z0-9_-]{0,39}$/;
+
+export const RoleSchema = z
+  .string()
+  .regex(ROLE_PATTERN, 'a role name is a lowercase letter then up to 39 of [a-z0-9_-]');
+
+export const PERMISSION_MODES = ['default', 'acceptEdits', 'bypassPermissions', 'plan'] as const;
+export const WORKING_TREE_MODES = ['shared', 'exclusive'] as const;
+
+/** A session that runs longer than a week is stuck, not working. */
+export const MAX_TIMEOUT_MS = 7 * 24 * 60 * 60 * 1000;
+
+const DURATION = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/;
+const TIMEOUT_HINT = 'write a positive whole number of seconds or a duration like "90s", "30m", "2h", "1h30m"';
+
+/** Returns milliseconds, or a reason the value is refused. */
+function timeoutToMs(value: number | string): number | string {
+  let ms: number;
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value) || value <= 0) return `${value} is not valid; ${TIMEOUT_HINT}`;
+    ms = value * 1000;
+  } else {
+    const m = DURATION.exec(value.trim());
+    if (m === null || value.trim() === '') return `"${value}" is not a duration; ${TIMEOUT_HINT}`;
+    const [h, min, s] = [m[1], m[2], m[3]].map((part) => Number(part ?? 0)) as [number, number, number];
+    ms = ((h * 60 + min) * 60 + s) * 1000;
+    if (ms <= 0) return `"${value}" is zero; ${TIMEOUT_HINT}`;
+  }
+  return ms > MAX_TIMEOUT_MS ? `${JSON.stringify(value)} is longer than the 7-day maximum` : ms;
+}
+
+const TimeoutSchema = z
+  .union([z.number(), z.string()], { error: `expected a number or a string; ${TIMEOUT_HINT}` })
+  .transform((value, ctx) => {
+    const ms = timeoutToMs(value);
+    if (typeof ms === 'string') {
+      ctx.addIssue({ code: 'custom', message: ms });
+      return z.NEVER;
+    }
+    return ms;
+  });
+
+// `tools:` with nothing after it parses as null; guessing "none" or "all" would silently
+// change what the agent may do, so the author has to say which.
+const ToolsSchema = z.array(z.string().min(1, 'a tool name cannot be empty'), {
+  error: (iss) =>
+    iss.input === null
+      ? 'is empty (null); write `tools: []` for a reply-only persona, or remove the key for the default toolset'
+      : undefined,
+});
+
+const RuntimeSchema = z.strictObject({
+  command: z
+    .array(z.string().min(1, 'an argument cannot be empty'))
+    .min(1, 'needs at least the program to start, e.g. ["claude", "-p"]'),
+});
+
+/** The file shape: what a YAML declaration may contain. Parsing yields the normalised form. */
+export const PersonaDeclarationSchema = z
+  .strictObject({
+    model: z.string().min(1, 'cannot be empty'),
+    system_prompt: z.string(),
+    tools: ToolsSchema.optional(),
+    permissions: z.enum(PERMISSION_MODES).default('default'),
+    working_tree: z.enum(WORKING_TREE_MODES).default('shared'),
+    timeout: TimeoutSchema.optional(),
+    addressable: z.strictObject({ external: z.boolean() }).default({ external: false }),
+    runtime: RuntimeSchema,
+    description: z.string().optional(),
+  })
+  .transform(({ timeout, ...rest }) => ({ ...rest, timeout_ms: timeout ?? null }));
+
+/** What an author writes. */
+export type PersonaDeclaration = z.input<typeof PersonaDeclarationSchema>;
+
+/** The declaration after defaults and normalisation (`timeout` becomes `timeout_ms`). */
+export type NormalisedPersona = z.output<typeof PersonaDeclarationSchema>;
+
+/** A loaded persona: the normalised declaration plus where it came from and its identity. */
+export type Persona = NormalisedPersona & {
+  role: string;
+  /** Path relative to the workspace root, always with forward slashes. */
+  file: string;
+  /** `sha256:<hex>` of the canonical normalised declaration; see `declarationHash`. */
+  hash: string;
+};
+
+/** One reason a declaration file was refused; `field` is a dotted path, or null for the whole file. */
+export type PersonaProblem = { file: string; field: string | null; reason: string };

@@ -75,5 +75,7 @@ export async function launchTurn(launch: TurnLaunch): Promise<LaunchResult> {
   child.removeAllListeners('exit');
   child.stdout?.destroy();
   child.unref();
+  // A turn that never started is over as far as anyone waiting on this folder is concerned.
+  if (report.error !== null) writeFileSync(doneMarker(dir, spec.turn), JSON.stringify({ error: report.error }) + '\n');
   return { sidecarPid, ...report };
 }

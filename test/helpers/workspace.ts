@@ -1,0 +1,146 @@
+// Test harness: a real workspace in a temp folder (a real git repo), driven through the real CLI as child processes.
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { inject } from 'vitest';
+
+export const REPO = resolve(import.meta.dirname, '..', '..');
+export const AGENT = join(REPO, 'test', 'fixtures', 'agent.mjs');
+
+export type CliResult = { code: number; stdout: string; stderr: string; json: any };
+
+export type RunOpts = { env?: Record<string, string | undefined>; input?: string; cwd?: string };
+
+function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('NXC_')) env[k] = v;
+  env['NEXUS_HOME'] = inject('nexusHome');
+  env['PATH'] = `${join(REPO, 'bin')}:${process.env['PATH'] ?? ''}`;
+  for (const [k, v] of Object.entries(extra)) {
+    if (v === undefined) delete env[k];
+    else env[k] = v;
+  }
+  return env;
+}
+
+export function runCli(bin: 'nxc' | 'nxs', args: string[], cwd: string, opts: RunOpts = {}): Promise<CliResult> {
+  return new Promise((resolvePromise) => {
+    const child = execFile(
+      process.execPath,
+      [join(REPO, 'bin', bin), ...args],
+      { cwd, env: cleanEnv(opts.env), maxBuffer: 64 * 1024 * 1024 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        let json: any = null;
+        try {
+          json = JSON.parse(stdout);
+        } catch {
+          /* not JSON */
+        }
+        resolvePromise({ code, stdout, stderr, json });
+      },
+    );
+    child.stdin?.end(opts.input ?? '');
+  });
+}
+
+export type PersonaSpec = { mode: string; arg?: string; tools?: string[] | null; timeout?: string; extra?: string };
+
+export class TestWorkspace {
+  readonly log: string;
+  constructor(
+    readonly root: string,
+    readonly id: string,
+    readonly short: string,
+  ) {
+    this.log = join(root, '..', 'agent-log.jsonl');
+  }
+
+  nxc(args: string[], opts: RunOpts = {}): Promise<CliResult> {
+    return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...opts.env } });
+  }
+
+  nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
+    return runCli('nxs', args, opts.cwd ?? this.root, opts);
+  }
+
+  /** Declares a persona whose runtime is the scriptable fixture agent. */
+  persona(role: string, spec: PersonaSpec): void {
+    const dir = join(this.root, '.nxs-personas');
+    mkdirSync(dir, { recursive: true });
+    const lines = [`model: fake-model`, `system_prompt: You are ${role}.`];
+    if (spec.tools !== null) lines.push(`tools: ${JSON.stringify(spec.tools ?? ['Bash'])}`);
+    if (spec.timeout) lines.push(`timeout: ${spec.timeout}`);
+    lines.push(`runtime:`, `  command: ${JSON.stringify([process.execPath, AGENT, spec.mode, ...(spec.arg ? [spec.arg] : [])])}`);
+    if (spec.extra) lines.push(spec.extra);
+    writeFileSync(join(dir, `${role}.yaml`), lines.join('\n') + '\n');
+  }
+
+  /** Every nxc call the fixture agents made, in order. */
+  agentLog(): any[] {
+    if (!existsSync(this.log)) return [];
+    return readFileSync(this.log, 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l));
+  }
+
+  sessionDirs(): string[] {
+    const dir = join(this.root, '.nxs', 'sessions');
+    return existsSync(dir) ? readdirSync(dir).filter((d) => d.startsWith('s-')) : [];
+  }
+
+  /** Waits until every session turn started here has been settled by its sidecar. */
+  async waitIdle(timeoutMs = 90_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    let quietChecks = 0;
+    while (Date.now() < deadline) {
+      let pending = 0;
+      for (const s of this.sessionDirs()) {
+        const files = readdirSync(join(this.root, '.nxs', 'sessions', s));
+        for (const f of files) {
+          const m = /^turn-(\d+)\.started$/.exec(f);
+          if (m && !files.includes(`turn-${m[1]}.done`)) pending++;
+        }
+      }
+      quietChecks = pending === 0 ? quietChecks + 1 : 0;
+      if (quietChecks >= 2) return;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+    throw new Error(`sessions still running after ${timeoutMs} ms`);
+  }
+
+  async status(all = true): Promise<any> {
+    const r = await this.nxc(['status', ...(all ? ['--all'] : []), '--json']);
+    if (r.code !== 0) throw new Error(`status failed: ${r.stderr}${r.stdout}`);
+    return r.json;
+  }
+
+  cleanup(): void {
+    rmSync(join(this.root, '..'), { recursive: true, force: true });
+  }
+}
+
+function git(cwd: string, ...args: string[]): void {
+  execFileSync('git', args, { cwd, stdio: 'ignore' });
+}
+
+/** A fresh git repository with one commit, made a workspace with `nxs init`. */
+export async function makeWorkspace(opts: { git?: boolean } = {}): Promise<TestWorkspace> {
+  const base = mkdtempSync(join(tmpdir(), 'nexus-ws-'));
+  const root = join(base, 'repo');
+  mkdirSync(root);
+  if (opts.git !== false) {
+    git(root, 'init', '-q', '-b', 'main');
+    git(root, 'config', 'user.email', 'test@example.com');
+    git(root, 'config', 'user.name', 'Test');
+    writeFileSync(join(root, 'README.md'), '# test repo\n');
+    writeFileSync(join(root, '.gitignore'), '.nxs-personas/\n');
+    git(root, 'add', '.');
+    git(root, 'commit', '-q', '-m', 'init');
+  }
+  const r = await runCli('nxs', ['init', '--json'], root);
+  if (r.code !== 0) throw new Error(`nxs init failed: ${r.stderr}`);
+  return new TestWorkspace(root, r.json.workspace, r.json.short);
+}

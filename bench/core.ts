@@ -1,0 +1,124 @@
+// `npm run bench`: the workspace core on a store holding 10,000 threads.
+// Prints the send + reply round trip and `nxc status --json`, through the real CLI and in-process,
+// each against a reference measured in the same run (a bare PGlite command in a child process).
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { newMessageId, newThreadId } from '../protocol/ids.js';
+import { hostFor, realDeps } from '../node-agent/host/index.js';
+import { appendOps, type OpDraft } from '../node-agent/log/index.js';
+import { packageRoot } from '../node-agent/paths.js';
+import { openStore } from '../node-agent/store/index.js';
+import { initWorkspace } from '../node-agent/workspace/index.js';
+import { row, sample } from './stats.js';
+
+const run = promisify(execFile);
+const THREADS = Number(process.env['BENCH_THREADS'] ?? 10_000);
+const OPEN_EVERY = 100; // one operation in a hundred is left open, the rest are finished
+const CLI_N = Number(process.env['BENCH_CLI_N'] ?? 40);
+const ENGINE_N = Number(process.env['BENCH_ENGINE_N'] ?? 300);
+
+async function main(): Promise<void> {
+  const base = mkdtempSync(join(tmpdir(), 'nexus-bench-'));
+  const home = join(base, 'home');
+  const root = join(base, 'repo');
+  mkdirSync(root);
+  execFileSync('git', ['init', '-q', '-b', 'main'], { cwd: root });
+  writeFileSync(join(root, 'README.md'), 'bench\n');
+  execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '-am', 'x', '--allow-empty'], { cwd: root });
+  execFileSync('git', ['add', '.'], { cwd: root });
+  execFileSync('git', ['-c', 'user.name=b', '-c', 'user.email=b@b', 'commit', '-q', '-m', 'readme'], { cwd: root });
+  const { workspace } = await initWorkspace(root, { name: 'bench', home });
+  const env: NodeJS.ProcessEnv = { ...process.env, NEXUS_HOME: home, PATH: `${join(packageRoot(), 'bin')}:${process.env['PATH']}` };
+  for (const k of Object.keys(env)) if (k.startsWith('NXC_')) delete env[k];
+
+  // Seed: 10,000 threads between people, each opened and (mostly) answered, written in batches.
+  process.stderr.write(`seeding ${THREADS} threads...`);
+  const seedStart = performance.now();
+  let store = await openStore(workspace.paths.store);
+  const writer = { workspace: workspace.id, origin: 'bench', now: () => new Date() };
+  for (let done = 0; done < THREADS; ) {
+    const batch = Math.min(500, THREADS - done);
+    await store.db.transaction(async (tx) => {
+      const drafts: OpDraft[] = [];
+      for (let i = 0; i < batch; i++) {
+        const thread = newThreadId();
+        const n = done + i;
+        const alice = { handle: 'alice', session: null };
+        drafts.push({ operation: thread, thread, session: null, kind: 'thread.opened', body: { parent: null, subject: `seed ${n}`, opener: alice, target: { kind: 'person', handle: 'bob' } } });
+        drafts.push({ operation: thread, thread, session: null, kind: 'message.posted', body: { message: newMessageId(), author: alice, text: `question ${n}`, effect: 'commission', substituted: false, refs: { working_copy: null } } });
+        if (n % OPEN_EVERY !== 0) {
+          drafts.push({ operation: thread, thread, session: null, kind: 'message.posted', body: { message: newMessageId(), author: { handle: 'bob', session: null }, text: `answer ${n}`, effect: 'answer', substituted: false, refs: { working_copy: null } } });
+        }
+      }
+      await appendOps(tx, writer, drafts);
+    });
+    done += batch;
+    if (process.stderr.isTTY) process.stderr.write(`\rseeding ${THREADS} threads... ${done}`);
+  }
+  process.stderr.write(` done in ${((performance.now() - seedStart) / 1000).toFixed(1)} s\n`);
+
+  // In-process: the engine alone, store already open (what a serving node pays).
+  const host = hostFor(realDeps(workspace, store.db));
+  const person = (actor: string) => ({ actor, session: null, hop: null });
+  const engineRound = await sample(ENGINE_N, async (i) => {
+    const r = await host.engine.send({ to: '@bob', subject: `bench ${i}`, text: 'ping', caller: person('alice') });
+    await host.engine.reply({ thread: r.thread, escalate: false, text: 'pong', caller: person('bob') });
+  });
+  const engineStatus = await sample(Math.ceil(ENGINE_N / 6), async () => {
+    await host.status({ all: false });
+  });
+  const rawRef = await sample(ENGINE_N, async () => {
+    await store.pg.query('insert into persona_runs (workspace, role, hash, lamport) values ($1, $2, $3, 0) on conflict do nothing', ['x', 'y', 'z']);
+    await store.pg.query('select count(*) from operations where finished = false');
+  });
+  await store.close();
+
+  // Through the CLI: a process per command, each opening the store under its lock.
+  const nxc = (args: string[], actor: string) => run(process.execPath, [join(packageRoot(), 'bin', 'nxc'), ...args], { cwd: root, env: { ...env, NXC_ACTOR: actor }, maxBuffer: 1 << 26 });
+  const cliRound = await sample(CLI_N, async (i) => {
+    const sent = JSON.parse((await nxc(['send', '@bob', '--subject', `cli ${i}`, '--json', 'ping'], 'alice')).stdout) as { thread: string };
+    await nxc(['reply', '--thread', sent.thread, '--json', 'pong'], 'bob');
+  });
+  const cliStatus = await sample(CLI_N, async () => {
+    await nxc(['status', '--json'], 'alice');
+  });
+  // Reference: the floor of any direct command, a child process that opens this store and runs two queries.
+  const refScript = join(base, 'ref.mjs');
+  writeFileSync(
+    refScript,
+    `import { PGlite } from ${JSON.stringify(join(packageRoot(), 'node_modules', '@electric-sql', 'pglite', 'dist', 'index.js'))};\n` +
+      `const pg = await PGlite.create({ dataDir: process.argv[2] });\n` +
+      `await pg.query("select count(*) from operations where finished = false");\nawait pg.query("select 1");\nawait pg.close();\n`,
+  );
+  const cliRef = await sample(CLI_N, async () => {
+    await run(process.execPath, [refScript, workspace.paths.store]);
+  });
+  const roundRef = { ...cliRef, median: cliRef.median * 2, p99: cliRef.p99 * 2, mean: cliRef.mean * 2 };
+
+  store = await openStore(workspace.paths.store);
+  const counts = await store.pg.query<{ threads: number; open: number }>(
+    `select (select count(*) from ops where kind = 'thread.opened')::int as threads, (select count(*) from operations where not finished)::int as open`,
+  );
+  await store.close();
+  const c = counts.rows[0]!;
+
+  console.log(`\nNexus core bench: store holds ${c.threads} threads, ${c.open} open operations (node ${process.version}, ${process.platform})`);
+  console.log('\nthrough the CLI (a process per command; the store is opened by each):');
+  console.log(row('reference: bare PGlite open + 2 queries (child)', cliRef));
+  console.log(row('nxc send + nxc reply round trip', cliRound, roundRef));
+  console.log(row('nxc status --json', cliStatus, cliRef));
+  console.log('  (round-trip ratio is against two reference commands)');
+  console.log('\nin process (store open, engine only):');
+  console.log(row('reference: raw insert + select on the same store', rawRef));
+  console.log(row('engine send + reply round trip', engineRound, rawRef));
+  console.log(row('engine status (open operations only)', engineStatus, rawRef));
+  rmSync(base, { recursive: true, force: true });
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

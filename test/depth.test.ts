@@ -1,0 +1,254 @@
+// The depth guard through the real CLI: the cap counts the open chain, anchored in the store, never lowered by NXC_HOP.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+
+type Row = { thread: string; parent: string | null; to: string; state: string; awaiting_human: boolean; session: { id: string; depth: number; turn: number; running: boolean } | null };
+
+function operationOf(status: any, id: string): { finished: boolean; threads: Row[] } {
+  const op = status.operations.find((o: any) => o.operation === id);
+  if (!op) throw new Error(`operation ${id} is not in status: ${JSON.stringify(status.operations.map((o: any) => o.operation))}`);
+  return op;
+}
+
+/** The `start` entries the fixture agent logged, one per turn it ran. */
+function starts(ws: TestWorkspace, handle?: string): any[] {
+  return ws.agentLog().filter((e) => e.cmd === 'start' && (handle === undefined || e.role === handle));
+}
+
+describe('an orchestrator commissioning round after round', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await makeWorkspace();
+    ws.persona('orchestrator', { mode: 'rounds', arg: 'coder:20' });
+    ws.persona('coder', { mode: 'reply' });
+  });
+  afterAll(() => ws.cleanup());
+
+  it(
+    'completes 20 commission-and-answer rounds with every coder at depth 2 and the orchestrator at depth 1 on every turn',
+    { timeout: 300_000 },
+    async () => {
+      const orch = `${ws.short}/orchestrator`;
+      const coder = `${ws.short}/coder`;
+      const sent = await ws.nxc(['send', 'orchestrator', '--subject', 'twenty rounds', '--json', 'run twenty rounds']);
+      expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+      expect(sent.json.woke).toMatchObject({ handle: orch, depth: 1, turn: 1 });
+      await ws.waitIdle(280_000);
+
+      // The orchestrator ran 21 turns (20 commissioning, 1 answering), every one with NXC_HOP=1.
+      const orchStarts = starts(ws, orch);
+      expect(orchStarts.map((e) => e.turn)).toEqual(Array.from({ length: 21 }, (_, i) => i + 1));
+      expect(new Set(orchStarts.map((e) => e.hop))).toEqual(new Set(['1']));
+      expect(new Set(orchStarts.map((e) => e.session)).size).toBe(1);
+
+      // Each of its 20 sends was accepted and woke a fresh coder session at depth 2.
+      const orchSends = ws.agentLog().filter((e) => e.role === orch && e.cmd === 'send');
+      expect(orchSends).toHaveLength(20);
+      for (const s of orchSends) {
+        expect(s.code, JSON.stringify(s)).toBe(0);
+        expect(s.out.woke).toMatchObject({ handle: coder, depth: 2, turn: 1 });
+      }
+      const coderStarts = starts(ws, coder);
+      expect(coderStarts).toHaveLength(20);
+      expect(new Set(coderStarts.map((e) => e.session)).size).toBe(20);
+      expect(new Set(coderStarts.map((e) => e.hop))).toEqual(new Set(['2']));
+      const coderReplies = ws.agentLog().filter((e) => e.role === coder && e.cmd === 'reply');
+      expect(coderReplies.map((e) => e.code)).toEqual(Array(20).fill(0));
+
+      // The store says the same: one depth-1 orchestrator session, 20 answered depth-2 coder rounds.
+      const op = operationOf(await ws.status(true), sent.json.operation);
+      expect(op.finished).toBe(true);
+      const root = op.threads.find((t) => t.thread === sent.json.thread)!;
+      expect(root).toMatchObject({ parent: null, state: 'answered', awaiting_human: true, session: { depth: 1, turn: 21, running: false } });
+      const rounds = op.threads.filter((t) => t.thread !== root.thread);
+      expect(rounds).toHaveLength(20);
+      for (const r of rounds) {
+        expect(r).toMatchObject({ parent: root.thread, to: coder, state: 'answered', awaiting_human: false, session: { depth: 2, running: false } });
+      }
+      expect(new Set(rounds.map((r) => r.session!.id)).size).toBe(20);
+      const answer = await ws.nxc(['threads', 'show', root.thread, '--json']);
+      expect(answer.json.messages.at(-1)).toMatchObject({ author: orch, effect: 'answer', substituted: false, text: 'all 20 rounds done' });
+    },
+  );
+
+  it('a follow-up to the finished orchestrator wakes the same session again at depth 1', async () => {
+    const orch = `${ws.short}/orchestrator`;
+    const before = (await ws.status(true)).operations;
+    expect(before).toHaveLength(1);
+    const root = before[0].threads.find((t: Row) => t.parent === null) as Row;
+    const follow = await ws.nxc(['reply', '--thread', root.thread, '--json', 'one more thing']);
+    expect(follow.code, follow.stdout + follow.stderr).toBe(0);
+    expect(follow.json.woke).toMatchObject({ session: root.session!.id, handle: orch, depth: 1, turn: 22 });
+    await ws.waitIdle();
+    const turn22 = starts(ws, orch).filter((e) => e.turn === 22);
+    expect(turn22).toHaveLength(1);
+    expect(turn22[0].hop).toBe('1');
+    const op = operationOf(await ws.status(true), before[0].operation);
+    expect(op.finished).toBe(true);
+    expect(op.threads.find((t) => t.thread === root.thread)).toMatchObject({ state: 'answered', awaiting_human: true, session: { depth: 1, turn: 22 } });
+  });
+
+  it(
+    'a new send to the orchestrator afterwards starts a new session at depth 1 whose rounds are again at depth 2',
+    { timeout: 300_000 },
+    async () => {
+      const coder = `${ws.short}/coder`;
+      const sent = await ws.nxc(['send', 'orchestrator', '--subject', 'again', '--json', 'once more']);
+      expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+      expect(sent.json.operation).not.toBe((await ws.status(true)).operations[0].operation);
+      expect(sent.json.woke).toMatchObject({ handle: `${ws.short}/orchestrator`, depth: 1, turn: 1 });
+      await ws.waitIdle(280_000);
+      const op = operationOf(await ws.status(true), sent.json.operation);
+      expect(op.finished).toBe(true);
+      const root = op.threads.find((t) => t.thread === sent.json.thread)!;
+      expect(root).toMatchObject({ awaiting_human: true, session: { depth: 1, turn: 21 } });
+      const rounds = op.threads.filter((t) => t.thread !== root.thread);
+      expect(rounds).toHaveLength(20);
+      for (const r of rounds) expect(r).toMatchObject({ to: coder, state: 'answered', session: { depth: 2 } });
+    },
+  );
+});
+
+describe('a self-commissioning chain', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await makeWorkspace();
+    ws.persona('looper', { mode: 'chain', arg: 'looper' });
+  });
+  afterAll(() => ws.cleanup());
+
+  it(
+    'stops at exactly 32 sessions, refuses the 33rd with DEPTH_EXCEEDED, and unwinds until the operation finishes',
+    { timeout: 300_000 },
+    async () => {
+      const looper = `${ws.short}/looper`;
+      const sent = await ws.nxc(['send', 'looper', '--subject', 'recurse', '--json', 'go as deep as you can']);
+      expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+      expect(sent.json.woke).toMatchObject({ depth: 1 });
+      await ws.waitIdle(280_000);
+
+      // Exactly 32 session folders, and 32 distinct sessions ever started a process.
+      expect(ws.sessionDirs()).toHaveLength(32);
+      const firstTurns = starts(ws, looper).filter((e) => e.turn === 1);
+      expect(firstTurns).toHaveLength(32);
+      expect(new Set(firstTurns.map((e) => e.session)).size).toBe(32);
+      expect(firstTurns.map((e) => Number(e.hop)).sort((a, b) => a - b)).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
+
+      // Every send succeeded except the one made at depth 32, which was refused at the cap.
+      const sends = ws.agentLog().filter((e) => e.cmd === 'send');
+      expect(sends).toHaveLength(32);
+      const refused = sends.filter((e) => e.code !== 0);
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toMatchObject({ hop: '32', code: 2, out: { ok: false, error: { code: 'DEPTH_EXCEEDED' } } });
+      for (const s of sends.filter((e) => e.code === 0)) expect(s.out.woke.depth).toBe(Number(s.hop) + 1);
+
+      // The store agrees: depths 1..32, one session each, every thread answered, no substitutes.
+      const op = operationOf(await ws.status(true), sent.json.operation);
+      expect(op.finished).toBe(true);
+      expect(op.threads).toHaveLength(32);
+      expect(op.threads.map((t) => t.session!.depth).sort((a, b) => a - b)).toEqual(Array.from({ length: 32 }, (_, i) => i + 1));
+      for (const t of op.threads) expect(t).toMatchObject({ state: 'answered', substituted: false, session: { running: false } });
+      // Depth 32 answered itself on its first turn; every shallower session was woken once to answer upward.
+      for (const t of op.threads) expect(t.session!.turn).toBe(t.session!.depth === 32 ? 1 : 2);
+      expect(op.threads.find((t) => t.thread === sent.json.thread)).toMatchObject({ session: { depth: 1 }, awaiting_human: true });
+      const deepest = op.threads.find((t) => t.session!.depth === 32)!;
+      const view = await ws.nxc(['threads', 'show', deepest.thread, '--json']);
+      expect(view.json.messages.at(-1)).toMatchObject({ effect: 'answer', text: 'refused: DEPTH_EXCEEDED' });
+    },
+  );
+});
+
+describe('NXC_HOP inside a session', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await makeWorkspace();
+    ws.persona('coder', { mode: 'reply' });
+    ws.persona('unsetter', { mode: 'hop', arg: 'coder:unset' });
+    ws.persona('lowerer', { mode: 'hop', arg: 'coder:0' });
+    ws.persona('raiser', { mode: 'hop', arg: 'coder:10' });
+    ws.persona('garbler', { mode: 'hop', arg: 'coder:abc' });
+  });
+  afterAll(() => ws.cleanup());
+
+  async function commissionVia(role: string): Promise<{ operation: string; send: any; coderRow: Row | undefined }> {
+    const sent = await ws.nxc(['send', role, '--subject', role, '--json', 'commission a coder']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    expect(sent.json.woke).toMatchObject({ depth: 1 });
+    await ws.waitIdle();
+    const send = ws.agentLog().find((e) => e.role === `${ws.short}/${role}` && e.cmd === 'send');
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    expect(op.finished).toBe(true);
+    return { operation: sent.json.operation, send, coderRow: op.threads.find((t) => t.parent !== null) };
+  }
+
+  it('a session that unsets NXC_HOP still commissions at its anchored depth + 1', async () => {
+    const { send, coderRow } = await commissionVia('unsetter');
+    expect(send).toMatchObject({ code: 0, out: { woke: { depth: 2 } } });
+    expect(coderRow?.session?.depth).toBe(2);
+    const coderStart = starts(ws).find((e) => e.session === coderRow!.session!.id);
+    expect(coderStart.hop).toBe('2');
+  });
+
+  it('a session that lowers NXC_HOP to 0 still commissions at its anchored depth + 1', async () => {
+    const { send, coderRow } = await commissionVia('lowerer');
+    expect(send).toMatchObject({ code: 0, out: { woke: { depth: 2 } } });
+    expect(coderRow?.session?.depth).toBe(2);
+  });
+
+  it('a session that raises NXC_HOP to 10 commissions at depth 11', async () => {
+    const { send, coderRow } = await commissionVia('raiser');
+    expect(send).toMatchObject({ code: 0, out: { woke: { depth: 11 } } });
+    expect(coderRow?.session?.depth).toBe(11);
+    const coderStart = starts(ws).find((e) => e.session === coderRow!.session!.id);
+    expect(coderStart.hop).toBe('11');
+  });
+
+  it('a session with a malformed NXC_HOP is refused with BAD_ENVIRONMENT and commissions nothing', async () => {
+    const dirs = ws.sessionDirs().length;
+    const { send, coderRow } = await commissionVia('garbler');
+    expect(send).toMatchObject({ code: 2, out: { ok: false, error: { code: 'BAD_ENVIRONMENT' } } });
+    expect(coderRow).toBeUndefined();
+    expect(ws.sessionDirs()).toHaveLength(dirs + 1);
+  });
+});
+
+describe('NXC_HOP claimed by a person', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await makeWorkspace();
+    ws.persona('coder', { mode: 'reply' });
+  });
+  afterAll(() => ws.cleanup());
+
+  it('a person claiming NXC_HOP=32 is refused with DEPTH_EXCEEDED, exit 2, and nothing is written or started', async () => {
+    const before = await ws.status(true);
+    const r = await ws.nxc(['send', 'coder', '--subject', 'too deep', '--json', 'hello'], { env: { NXC_HOP: '32' } });
+    expect(r.code).toBe(2);
+    expect(r.json).toMatchObject({ ok: false, error: { code: 'DEPTH_EXCEEDED', details: { caller_depth: 32, cap: 32 } } });
+    const plain = await ws.nxc(['send', 'coder', '--subject', 'too deep', 'hello'], { env: { NXC_HOP: '40' } });
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toContain('DEPTH_EXCEEDED');
+    expect(ws.sessionDirs()).toEqual([]);
+    expect(ws.agentLog()).toEqual([]);
+    expect((await ws.status(true)).operations).toEqual(before.operations);
+  });
+
+  it('a person claiming NXC_HOP=31 commissions a session at depth 32', async () => {
+    const r = await ws.nxc(['send', 'coder', '--subject', 'at the cap', '--json', 'hello'], { env: { NXC_HOP: '31' } });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json.woke).toMatchObject({ depth: 32 });
+    await ws.waitIdle();
+    expect(ws.sessionDirs()).toHaveLength(1);
+    expect(starts(ws)).toMatchObject([{ hop: '32' }]);
+    const op = operationOf(await ws.status(true), r.json.operation);
+    expect(op).toMatchObject({ finished: true, threads: [{ state: 'answered', awaiting_human: true, session: { depth: 32 } }] });
+  });
+
+  it.each(['-1', 'abc', '1.5', '2e1', ' 3'])('a malformed NXC_HOP (%j) is refused with BAD_ENVIRONMENT and exit 2', async (hop) => {
+    const dirs = ws.sessionDirs().length;
+    const r = await ws.nxc(['send', 'coder', '--subject', 'bad', '--json', 'hello'], { env: { NXC_HOP: hop } });
+    expect(r.code).toBe(2);
+    expect(r.json).toMatchObject({ ok: false, error: { code: 'BAD_ENVIRONMENT' } });
+    expect(ws.sessionDirs()).toHaveLength(dirs);
+  });
+});

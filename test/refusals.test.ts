@@ -1,10 +1,11 @@
 // Every refusal: a stable code, exit 2, `{ok:false,error:{code,message}}` with --json, and nothing written.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { openStore } from '../node-agent/store/index.js';
-import { makeWorkspace, runCli, type CliResult, type RunOpts, type TestWorkspace } from './helpers/workspace.js';
+import { makeWorkspace, REPO, runCli, type CliResult, type RunOpts, type TestWorkspace } from './helpers/workspace.js';
 
 /** The store's op log and its folds, as JSON text: what "nothing was written" is checked against. */
 async function dumpStore(ws: TestWorkspace): Promise<string> {
@@ -16,6 +17,29 @@ async function dumpStore(ws: TestWorkspace): Promise<string> {
   } finally {
     await store.close();
   }
+}
+
+/**
+ * Like the harness's runCli, for an input larger than nxc will read: nxc stops reading and exits,
+ * so writing the rest of stdin fails with EPIPE, which is expected here and ignored.
+ */
+function nxcWithHugeStdin(cwd: string, args: string[], input: string): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('NXC_')) env[k] = v;
+  Object.assign(env, { NEXUS_HOME: inject('nexusHome'), NXC_ACTOR: 'alice' });
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [join(REPO, 'bin', 'nxc'), ...args], { cwd, env }, (err, stdout, stderr) => {
+      let json: any = null;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        /* not JSON */
+      }
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr, json });
+    });
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input);
+  });
 }
 
 /** A session id that is well formed (`s-` + a ULID body) and belongs to no session anywhere. */
@@ -65,9 +89,9 @@ const cases: Case[] = [
     run: nxc(['send', 'coder', '--subject', 's', '--json', '-'], { input: 'x'.repeat(LIMIT + 1) }),
   },
   {
-    name: 'a message of several MiB on stdin is too large, and is not read whole',
+    name: 'a message of several MiB on stdin is too large',
     code: 'MESSAGE_TOO_LARGE',
-    run: (c) => c.ws.nxc(['reply', '--thread', c.thread, '--json', '-'], { input: 'y'.repeat(4 * 1024 * 1024) }),
+    run: (c) => nxcWithHugeStdin(c.ws.root, ['reply', '--thread', c.thread, '--json', '-'], 'y'.repeat(4 * 1024 * 1024)),
   },
   {
     name: 'a malformed NXC_SESSION is a bad environment',
@@ -157,14 +181,13 @@ describe('refused commands', () => {
     if (ctx) rmSync(ctx.outside, { recursive: true, force: true });
   });
 
-  it.each(cases)('$name: exit 2, $code, nothing written', async ({ code, run, check }) => {
+  it.each(cases.map((c) => [c.name, c.code, c] as const))('%s: exit 2 with %s, and nothing is written', async (_name, code, { run, check }) => {
     await ctx.ws.waitIdle();
     const before = await dumpStore(ctx.ws);
     const r = await run(ctx);
     expect(r.code, r.stdout + r.stderr).toBe(2);
     expect(r.json).toMatchObject({ ok: false, error: { code, message: expect.any(String) } });
     check?.(r, ctx);
-    await ctx.ws.waitIdle();
     expect(ctx.ws.sessionDirs()).toHaveLength(1);
     expect(await dumpStore(ctx.ws)).toBe(before);
   });
@@ -174,6 +197,14 @@ describe('refused commands', () => {
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toMatch(/^error USAGE: /);
+  });
+
+  it('nxs personas list --json with an invalid declaration exits 2 and prints one JSON document naming the file and the field', async () => {
+    const r = await ctx.ws.nxs(['personas', 'list', '--json']);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.json, `stdout is not one JSON document: ${r.stdout}`).not.toBeNull();
+    expect(r.json.personas.map((p: any) => p.role)).toEqual(['coder']);
+    expect(r.json.errors).toEqual([expect.objectContaining({ file: '.nxs-personas/broken.yaml', field: 'timeout' })]);
   });
 
   it('a workspace whose config cannot be read is a failure of our own: exit 1, STORE_FAILED', async () => {
@@ -193,6 +224,6 @@ describe('refused commands', () => {
     const r = await runCli('nxs', ['init', '--json'], dir, { env: { NEXUS_HOME: home } });
     expect(r.code, r.stdout + r.stderr).toBe(1);
     expect(r.json).toMatchObject({ ok: false, error: { code: 'INTERNAL' } });
-    expect(existsSync(join(dir, '.nxs'))).toBe(false);
+    expect(readdirSync(dir)).toEqual([]);
   });
 });

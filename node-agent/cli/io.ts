@@ -84,6 +84,9 @@ export async function runCommand(io: Io, json: boolean, body: () => Promise<void
   } catch (err) {
     const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err));
     if (!isNexusError(err) && io.env['NEXUS_DEBUG']) io.stderr(`${(err as Error).stack ?? String(err)}\n`);
+    // A quiet error has already been reported by the command's own output (e.g. `nxs personas list`
+    // lists what is invalid); printing it again would put a second JSON document on stdout.
+    if ((err as { quiet?: boolean } | null | undefined)?.quiet === true) return e.exitCode;
     if (json) io.stdout(JSON.stringify({ ok: false, error: e.toJSON() }) + '\n');
     else io.stderr(`error ${e.code}: ${e.message}\n`);
     return e.exitCode;

@@ -18,7 +18,9 @@ function starts(ws: TestWorkspace, handle?: string): any[] {
 describe('an orchestrator commissioning round after round', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
+    // Served by a node: every command is a request on its socket rather than a store opened anew.
     ws = await makeWorkspace();
+    await ws.startNode();
     ws.persona('orchestrator', { mode: 'rounds', arg: 'coder:20' });
     ws.persona('coder', { mode: 'reply' });
   });
@@ -115,6 +117,7 @@ describe('a self-commissioning chain', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
     ws = await makeWorkspace();
+    await ws.startNode();
     ws.persona('looper', { mode: 'chain', arg: 'looper' });
   });
   afterAll(() => ws.cleanup());

@@ -89,10 +89,12 @@ export function createEngine(deps: EngineDeps) {
   }
 
   /** Ends turns whose sidecar died without reporting, so nothing stays "running" for ever. */
-  async function reap(): Promise<void> {
-    for (const dead of await unreportedDeadTurns(deps)) {
-      await finishTurn({ session: dead.session, turn: dead.turn, exitCode: null, signal: 'lost', timedOut: false });
+  async function reap(): Promise<number> {
+    const dead = await unreportedDeadTurns(deps);
+    for (const d of dead) {
+      await finishTurn({ session: d.session, turn: d.turn, exitCode: null, signal: 'lost', timedOut: false });
     }
+    return dead.length;
   }
 
   async function send(input: SendInput): Promise<Receipt> {

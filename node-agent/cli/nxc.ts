@@ -1,6 +1,7 @@
 // nxc: the chat command. send, reply, status, threads show.
 import { NexusError } from '../../protocol/errors.js';
-import { withDirectHost } from '../host/index.js';
+import type { Warning } from '../../protocol/receipts.js';
+import { routed } from '../host/remote.js';
 import { findWorkspace } from '../workspace/index.js';
 import { callerFromEnv, messageText, parse, printJson, processIo, runCommand, type Io } from './io.js';
 import { renderReceipt, renderStatus, renderThread } from './render.js';
@@ -11,6 +12,7 @@ const HELP = `nxc: talk to personas and people in a Nexus workspace
   nxc reply --thread <id> [--escalate] [--json] [TEXT | -]
   nxc status [--all] [--json]
   nxc threads show <id> [--json]
+  nxc tick [--thread <id>] [--json]      settle dead turns by hand (the node does this on its own)
 
 TEXT absent or "-" reads the message from stdin (a heredoc works).
 Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.
@@ -27,7 +29,8 @@ async function send(io: Io, args: string[]): Promise<void> {
   const caller = callerFromEnv(io.env);
   const body = await messageText(io, text);
   const ws = findWorkspace(io.cwd, io.env);
-  const receipt = await withDirectHost(ws, (h) => h.engine.send({ to, subject: values.subject ?? null, text: body, caller }));
+  const r = await routed(ws, (c) => c.send({ to, subject: values.subject ?? null, text: body, caller }), io.env);
+  const receipt = withServiceWarning(r.result, r.serviceWarning);
   if (values.json) printJson(io, receipt);
   else io.stdout(renderReceipt(receipt));
 }
@@ -40,9 +43,8 @@ async function reply(io: Io, args: string[]): Promise<void> {
   const caller = callerFromEnv(io.env);
   const body = await messageText(io, text);
   const ws = findWorkspace(io.cwd, io.env);
-  const receipt = await withDirectHost(ws, (h) =>
-    h.engine.reply({ thread: values.thread!, escalate: values.escalate ?? false, text: body, caller }),
-  );
+  const r = await routed(ws, (c) => c.reply({ thread: values.thread!, escalate: values.escalate ?? false, text: body, caller }), io.env);
+  const receipt = withServiceWarning(r.result, r.serviceWarning);
   if (values.json) printJson(io, receipt);
   else io.stdout(renderReceipt(receipt));
 }
@@ -51,7 +53,7 @@ async function status(io: Io, args: string[]): Promise<void> {
   const { values, positionals } = parse(args, { all: { type: 'boolean', short: 'a' }, json }, 'nxc status [--all] [--json]');
   if (positionals.length > 0) throw new NexusError('USAGE', 'usage: nxc status [--all] [--json]');
   const ws = findWorkspace(io.cwd, io.env);
-  const report = await withDirectHost(ws, (h) => h.status({ all: values.all ?? false }));
+  const report = (await routed(ws, (c) => c.status({ all: values.all ?? false }), io.env)).result;
   if (values.json) printJson(io, report);
   else io.stdout(renderStatus(report));
 }
@@ -62,12 +64,37 @@ async function threads(io: Io, args: string[]): Promise<void> {
   const [verb, id, ...rest] = positionals;
   if (verb !== 'show' || id === undefined || rest.length > 0) throw new NexusError('USAGE', `usage: ${usage}`);
   const ws = findWorkspace(io.cwd, io.env);
-  const view = await withDirectHost(ws, (h) => h.thread(id));
+  const view = (await routed(ws, (c) => c.thread(id), io.env)).result;
   if (values.json) printJson(io, view);
   else io.stdout(renderThread(view));
 }
 
-const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { send, reply, status, threads };
+async function tick(io: Io, args: string[]): Promise<void> {
+  const usage = 'nxc tick [--thread <id>] [--json]';
+  const { values, positionals } = parse(args, { thread: { type: 'string', short: 't' }, json }, usage);
+  if (positionals.length > 0) throw new NexusError('USAGE', `usage: ${usage}`);
+  const ws = findWorkspace(io.cwd, io.env);
+  const r = await routed(
+    ws,
+    async (c) => {
+      if (values.thread !== undefined) await c.thread(values.thread);
+      return c.tick();
+    },
+    io.env,
+  );
+  const warnings: Warning[] = r.serviceWarning ? [r.serviceWarning] : [];
+  const out = { ticked: true, via: r.via, settled: r.result.settled, thread: values.thread ?? null, warnings };
+  if (values.json) return printJson(io, out);
+  io.stdout(`tick done via ${r.via}: ${r.result.settled} dead turn(s) settled\n`);
+  for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
+}
+
+/** The service warning rides every send, reply and tick of a registered workspace while no node runs. */
+function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warning: Warning | null): T {
+  return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
+}
+
+const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { send, reply, status, threads, tick };
 
 export async function main(io: Io): Promise<number> {
   const [command, ...args] = io.argv;

@@ -3,11 +3,16 @@ import { NexusError } from '../../protocol/errors.js';
 import { listPersonas } from '../personas/index.js';
 import { findWorkspace, initWorkspace } from '../workspace/index.js';
 import { parse, printJson, processIo, runCommand, type Io } from './io.js';
+import { nodeCommand } from './node-cmd.js';
 
 const HELP = `nxs: set up and run Nexus
 
   nxs init [--name NAME] [--json]      make this folder a workspace (again: changes nothing)
   nxs personas list [--json]           the declared personas, and what is wrong with any of them
+  nxs node run | start | stop | status [--json]
+                                       the per-machine node (NEXUS_HOME names its state folder)
+  nxs node register | unregister       have the node serve this workspace (or stop serving it)
+  nxs relay serve | stream create      run a relay; see nxs relay --help
 `;
 
 const json = { type: 'boolean' } as const;
@@ -44,7 +49,7 @@ async function personas(io: Io, args: string[]): Promise<void> {
   if (errors.length > 0) throw Object.assign(new NexusError('PERSONA_INVALID', `${errors.length} declaration(s) are not valid`), { quiet: true });
 }
 
-const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { init, personas };
+const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { init, personas, node: nodeCommand };
 
 export async function main(io: Io): Promise<number> {
   const [command, ...args] = io.argv;

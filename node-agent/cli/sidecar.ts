@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
-import { withDirectHost } from '../host/index.js';
+import { routed } from '../host/remote.js';
 import { packageRoot } from '../paths.js';
 import { baseEnvironment, doneMarker, SessionSpecSchema } from '../sessions/index.js';
 import { findWorkspace } from '../workspace/index.js';
@@ -23,7 +23,7 @@ async function settle(specDir: string, end: { session: string; turn: number; exi
   const ws = findWorkspace(workspaceDir, { NXC_WORKSPACE_DIR: workspaceDir });
   for (let attempt = 1; ; attempt++) {
     try {
-      const result = await withDirectHost(ws, (h) => h.engine.finishTurn(end));
+      const { result } = await routed(ws, (c) => c.finishTurn(end));
       writeFileSync(doneMarker(specDir, end.turn), JSON.stringify({ ...end, ...result, at: new Date().toISOString() }) + '\n');
       return;
     } catch (err) {

@@ -12,6 +12,8 @@ export type Host = {
   deps: EngineDeps;
   status: (opts: { all: boolean }) => ReturnType<typeof statusReport>;
   thread: (id: string) => ReturnType<typeof threadView>;
+  /** The clock's work: settle turns whose process died without reporting. */
+  tick: () => Promise<{ settled: number }>;
 };
 
 /** The engine's real dependencies for a workspace whose store is open in this process. */
@@ -39,6 +41,7 @@ export function hostFor(deps: EngineDeps): Host {
       return statusReport(deps, opts);
     },
     thread: (id) => threadView(deps, id),
+    tick: async () => ({ settled: await engine.reap() }),
   };
 }
 

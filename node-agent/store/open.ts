@@ -34,6 +34,19 @@ function schemaVersion(): string {
   return createHash('sha256').update(journal).digest('hex').slice(0, 16);
 }
 
+let journalEntries: number | undefined;
+
+/** True when every migration in the journal is applied: the common case, checked with one query. */
+async function isCurrent(pg: PGlite): Promise<boolean> {
+  journalEntries ??= (JSON.parse(readFileSync(join(migrationsFolder(), 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }).entries.length;
+  try {
+    const r = await pg.query<{ n: number }>('select count(*)::int as n from drizzle.__drizzle_migrations');
+    return r.rows[0]?.n === journalEntries;
+  } catch {
+    return false;
+  }
+}
+
 /** Takes the exclusive lock on `target`, waiting up to `waitMs`; resolves to its release. */
 async function acquireLock(target: string, waitMs: number): Promise<() => Promise<void>> {
   mkdirSync(dirname(target), { recursive: true });
@@ -111,7 +124,7 @@ export async function openStore(dir: string, opts: { waitMs?: number } = {}): Pr
   try {
     pg = await PGlite.create({ dataDir: dir });
     const db = drizzle(pg, { schema });
-    await migrate(db, { migrationsFolder: migrationsFolder() });
+    if (!(await isCurrent(pg))) await migrate(db, { migrationsFolder: migrationsFolder() });
     const client = pg;
     return {
       dir,

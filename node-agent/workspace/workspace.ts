@@ -6,7 +6,6 @@ import { generateWorkspaceKey, writeWorkspaceKey } from '../../crypto/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import { WorkspaceId, workspaceShort } from '../../protocol/ids.js';
 import { workspacePaths, type WorkspacePaths } from '../paths.js';
-import { createStore } from '../store/index.js';
 
 const ConfigSchema = z.object({
   version: z.literal(1),
@@ -85,6 +84,8 @@ export async function initWorkspace(root: string, opts: { name?: string; home?: 
     writeFileSync(join(tmp, '.gitignore'), '*\n');
     const key = generateWorkspaceKey();
     writeWorkspaceKey(join(tmp, 'keys'), key);
+    // Loaded here only: finding a workspace must not load PGlite (the node's RPC path stays light).
+    const { createStore } = await import('../store/index.js');
     await createStore(join(tmp, 'store'), opts.home);
     mkdirSync(join(tmp, 'sessions'), { mode: 0o700 });
     const config = { version: 1 as const, workspace: key.id, name, created_at: new Date().toISOString() };

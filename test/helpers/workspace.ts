@@ -1,6 +1,6 @@
 // Test harness: a real workspace in a temp folder (a real git repo), driven through the real CLI as child processes.
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { inject } from 'vitest';
@@ -49,6 +49,8 @@ export type PersonaSpec = { mode: string; arg?: string; tools?: string[] | null;
 
 export class TestWorkspace {
   readonly log: string;
+  /** Set when this workspace has a node of its own (its own NEXUS_HOME). */
+  home: string | undefined;
   constructor(
     readonly root: string,
     readonly id: string,
@@ -57,12 +59,36 @@ export class TestWorkspace {
     this.log = join(root, '..', 'agent-log.jsonl');
   }
 
+  private homeEnv(): Record<string, string> {
+    return this.home ? { NEXUS_HOME: this.home } : {};
+  }
+
   nxc(args: string[], opts: RunOpts = {}): Promise<CliResult> {
-    return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...opts.env } });
+    return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }
 
   nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
-    return runCli('nxs', args, opts.cwd ?? this.root, opts);
+    // A node started here passes its environment on to the sessions it runs, so the agent log goes with it.
+    return runCli('nxs', args, opts.cwd ?? this.root, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
+  }
+
+  /**
+   * Gives this workspace a node of its own: a private NEXUS_HOME (sharing the suite's store
+   * template), `nxs node start`, and `nxs node register`. Commands then go over the node's socket.
+   */
+  async startNode(): Promise<void> {
+    const home = join(this.root, '..', 'nexus-home');
+    mkdirSync(home, { recursive: true });
+    if (!existsSync(join(home, 'cache'))) symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
+    this.home = home;
+    const started = await this.nxs(['node', 'start', '--json']);
+    if (started.code !== 0) throw new Error(`nxs node start failed: ${started.stdout}${started.stderr}`);
+    const reg = await this.nxs(['node', 'register', '--json']);
+    if (reg.code !== 0) throw new Error(`nxs node register failed: ${reg.stdout}${reg.stderr}`);
+  }
+
+  async stopNode(): Promise<void> {
+    if (this.home) await this.nxs(['node', 'stop', '--json']);
   }
 
   /** Declares a persona whose runtime is the scriptable fixture agent. */
@@ -117,7 +143,8 @@ export class TestWorkspace {
     return r.json;
   }
 
-  cleanup(): void {
+  async cleanup(): Promise<void> {
+    await this.stopNode();
     rmSync(join(this.root, '..'), { recursive: true, force: true });
   }
 }

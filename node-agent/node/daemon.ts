@@ -1,0 +1,134 @@
+// The node: one background service per NEXUS_HOME. It holds the stores of its registered workspaces
+// open, serves them over a Unix socket, and keeps the clock (a ticker that settles dead turns).
+import { createAdaptorServer } from '@hono/node-server';
+import type { Server } from 'node:http';
+import { existsSync, rmSync } from 'node:fs';
+import lockfile from 'proper-lockfile';
+import { mkdirSync } from 'node:fs';
+import { NexusError } from '../../protocol/errors.js';
+import { hostFor, realDeps, type Host } from '../host/index.js';
+import { rpcApp } from '../rpc/server.js';
+import { openStore, type Store } from '../store/index.js';
+import { findWorkspace, type Workspace } from '../workspace/index.js';
+import { addToRegistry, nodePaths, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
+
+type Served = { workspace: Workspace; store: Store; host: Host; queue: Promise<unknown> };
+
+export type NodeOptions = { home?: string; tickMs?: number; log?: (line: string) => void };
+
+export type RunningNode = { paths: NodePaths; socket: string; pid: number; close: () => Promise<void>; closed: Promise<void> };
+
+/** How often the ticker looks for turns whose process died without reporting. */
+const DEFAULT_TICK_MS = 30_000;
+
+export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
+  const paths = nodePaths(opts.home);
+  const log = opts.log ?? ((line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  let releaseNodeLock: () => Promise<void>;
+  try {
+    releaseNodeLock = await lockfile.lock(paths.lock, { realpath: false, lockfilePath: `${paths.lock}.lock`, stale: 10_000, update: 2_500 });
+  } catch {
+    const first = runningNode(paths);
+    throw new NexusError(
+      'NODE_RUNNING',
+      first
+        ? `a node already runs for ${paths.home}: pid ${first.pid}, started ${first.started_at}, socket ${first.socket}`
+        : `a node is starting or running for ${paths.home} (its lock is held)`,
+      first ? { pid: first.pid, socket: first.socket } : {},
+    );
+  }
+
+  const served = new Map<string, Served>();
+  const startedAt = new Date().toISOString();
+
+  async function serve(root: string): Promise<Served> {
+    const workspace = findWorkspace(root, {});
+    const existing = served.get(workspace.id);
+    if (existing) return existing;
+    const store = await openStore(workspace.paths.store, { waitMs: 30_000 });
+    const entry: Served = { workspace, store, host: hostFor(realDeps(workspace, store.db)), queue: Promise.resolve() };
+    served.set(workspace.id, entry);
+    log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
+    return entry;
+  }
+
+  for (const w of readRegistry(paths).workspaces) {
+    await serve(w.root).catch((err: unknown) => log(`cannot serve ${w.id} at ${w.root}: ${String(err)}`));
+  }
+
+  /** Commands on one workspace run one at a time, exactly as the store lock orders them without a node. */
+  function withHost<T>(id: string, fn: (host: Host) => Promise<T>): Promise<T> {
+    const entry = served.get(id);
+    if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`));
+    const run = entry.queue.then(() => fn(entry.host));
+    entry.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  let stopping: Promise<void> | undefined;
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((r) => (resolveClosed = r));
+  let server: Server;
+  const close = (): Promise<void> => {
+    stopping ??= (async () => {
+      clearInterval(ticker);
+      await new Promise<void>((r) => server.close(() => r()));
+      for (const entry of served.values()) {
+        await entry.queue;
+        await entry.store.close().catch(() => undefined);
+      }
+      rmSync(paths.socket, { force: true });
+      rmSync(paths.info, { force: true });
+      await releaseNodeLock().catch(() => undefined);
+      log('node stopped');
+      resolveClosed();
+    })();
+    return stopping;
+  };
+
+  const app = rpcApp({
+    withHost,
+    info: () => ({
+      pid: process.pid,
+      started_at: startedAt,
+      home: paths.home,
+      socket: paths.socket,
+      workspaces: [...served.values()].map((s) => ({ id: s.workspace.id, name: s.workspace.name, root: s.workspace.paths.root })),
+    }),
+    register: async (root) => {
+      const entry = await serve(root);
+      addToRegistry(paths, entry.workspace.id, entry.workspace.paths.root);
+      return { workspace: entry.workspace.id, serving: true };
+    },
+    unregister: async (id) => {
+      const entry = served.get(id);
+      removeFromRegistry(paths, id);
+      if (entry) {
+        served.delete(id);
+        await entry.queue;
+        await entry.store.close();
+      }
+      return { workspace: id, serving: false };
+    },
+    shutdown: () => void close(),
+  });
+
+  rmSync(paths.socket, { force: true });
+  server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(paths.socket, () => resolve());
+  });
+  writeInfo(paths, { pid: process.pid, started_at: startedAt, socket: paths.socket, home: paths.home });
+
+  const ticker = setInterval(() => {
+    for (const id of served.keys()) {
+      void withHost(id, (h) => h.tick()).catch((err: unknown) => log(`tick of ${id} failed: ${String(err)}`));
+    }
+  }, opts.tickMs ?? DEFAULT_TICK_MS);
+  ticker.unref();
+  log(`node ${process.pid} listening on ${paths.socket}; ${served.size} workspace(s)`);
+  if (!existsSync(paths.socket)) throw new NexusError('INTERNAL', 'the node socket vanished');
+  return { paths, socket: paths.socket, pid: process.pid, close, closed };
+}

@@ -1,0 +1,84 @@
+// The node's files under NEXUS_HOME: its lock, its pid record, its socket, its log, and the registry.
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { nexusHome } from '../paths.js';
+import { processAlive } from '../sessions/index.js';
+
+export function nodePaths(home = nexusHome()) {
+  const dir = join(home, 'node');
+  return {
+    home,
+    dir,
+    lock: join(dir, 'node'),
+    info: join(dir, 'node.json'),
+    socket: join(dir, 'node.sock'),
+    log: join(dir, 'node.log'),
+    registry: join(dir, 'registry.json'),
+  };
+}
+export type NodePaths = ReturnType<typeof nodePaths>;
+
+const RegistrySchema = z.object({
+  version: z.literal(1),
+  workspaces: z.array(z.object({ id: z.string(), root: z.string(), registered_at: z.string() })),
+});
+export type Registry = z.infer<typeof RegistrySchema>;
+
+export function readRegistry(paths: NodePaths): Registry {
+  if (!existsSync(paths.registry)) return { version: 1, workspaces: [] };
+  try {
+    return RegistrySchema.parse(JSON.parse(readFileSync(paths.registry, 'utf8')));
+  } catch {
+    return { version: 1, workspaces: [] };
+  }
+}
+
+/** Writes the registry atomically (temp file + rename), so a crash never leaves half a file. */
+export function writeRegistry(paths: NodePaths, registry: Registry): void {
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  const tmp = `${paths.registry}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(registry, null, 2) + '\n');
+  renameSync(tmp, paths.registry);
+}
+
+export function isRegistered(paths: NodePaths, workspaceId: string): boolean {
+  return readRegistry(paths).workspaces.some((w) => w.id === workspaceId);
+}
+
+export function addToRegistry(paths: NodePaths, id: string, root: string): boolean {
+  const reg = readRegistry(paths);
+  if (reg.workspaces.some((w) => w.id === id)) return false;
+  reg.workspaces.push({ id, root: resolve(root), registered_at: new Date().toISOString() });
+  writeRegistry(paths, reg);
+  return true;
+}
+
+export function removeFromRegistry(paths: NodePaths, id: string): boolean {
+  const reg = readRegistry(paths);
+  const next = reg.workspaces.filter((w) => w.id !== id);
+  if (next.length === reg.workspaces.length) return false;
+  writeRegistry(paths, { ...reg, workspaces: next });
+  return true;
+}
+
+const InfoSchema = z.object({ pid: z.number().int(), started_at: z.string(), socket: z.string(), home: z.string() });
+export type NodeInfo = z.infer<typeof InfoSchema>;
+
+/** The running node, if its pid record names a live process. */
+export function runningNode(paths: NodePaths): NodeInfo | null {
+  if (!existsSync(paths.info)) return null;
+  try {
+    const info = InfoSchema.parse(JSON.parse(readFileSync(paths.info, 'utf8')));
+    return processAlive(info.pid) ? info : null;
+  } catch {
+    return null;
+  }
+}
+
+export function writeInfo(paths: NodePaths, info: NodeInfo): void {
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  const tmp = `${paths.info}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(info) + '\n', { mode: 0o600 });
+  renameSync(tmp, paths.info);
+}

@@ -1,0 +1,279 @@
+// The sync wire protocol between nodes and the relay: frames each way, limits, error codes and their ws close codes.
+import { z } from 'zod';
+import { OpId, SessionId, ThreadId, WorkspaceId } from './ids.js';
+
+/** The version both sides put in their first frame (`hello`, `welcome`). */
+export const SYNC_PROTOCOL = 1;
+
+/** Where the sync socket lives on a relay. */
+export const SYNC_PATH = '/v1/sync';
+
+/** A stream's name, as the operator chose it: `^[a-z0-9][a-z0-9_-]{0,63}$`. */
+export const StreamName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9_-]{0,63}$/)
+  .brand<'StreamName'>();
+/** A validated stream name. */
+export type StreamName = z.infer<typeof StreamName>;
+
+/** How a node names itself in `hello` (its origin): printable, no spaces, at most 128 characters. */
+export const NodeName = z.string().regex(/^[\x21-\x7e]{1,128}$/);
+
+/** A per-stream sequence number; 0 means "before the first op". */
+export const Seq = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * An op as it travels. The envelope is checked strictly; `body` only as a JSON object and
+ * `kind` only by shape, so a relay forwards kinds newer than itself.
+ */
+export const WireOpSchema = z.strictObject({
+  id: OpId,
+  workspace: WorkspaceId,
+  origin: NodeName,
+  lamport: z.number().int().min(1).max(Number.MAX_SAFE_INTEGER),
+  ts: z.iso.datetime({ offset: true }),
+  kind: z.string().regex(/^[a-z_]+\.[a-z_]+$/),
+  operation: ThreadId,
+  thread: ThreadId.nullable(),
+  session: SessionId.nullable(),
+  body: z.record(z.string(), z.unknown()),
+  sig: z.string().min(1).max(1024).optional(),
+});
+/** A validated wire op. */
+export type WireOp = z.infer<typeof WireOpSchema>;
+
+/** What a relay enforces, published in `/v1/info` and in `welcome`. Sizes are UTF-8 bytes. */
+export const LimitsSchema = z.object({
+  /** Largest frame either side may send. */
+  max_frame_bytes: z.number().int().positive(),
+  /** Most ops in one `push`. */
+  max_ops_per_push: z.number().int().positive(),
+  /** Largest single op (its JSON text). */
+  max_op_bytes: z.number().int().positive(),
+  /** Most ops in one `ops` frame of the backlog (frames also stay under `max_frame_bytes`). */
+  page_size: z.number().int().positive(),
+  /** Bytes a consumer may leave unread in its send buffer before the relay stops sending to it. */
+  send_buffer_bytes: z.number().int().positive(),
+  /** How long a consumer may stay over `send_buffer_bytes` before it is closed as SLOW_CONSUMER. */
+  slow_consumer_ms: z.number().int().positive(),
+  /** The relay pings this often. */
+  ping_interval_ms: z.number().int().positive(),
+  /** A connection silent this long after a ping is closed as PING_TIMEOUT. */
+  ping_timeout_ms: z.number().int().positive(),
+});
+/** A relay's limits. */
+export type Limits = z.infer<typeof LimitsSchema>;
+
+/** The limits a relay runs with unless told otherwise. */
+export const DEFAULT_LIMITS: Limits = {
+  max_frame_bytes: 1024 * 1024,
+  max_ops_per_push: 500,
+  max_op_bytes: 256 * 1024 + 16 * 1024,
+  page_size: 500,
+  send_buffer_bytes: 8 * 1024 * 1024,
+  slow_consumer_ms: 10_000,
+  ping_interval_ms: 20_000,
+  ping_timeout_ms: 20_000,
+};
+
+/**
+ * The codes an `error` frame carries. Every one closes the connection with its ws close code;
+ * `retry` says whether reconnecting (from `resume_from` when given) can help without a fix.
+ * A code without a row does not compile.
+ */
+export const SYNC_ERROR_TABLE = {
+  BAD_FRAME: { close: 4000, retry: false, summary: 'the frame is not JSON, not text, or not a valid frame' },
+  FRAME_TOO_LARGE: { close: 4001, retry: false, summary: 'the frame is larger than max_frame_bytes' },
+  TOO_MANY_OPS: { close: 4002, retry: false, summary: 'the push holds more than max_ops_per_push ops' },
+  OP_TOO_LARGE: { close: 4003, retry: false, summary: 'an op is larger than max_op_bytes' },
+  NOT_HELLO: { close: 4004, retry: false, summary: 'the first frame must be hello' },
+  PROTOCOL_VERSION: { close: 4005, retry: false, summary: 'the relay does not speak this protocol version' },
+  BAD_CURSOR: { close: 4006, retry: true, summary: 'since is past the stream head; resume from resume_from' },
+  UNAUTHORIZED: { close: 4010, retry: false, summary: 'the stream token is not valid' },
+  UNKNOWN_STREAM: { close: 4011, retry: false, summary: 'no stream by that name' },
+  SLOW_CONSUMER: { close: 4020, retry: true, summary: 'the consumer did not read fast enough; resume from resume_from' },
+  PING_TIMEOUT: { close: 4021, retry: true, summary: 'no frame arrived within ping_timeout_ms of a ping' },
+  INTERNAL: { close: 4500, retry: true, summary: 'the relay failed; try again' },
+} as const satisfies Record<string, { close: number; retry: boolean; summary: string }>;
+
+/** A sync error code. */
+export type SyncErrorCode = keyof typeof SYNC_ERROR_TABLE;
+/** Every sync error code. */
+export const SYNC_ERROR_CODES = Object.keys(SYNC_ERROR_TABLE) as [SyncErrorCode, ...SyncErrorCode[]];
+
+/** The ws close code for an error code (4000-4999). */
+export function syncCloseCode(code: SyncErrorCode): number {
+  return SYNC_ERROR_TABLE[code].close;
+}
+
+/** The error code behind a ws close code, or null for a close code that is not ours. */
+export function syncErrorOfClose(close: number): SyncErrorCode | null {
+  return SYNC_ERROR_CODES.find((c) => SYNC_ERROR_TABLE[c].close === close) ?? null;
+}
+
+// ---- node -> relay
+
+/** The first frame a node sends: which stream, with which token, and the last seq it already holds. */
+export const HelloSchema = z.object({
+  type: z.literal('hello'),
+  protocol: z.number().int(),
+  stream: z.string().max(64),
+  token: z.string().max(512),
+  node: NodeName,
+  since: Seq,
+});
+/** Ops to append; `id` is the node's own batch number, echoed in the `ack`. */
+export const PushSchema = z.object({
+  type: z.literal('push'),
+  id: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  ops: z.array(WireOpSchema),
+});
+/** A liveness probe; the other side answers `pong` with the same `t`. */
+export const PingSchema = z.object({ type: z.literal('ping'), t: z.number() });
+/** The answer to a `ping`. */
+export const PongSchema = z.object({ type: z.literal('pong'), t: z.number() });
+
+/** Every frame a node may send. */
+export const FromNodeSchema = z.discriminatedUnion('type', [HelloSchema, PushSchema, PingSchema, PongSchema]);
+/** A frame from a node. */
+export type FromNode = z.infer<typeof FromNodeSchema>;
+
+// ---- relay -> node
+
+/** The relay's answer to `hello`: the stream's head at that moment and the limits in force. */
+export const WelcomeSchema = z.object({
+  type: z.literal('welcome'),
+  protocol: z.number().int(),
+  stream: z.string(),
+  head: Seq,
+  limits: LimitsSchema,
+});
+/** One op's fate in a push: the seq it has (a duplicate keeps the one it was first given). */
+export const AckResultSchema = z.object({ op: z.string(), seq: Seq, duplicate: z.boolean() });
+/** Sent only after the push is durably committed. */
+export const AckSchema = z.object({
+  type: z.literal('ack'),
+  id: z.number().int().min(0),
+  results: z.array(AckResultSchema),
+  head: Seq,
+});
+/** Ops in seq order: backlog pages, then live ops. Each op is forwarded as the exact text it was pushed as. */
+export const OpsSchema = z.object({
+  type: z.literal('ops'),
+  ops: z.array(z.object({ seq: Seq, op: WireOpSchema })),
+});
+/** Sent once, when the backlog up to the head at `hello` has been sent; live ops follow. */
+export const CaughtUpSchema = z.object({ type: z.literal('caught_up'), head: Seq });
+/** A coded refusal; the connection is closed with the code's close code right after. */
+export const ErrorFrameSchema = z.object({
+  type: z.literal('error'),
+  code: z.enum(SYNC_ERROR_CODES),
+  message: z.string(),
+  /** Reconnect with `since` = this to continue without a gap. */
+  resume_from: Seq.optional(),
+});
+
+/** Every frame a relay may send. */
+export const FromRelaySchema = z.discriminatedUnion('type', [
+  WelcomeSchema,
+  AckSchema,
+  OpsSchema,
+  CaughtUpSchema,
+  ErrorFrameSchema,
+  PingSchema,
+  PongSchema,
+]);
+/** A frame from the relay. */
+export type FromRelay = z.infer<typeof FromRelaySchema>;
+
+// ---- HTTP
+
+/** `GET /v1/info`. */
+export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema });
+/** `POST /v1/streams` body. */
+export const CreateStreamRequestSchema = z.object({ name: StreamName });
+/** `POST /v1/streams` answer: the stream token is shown this once. */
+export const CreateStreamResponseSchema = z.object({ name: StreamName, token: z.string() });
+
+/** The sync socket URL for a relay base URL given as http(s):// or ws(s)://. */
+export function syncUrl(base: string): string {
+  const url = new URL(base);
+  if (url.protocol === 'http:') url.protocol = 'ws:';
+  else if (url.protocol === 'https:') url.protocol = 'wss:';
+  else if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new TypeError(`syncUrl: not an http or ws URL: ${base}`);
+  const path = url.pathname.replace(/\/+$/, '');
+  url.pathname = path.endsWith(SYNC_PATH) ? path : path + SYNC_PATH;
+  url.search = '';
+  url.hash = '';
+  return url.toString();
+}
+
+// ---- exact op texts
+// Ops are signed over their exact bytes, so nobody re-serialises one: these find an op's own text
+// inside a frame. Both expect text that JSON.parse has already accepted.
+
+/** Index just past the JSON value starting at `i` (no leading whitespace) in valid JSON `text`. */
+function skipValue(text: string, i: number): number {
+  let depth = 0;
+  let j = i;
+  do {
+    const ch = text[j];
+    if (ch === '"') {
+      j++;
+      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      j++;
+    } else if (ch === '{' || ch === '[') {
+      depth++;
+      j++;
+    } else if (ch === '}' || ch === ']') {
+      depth--;
+      j++;
+    } else if (depth === 0) {
+      while (j < text.length && !/[ \t\n\r,}\]]/.test(text[j]!)) j++; // a number, true, false or null
+    } else {
+      j++;
+    }
+  } while (depth > 0 && j < text.length);
+  return j;
+}
+
+function skipWs(text: string, i: number): number {
+  while (i < text.length && /[ \t\n\r]/.test(text[i]!)) i++;
+  return i;
+}
+
+/**
+ * The exact text of member `key` of the JSON object in `text` (the last one, as JSON.parse keeps),
+ * or undefined when `text` is not an object or has no such member.
+ */
+export function rawMember(text: string, key: string): string | undefined {
+  let i = skipWs(text, 0);
+  if (text[i] !== '{') return undefined;
+  let found: string | undefined;
+  i = skipWs(text, i + 1);
+  while (text[i] === '"') {
+    const keyEnd = skipValue(text, i);
+    const name = JSON.parse(text.slice(i, keyEnd)) as string;
+    const start = skipWs(text, skipWs(text, keyEnd) + 1); // past the colon
+    const end = skipValue(text, start);
+    if (name === key) found = text.slice(start, end);
+    i = skipWs(text, end);
+    if (text[i] === ',') i = skipWs(text, i + 1);
+  }
+  return found;
+}
+
+/** The exact texts of the elements of the JSON array in `text`, or undefined when it is not an array. */
+export function rawElements(text: string): string[] | undefined {
+  let i = skipWs(text, 0);
+  if (text[i] !== '[') return undefined;
+  const out: string[] = [];
+  i = skipWs(text, i + 1);
+  while (i < text.length && text[i] !== ']') {
+    const end = skipValue(text, i);
+    out.push(text.slice(i, end));
+    i = skipWs(text, end);
+    if (text[i] === ',') i = skipWs(text, i + 1);
+  }
+  return out;
+}

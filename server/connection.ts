@@ -1,0 +1,299 @@
+// One sync connection: hello, the backlog paged from storage, caught_up, live ops; pushes acked after commit.
+import type { RawData, WebSocket } from 'ws';
+import type { z } from 'zod';
+import {
+  FromNodeSchema,
+  rawElements,
+  rawMember,
+  StreamName,
+  SYNC_PROTOCOL,
+  syncCloseCode,
+  type FromRelay,
+  type HelloSchema,
+  type Limits,
+  type PushSchema,
+  type SyncErrorCode,
+} from '../protocol/sync.js';
+import type { FeedConsumer, Hub, StreamFeed } from './hub.js';
+import type { RelayLog } from './log.js';
+import type { ConnectionGauge, RelayMetrics } from './metrics.js';
+import type { StoredOp, StreamStore } from './storage/index.js';
+import { tokenMatches } from './tokens.js';
+
+/** What every connection shares. */
+export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; metrics: RelayMetrics; log: RelayLog };
+
+/** Frames read ahead of the one being handled before the socket stops being read. */
+const MAX_QUEUED_FRAMES = 4;
+/** How often a consumer over its send-buffer cap is looked at again. */
+const DRAIN_POLL_MS = 20;
+
+const OPEN = 1;
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** An `ops` frame of as many leading rows as fit in `maxBytes`, built from the stored texts, never re-serialised. */
+function opsFrame(rows: StoredOp[], maxBytes: number): { frame: string; count: number; last: number } {
+  const parts: string[] = [];
+  let size = Buffer.byteLength('{"type":"ops","ops":[]}');
+  let last = 0;
+  for (const row of rows) {
+    const part = `{"seq":${row.seq},"op":${row.op}}`;
+    const bytes = Buffer.byteLength(part) + 1;
+    if (parts.length > 0 && size + bytes > maxBytes) break;
+    parts.push(part);
+    size += bytes;
+    last = row.seq;
+  }
+  return { frame: `{"type":"ops","ops":[${parts.join(',')}]}`, count: parts.length, last };
+}
+
+/** A socket's whole life on the relay. Bad input closes this connection with a coded error, never the relay. */
+export class SyncConnection implements FeedConsumer, ConnectionGauge {
+  stream: string | null = null;
+  node: string | null = null;
+  private state: 'hello' | 'open' | 'closed' = 'hello';
+  private joined: string | null = null;
+  private feed: StreamFeed | null = null;
+  /** The last seq sent (or the `since` the node already held). */
+  private cursor = 0;
+  private welcomeHead = 0;
+  private caughtUp = false;
+  private pumping = false;
+  private rewake = false;
+  /** Waiting for the consumer's send buffer to drain. */
+  private draining = false;
+  private queue: Promise<void> = Promise.resolve();
+  private queued = 0;
+  private readonly pinger: NodeJS.Timeout;
+  private pongDeadline: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly ws: WebSocket,
+    readonly id: number,
+    private readonly deps: ConnectionDeps,
+  ) {
+    ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
+    ws.on('close', () => this.shutdown());
+    ws.on('error', (err: Error & { code?: string }) => {
+      // ws has already closed the socket (1009 past its hard payload cap, 1007 for bad UTF-8, ...).
+      const code = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'FRAME_TOO_LARGE' : 'BAD_FRAME';
+      if (this.state !== 'closed') deps.metrics.rejected(code);
+      deps.log('debug', 'socket error', { conn: id, error: err.message });
+      this.shutdown();
+    });
+    this.pinger = setInterval(() => this.ping(), deps.limits.ping_interval_ms);
+    deps.metrics.connected(this);
+  }
+
+  /** The last seq sent to this connection. */
+  sentSeq(): number {
+    return this.cursor;
+  }
+
+  /** Closes the connection because the relay is going away. */
+  stop(): void {
+    if (this.state === 'closed') return;
+    this.shutdown();
+    if (this.ws.readyState === OPEN) this.ws.close(1001, 'relay shutting down');
+  }
+
+  /** The feed moved: send what this connection has not had yet. */
+  wake(): void {
+    if (this.state !== 'open') return;
+    if (this.pumping) this.rewake = true;
+    else void this.pump();
+  }
+
+  private onFrame(data: RawData, isBinary: boolean): void {
+    if (this.state === 'closed') return;
+    this.heard();
+    const buf = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    if (isBinary) return this.fail('BAD_FRAME', 'frames are JSON text, not binary');
+    const max = this.deps.limits.max_frame_bytes;
+    if (buf.length > max) return this.fail('FRAME_TOO_LARGE', `the frame is ${buf.length} bytes; the limit is ${max}`);
+    this.queued += 1;
+    if (this.queued > MAX_QUEUED_FRAMES && !this.ws.isPaused) this.ws.pause();
+    this.queue = this.queue
+      .then(() => this.handle(buf.toString('utf8')))
+      .catch((err: unknown) => this.internal(err))
+      .finally(() => {
+        this.queued -= 1;
+        if (this.ws.isPaused && this.queued <= 1) this.ws.resume();
+      });
+  }
+
+  private async handle(text: string): Promise<void> {
+    if (this.state === 'closed') return;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return this.fail('BAD_FRAME', 'the frame is not JSON');
+    }
+    const type = isRecord(value) ? value['type'] : undefined;
+    if (this.state === 'hello' && type !== 'hello') return this.fail('NOT_HELLO', 'the first frame must be hello');
+    const max = this.deps.limits.max_ops_per_push;
+    if (type === 'push' && isRecord(value) && Array.isArray(value['ops']) && value['ops'].length > max) {
+      return this.fail('TOO_MANY_OPS', `the push holds ${value['ops'].length} ops; the limit is ${max}`);
+    }
+    const parsed = FromNodeSchema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return this.fail('BAD_FRAME', issue ? `${issue.path.join('.') || '(frame)'}: ${issue.message}` : 'not a valid frame');
+    }
+    const frame = parsed.data;
+    switch (frame.type) {
+      case 'hello':
+        return this.state === 'hello' ? this.hello(frame) : this.fail('BAD_FRAME', 'hello was already received');
+      case 'push':
+        return this.push(frame, text);
+      case 'ping':
+        return this.send({ type: 'pong', t: frame.t });
+      case 'pong':
+        return;
+    }
+  }
+
+  private async hello(h: z.infer<typeof HelloSchema>): Promise<void> {
+    if (h.protocol !== SYNC_PROTOCOL) return this.fail('PROTOCOL_VERSION', `this relay speaks protocol ${SYNC_PROTOCOL}, not ${h.protocol}`);
+    const name = StreamName.safeParse(h.stream);
+    if (!name.success) return this.fail('UNKNOWN_STREAM', `no stream ${JSON.stringify(h.stream)}`);
+    // Join before reading the head, so a commit between the two is not missed.
+    this.joined = name.data;
+    const feed = (this.feed = this.deps.hub.join(name.data, this));
+    const row = await this.deps.store.getStream(name.data);
+    if (this.state === 'closed') return;
+    if (!row) return this.fail('UNKNOWN_STREAM', `no stream ${JSON.stringify(h.stream)}`);
+    if (!tokenMatches(h.token, row.tokenHash)) return this.fail('UNAUTHORIZED', 'the stream token is not valid');
+    if (h.since > row.head) return this.fail('BAD_CURSOR', `since ${h.since} is past the stream head ${row.head}`, row.head);
+    feed.known(row.head);
+    this.state = 'open';
+    this.stream = row.name;
+    this.node = h.node;
+    this.cursor = h.since;
+    this.welcomeHead = row.head;
+    this.send({ type: 'welcome', protocol: SYNC_PROTOCOL, stream: row.name, head: row.head, limits: this.deps.limits });
+    this.deps.log('info', 'node connected', { conn: this.id, stream: row.name, node: h.node, since: h.since, head: row.head });
+    this.wake();
+  }
+
+  private async push(p: z.infer<typeof PushSchema>, text: string): Promise<void> {
+    const stream = this.stream!;
+    // The exact text of each op, as pushed: it is stored and forwarded byte for byte.
+    const raw = rawElements(rawMember(text, 'ops') ?? '');
+    if (!raw || raw.length !== p.ops.length) throw new Error('the op texts could not be located in the push frame');
+    const max = this.deps.limits.max_op_bytes;
+    for (const [i, op] of p.ops.entries()) {
+      const bytes = Buffer.byteLength(raw[i]!);
+      if (bytes > max) return this.fail('OP_TOO_LARGE', `op ${op.id} is ${bytes} bytes; the limit is ${max}`);
+    }
+    const { results, head } = await this.deps.store.append(
+      stream,
+      p.ops.map((op, i) => ({ id: op.id, text: raw[i]! })),
+    );
+    const duplicates = results.filter((r) => r.duplicate).length;
+    this.deps.metrics.pushed(stream, results.length - duplicates, duplicates);
+    this.send({ type: 'ack', id: p.id, results, head });
+  }
+
+  private async pump(): Promise<void> {
+    this.pumping = true;
+    const { page_size, max_frame_bytes } = this.deps.limits;
+    try {
+      do {
+        this.rewake = false;
+        while (this.state === 'open') {
+          if (!this.caughtUp && this.cursor >= this.welcomeHead) {
+            this.caughtUp = true;
+            this.send({ type: 'caught_up', head: this.cursor });
+          }
+          const feed = this.feed!;
+          if (this.cursor >= feed.head) break;
+          const rows = await feed.page(this.cursor, page_size, max_frame_bytes);
+          if (this.state !== 'open' || rows.length === 0) break;
+          const { frame, count, last } = opsFrame(rows, max_frame_bytes);
+          if (!(await this.room(Buffer.byteLength(frame)))) return;
+          this.ws.send(frame);
+          this.cursor = last;
+          this.deps.metrics.sent(this.stream!, count);
+        }
+      } while (this.rewake && this.state === 'open');
+    } catch (err) {
+      this.internal(err);
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  /**
+   * Waits until `bytes` more fit under the send-buffer cap. A consumer that stays over it for
+   * `slow_consumer_ms` is closed as SLOW_CONSUMER, told the last seq it was sent.
+   */
+  private async room(bytes: number): Promise<boolean> {
+    const { send_buffer_bytes: cap, slow_consumer_ms } = this.deps.limits;
+    const fits = () => this.ws.bufferedAmount === 0 || this.ws.bufferedAmount + bytes <= cap;
+    const deadline = Date.now() + slow_consumer_ms;
+    this.draining = true;
+    try {
+      while (this.state === 'open' && !fits()) {
+        if (Date.now() >= deadline) {
+          this.fail('SLOW_CONSUMER', `more than ${cap} bytes stayed unread for ${slow_consumer_ms} ms`, this.cursor);
+          return false;
+        }
+        await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
+      }
+    } finally {
+      this.draining = false;
+    }
+    return this.state === 'open';
+  }
+
+  private ping(): void {
+    if (this.state === 'closed') return;
+    this.pongDeadline ??= setTimeout(() => {
+      this.pongDeadline = undefined;
+      // Frames still being worked through mean it is not silent; a full send buffer (our ping
+      // queued behind it) is SLOW_CONSUMER's call, not this one.
+      if (this.queued === 0 && !this.draining) this.fail('PING_TIMEOUT', `nothing arrived within ${this.deps.limits.ping_timeout_ms} ms of a ping`);
+    }, this.deps.limits.ping_timeout_ms);
+    this.send({ type: 'ping', t: Date.now() });
+  }
+
+  private heard(): void {
+    clearTimeout(this.pongDeadline);
+    this.pongDeadline = undefined;
+  }
+
+  private send(frame: FromRelay): void {
+    if (this.ws.readyState === OPEN) this.ws.send(JSON.stringify(frame));
+  }
+
+  private internal(err: unknown): void {
+    if (this.state === 'closed') return; // the relay is closing under it, or the socket went first
+    this.deps.log('error', 'sync connection failed', { conn: this.id, stream: this.stream, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    this.fail('INTERNAL', 'the relay failed; try again');
+  }
+
+  /** Sends a coded error and closes with the code's close code. */
+  private fail(code: SyncErrorCode, message: string, resumeFrom?: number): void {
+    if (this.state === 'closed') return;
+    this.deps.metrics.rejected(code);
+    this.deps.log(code === 'INTERNAL' ? 'warn' : 'debug', 'sync connection refused', { conn: this.id, code, message });
+    this.send(resumeFrom === undefined ? { type: 'error', code, message } : { type: 'error', code, message, resume_from: resumeFrom });
+    if (this.ws.readyState === OPEN) this.ws.close(syncCloseCode(code), code);
+    this.shutdown();
+  }
+
+  private shutdown(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    clearInterval(this.pinger);
+    this.heard();
+    if (this.ws.isPaused) this.ws.resume();
+    if (this.joined !== null) this.deps.hub.leave(this.joined, this);
+    this.deps.metrics.disconnected(this);
+  }
+}

@@ -1,0 +1,152 @@
+// Live fan-out: one feed per stream with connections, reading each commit once and waking its consumers.
+import type { RelayLog } from './log.js';
+import type { StoredOp, StreamStore } from './storage/index.js';
+
+/** A consumer of a feed: told to look again whenever the feed's head moves. */
+export type FeedConsumer = { wake(): void };
+
+/** Bounds of a feed's cache of recent ops. */
+export type FeedLimits = { pageSize: number; cacheOps: number; cacheBytes: number };
+
+/**
+ * One stream's recent ops, read from storage once per commit and shared by every consumer of this
+ * relay. `head` only moves to seqs actually read, so a stray or early notice costs a query, never a gap.
+ */
+export class StreamFeed {
+  /** The highest seq known committed (and, once the feed started, read). */
+  head = 0;
+  readonly consumers = new Set<FeedConsumer>();
+  private started = false;
+  private early = 0;
+  /** The cache holds ops from+1 .. from+rows.length, contiguous. */
+  private from = 0;
+  private rows: StoredOp[] = [];
+  private bytes = 0;
+  private filling = false;
+  private again = false;
+  private closed = false;
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    readonly stream: string,
+    private readonly store: StreamStore,
+    private readonly limits: FeedLimits,
+    private readonly log: RelayLog,
+  ) {
+    this.unsubscribe = store.subscribe(stream, (head) => this.notice(head));
+  }
+
+  /** A head just read from the stream row: trusted. The first one starts the cache. */
+  known(head: number): void {
+    if (!this.started) {
+      this.started = true;
+      this.head = this.from = head;
+    }
+    // A notice that came in while the head was being read may be newer than it.
+    this.notice(Math.max(head, this.early));
+  }
+
+  /** A commit notice: ops up to `head` may exist. */
+  notice(head: number): void {
+    if (!this.started) this.early = Math.max(this.early, head);
+    else if (head > this.head) void this.fill();
+  }
+
+  /** Up to `limit` ops after `after` (at most `maxBytes` of op text, at least one op), from the cache when it has them. */
+  async page(after: number, limit: number, maxBytes: number): Promise<StoredOp[]> {
+    const end = this.from + this.rows.length;
+    if (after < this.from || after >= end) return this.store.read(this.stream, after, limit, maxBytes);
+    const out: StoredOp[] = [];
+    let bytes = 0;
+    for (let i = after - this.from; i < this.rows.length && out.length < limit; i++) {
+      const row = this.rows[i]!;
+      bytes += Buffer.byteLength(row.op);
+      if (out.length > 0 && bytes > maxBytes) break;
+      out.push(row);
+    }
+    return out;
+  }
+
+  close(): void {
+    this.closed = true;
+    this.unsubscribe();
+    this.rows = [];
+  }
+
+  private async fill(): Promise<void> {
+    if (this.filling) {
+      this.again = true;
+      return;
+    }
+    this.filling = true;
+    try {
+      do {
+        this.again = false;
+        for (;;) {
+          const after = this.from + this.rows.length;
+          const page = await this.store.read(this.stream, after, this.limits.pageSize);
+          if (this.closed || page.length === 0) break;
+          if (page[0]!.seq !== after + 1) throw new Error(`stream ${this.stream}: read after ${after} began at ${page[0]!.seq}`);
+          for (const row of page) this.keep(row);
+          this.head = this.from + this.rows.length;
+          for (const c of this.consumers) c.wake();
+          if (page.length < this.limits.pageSize) break;
+        }
+      } while (this.again && !this.closed);
+    } catch (err) {
+      if (!this.closed) this.log('error', 'feed read failed', { stream: this.stream, error: String(err) });
+    } finally {
+      this.filling = false;
+    }
+  }
+
+  private keep(row: StoredOp): void {
+    this.rows.push(row);
+    this.bytes += Buffer.byteLength(row.op);
+    while (this.rows.length > 1 && (this.rows.length > this.limits.cacheOps || this.bytes > this.limits.cacheBytes)) {
+      const dropped = this.rows.shift()!;
+      this.bytes -= Buffer.byteLength(dropped.op);
+      this.from += 1;
+    }
+  }
+}
+
+/** The feeds of streams that have consumers on this relay. */
+export class Hub {
+  private readonly feeds = new Map<string, StreamFeed>();
+
+  constructor(
+    private readonly store: StreamStore,
+    private readonly limits: FeedLimits,
+    private readonly log: RelayLog,
+  ) {}
+
+  /** Adds a consumer to the stream's feed (made on first use). Join before reading the head, so no commit slips between. */
+  join(stream: string, consumer: FeedConsumer): StreamFeed {
+    let feed = this.feeds.get(stream);
+    if (!feed) this.feeds.set(stream, (feed = new StreamFeed(stream, this.store, this.limits, this.log)));
+    feed.consumers.add(consumer);
+    return feed;
+  }
+
+  /** Removes a consumer; the last one out closes the feed. */
+  leave(stream: string, consumer: FeedConsumer): void {
+    const feed = this.feeds.get(stream);
+    if (!feed) return;
+    feed.consumers.delete(consumer);
+    if (feed.consumers.size === 0) {
+      feed.close();
+      this.feeds.delete(stream);
+    }
+  }
+
+  /** The feed of a stream, if it has consumers here. */
+  feed(stream: string): StreamFeed | undefined {
+    return this.feeds.get(stream);
+  }
+
+  close(): void {
+    for (const feed of this.feeds.values()) feed.close();
+    this.feeds.clear();
+  }
+}

@@ -1,0 +1,17 @@
+// The relay's door: start one, run its CLI, or open its stream storage directly.
+export { main, DEFAULT_RELAY_PORT, type RelayIo } from './cli.js';
+export { silentLog, stderrLog, type LogLevel, type RelayLog } from './log.js';
+export { defaultRelayDataDir } from './paths.js';
+export { startRelay, type Relay, type RelayOptions } from './relay.js';
+export {
+  NOTIFY_CHANNEL,
+  openPgliteStore,
+  openPostgresStore,
+  type AppendResult,
+  type OpToAppend,
+  type PgliteStoreOptions,
+  type PostgresStoreOptions,
+  type StoredOp,
+  type StreamRow,
+  type StreamStore,
+} from './storage/index.js';

@@ -1,0 +1,73 @@
+// The relay's counters and gauges, rendered as Prometheus text.
+
+/** What a connection reports for the lag gauge: the last seq it was sent. */
+export type ConnectionGauge = { id: number; stream: string | null; node: string | null; sentSeq(): number };
+
+function label(value: string): string {
+  return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
+function bump(map: Map<string, number>, key: string, by = 1): void {
+  map.set(key, (map.get(key) ?? 0) + by);
+}
+
+/** Counters kept in memory for this process; heads come from storage at scrape time. */
+export class RelayMetrics {
+  private readonly opsIn = new Map<string, number>();
+  private readonly duplicates = new Map<string, number>();
+  private readonly opsOut = new Map<string, number>();
+  private readonly rejects = new Map<string, number>();
+  private readonly live = new Set<ConnectionGauge>();
+  private accepted = 0;
+
+  connected(conn: ConnectionGauge): void {
+    this.live.add(conn);
+    this.accepted += 1;
+  }
+
+  disconnected(conn: ConnectionGauge): void {
+    this.live.delete(conn);
+  }
+
+  /** Ops of a push: `stored` new ones, `duplicate` dropped by id. */
+  pushed(stream: string, stored: number, duplicate: number): void {
+    bump(this.opsIn, stream, stored);
+    if (duplicate > 0) bump(this.duplicates, stream, duplicate);
+  }
+
+  /** Ops sent to one consumer. */
+  sent(stream: string, count: number): void {
+    bump(this.opsOut, stream, count);
+  }
+
+  /** A connection refused or closed with a coded error. */
+  rejected(code: string): void {
+    bump(this.rejects, code);
+  }
+
+  /** The Prometheus text exposition (format 0.0.4). */
+  render(heads: Array<{ name: string; head: number }>): string {
+    const out: string[] = [];
+    const family = (name: string, type: 'counter' | 'gauge', help: string, rows: Array<[string, number]>) => {
+      out.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`);
+      for (const [labels, value] of rows) out.push(`${name}${labels} ${value}`);
+    };
+    const byStream = (m: Map<string, number>) => [...m].map(([s, v]): [string, number] => [`{stream="${label(s)}"}`, v]);
+    family('nexus_relay_connections', 'gauge', 'Open sync connections.', [['', this.live.size]]);
+    family('nexus_relay_connections_accepted_total', 'counter', 'Sync connections accepted.', [['', this.accepted]]);
+    family('nexus_relay_ops_in_total', 'counter', 'Ops stored from pushes.', byStream(this.opsIn));
+    family('nexus_relay_ops_duplicate_total', 'counter', 'Pushed ops dropped as duplicates by id.', byStream(this.duplicates));
+    family('nexus_relay_ops_out_total', 'counter', 'Ops sent to consumers.', byStream(this.opsOut));
+    family('nexus_relay_rejects_total', 'counter', 'Connections closed with a coded error, by code.', [...this.rejects].map(([c, v]): [string, number] => [`{code="${label(c)}"}`, v]));
+    family('nexus_relay_stream_head', 'gauge', 'The last seq of each stream.', heads.map((h): [string, number] => [`{stream="${label(h.name)}"}`, h.head]));
+    const head = new Map(heads.map((h) => [h.name, h.head]));
+    const lags = [...this.live]
+      .filter((c) => c.stream !== null)
+      .map((c): [string, number] => [
+        `{conn="${c.id}",stream="${label(c.stream!)}",node="${label(c.node ?? '')}"}`,
+        Math.max(0, (head.get(c.stream!) ?? 0) - c.sentSeq()),
+      ]);
+    family('nexus_relay_connection_lag', 'gauge', 'Ops committed on the stream and not yet sent to this connection.', lags);
+    return out.join('\n') + '\n';
+  }
+}

@@ -1,0 +1,136 @@
+// Starts a relay: storage (PGlite or PostgreSQL), the operator token, the HTTP app and the sync socket on one port.
+import { createAdaptorServer } from '@hono/node-server';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NexusError } from '../protocol/errors.js';
+import { DEFAULT_LIMITS, LimitsSchema, type Limits } from '../protocol/sync.js';
+import { createHttpApp } from './http.js';
+import { Hub } from './hub.js';
+import { stderrLog, type RelayLog } from './log.js';
+import { RelayMetrics } from './metrics.js';
+import { openPgliteStore, openPostgresStore, type StreamStore } from './storage/index.js';
+import { hashToken, newToken, tokenMatches } from './tokens.js';
+import { attachSyncServer } from './ws.js';
+
+/** Options of {@link startRelay}. Exactly one of `dataDir` and `databaseUrl`. */
+export type RelayOptions = {
+  /** Interface to listen on (default 127.0.0.1). */
+  host?: string;
+  /** Port (default 0: a free one). */
+  port?: number;
+  /** PGlite data folder (one relay process at a time). */
+  dataDir?: string;
+  /** PostgreSQL URL; several relays may share one database. */
+  databaseUrl?: string;
+  /** PostgreSQL schema to keep the relay's tables in (created when missing). */
+  databaseSchema?: string;
+  /** The operator token. Without it, the stored one is used, or one is made and stored on first start. */
+  operatorToken?: string;
+  /** Limits to override; the rest are {@link DEFAULT_LIMITS}. */
+  limits?: Partial<Limits>;
+  /** Default: warnings and errors as JSON lines on stderr. */
+  log?: RelayLog;
+  /** PostgreSQL safety-net poll, in ms (default 500). */
+  pollMs?: number;
+};
+
+/** A running relay. */
+export type Relay = {
+  /** The base URL, `http://127.0.0.1:PORT`; the sync socket is `ws://.../v1/sync`. */
+  url: string;
+  port: number;
+  /** Set only when this start made the operator token: shown once, stored hashed. */
+  operatorToken?: string;
+  storage: StreamStore['kind'];
+  limits: Limits;
+  /** Closes connections, the server and the store. */
+  close(): Promise<void>;
+};
+
+function resolveLimits(over: Partial<Limits> | undefined): Limits {
+  const limits = LimitsSchema.parse({ ...DEFAULT_LIMITS, ...over });
+  if (limits.max_op_bytes + 1024 > limits.max_frame_bytes) {
+    throw new TypeError('startRelay: max_frame_bytes must exceed max_op_bytes by at least 1024');
+  }
+  return limits;
+}
+
+async function openStore(opts: RelayOptions, log: RelayLog): Promise<StreamStore> {
+  if ((opts.dataDir === undefined) === (opts.databaseUrl === undefined)) {
+    throw new TypeError('startRelay: give exactly one of dataDir and databaseUrl');
+  }
+  if (opts.databaseUrl !== undefined) {
+    return openPostgresStore({
+      url: opts.databaseUrl,
+      log,
+      ...(opts.databaseSchema === undefined ? {} : { schema: opts.databaseSchema }),
+      ...(opts.pollMs === undefined ? {} : { pollMs: opts.pollMs }),
+    });
+  }
+  return openPgliteStore({ dataDir: opts.dataDir!, log });
+}
+
+/** The operator token hash in force, and the token itself when this start made it. */
+async function operatorToken(store: StreamStore, given: string | undefined): Promise<{ hash: string; made?: string }> {
+  if (given !== undefined) {
+    if (given.length < 16) throw new NexusError('BAD_REQUEST', 'the operator token must be at least 16 characters');
+    return { hash: hashToken(given) };
+  }
+  const stored = await store.operatorTokenHash();
+  if (stored !== null) return { hash: stored };
+  const made = newToken();
+  if (await store.initOperatorTokenHash(hashToken(made))) return { hash: hashToken(made), made };
+  // Another instance made one at the same moment: theirs stands.
+  return { hash: (await store.operatorTokenHash())! };
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => reject(new NexusError('USAGE', `cannot listen on ${host}:${port}: ${err.message}`));
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/** Starts a relay and resolves once it accepts connections. */
+export async function startRelay(opts: RelayOptions): Promise<Relay> {
+  const log = opts.log ?? stderrLog();
+  const limits = resolveLimits(opts.limits);
+  const host = opts.host ?? '127.0.0.1';
+  const store = await openStore(opts, log);
+  try {
+    const operator = await operatorToken(store, opts.operatorToken);
+    const metrics = new RelayMetrics();
+    const page = limits.page_size;
+    const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes }, log);
+    const app = createHttpApp({ store, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash) });
+    // Not serve(): listening ourselves lets a busy port surface as an error.
+    const server = createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: false }) as Server;
+    const sync = attachSyncServer(server, { store, hub, limits, metrics, log });
+    const port = await listen(server, host, opts.port ?? 0);
+    const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    let closing: Promise<void> | undefined;
+    log('info', 'relay listening', { url: `http://${shown}:${port}`, storage: store.kind });
+    return {
+      url: `http://${shown}:${port}`,
+      port,
+      ...(operator.made === undefined ? {} : { operatorToken: operator.made }),
+      storage: store.kind,
+      limits,
+      close: () =>
+        (closing ??= (async () => {
+          await sync.close();
+          server.closeAllConnections();
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+          hub.close();
+          await store.close();
+        })()),
+    };
+  } catch (err) {
+    await store.close().catch(() => undefined);
+    throw err;
+  }
+}

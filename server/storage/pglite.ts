@@ -1,0 +1,82 @@
+// The StreamStore on PGlite: one data directory, held by this process alone under a file lock.
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import lockfile from 'proper-lockfile';
+import { NexusError } from '../../protocol/errors.js';
+import type { RelayLog } from '../log.js';
+import { relayMigrationsDir } from '../paths.js';
+import type { StreamStore } from './port.js';
+import { CommitEmitter, migrate, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
+
+/** A lock not refreshed for this long belongs to a dead process and is taken over. */
+const LOCK_STALE_MS = 10_000;
+
+/** Options of {@link openPgliteStore}. */
+export type PgliteStoreOptions = {
+  /** The relay's data folder; the database lives in `<dataDir>/pgdata`. */
+  dataDir: string;
+  log: RelayLog;
+  /** How long to wait for a lock held by another process (default 12 s, just past staleness). */
+  lockWaitMs?: number;
+};
+
+function adapt(db: PGlite | Transaction): Sql {
+  return {
+    query: async <T>(text: string, params?: unknown[]) => (await db.query<T>(text, params as unknown[])).rows,
+    exec: async (script) => {
+      await db.exec(script);
+    },
+  };
+}
+
+/**
+ * Opens (creating on first use) the PGlite store in `dataDir`, migrated. PGlite has no lock of its
+ * own, so a proper-lockfile lock is held until `close()`; a second relay on the folder gets STORE_BUSY.
+ */
+export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamStore> {
+  const target = join(opts.dataDir, 'pgdata');
+  mkdirSync(opts.dataDir, { recursive: true });
+  const waitMs = opts.lockWaitMs ?? LOCK_STALE_MS + 2_000;
+  let pg: PGlite | undefined;
+  let release: () => Promise<void>;
+  try {
+    release = await lockfile.lock(target, {
+      realpath: false,
+      lockfilePath: `${target}.lock`,
+      stale: LOCK_STALE_MS,
+      update: LOCK_STALE_MS / 4,
+      retries: { retries: Math.ceil(waitMs / 100), minTimeout: 50, maxTimeout: 100, factor: 1.2 },
+      onCompromised: (err) => {
+        // Someone took the folder over: two writers would corrupt it, so this one stops using it.
+        opts.log('error', 'relay data lock lost; closing the store', { dir: opts.dataDir, error: err.message });
+        void pg?.close().catch(() => undefined);
+      },
+    });
+  } catch (err) {
+    throw new NexusError('STORE_BUSY', `the relay data folder ${opts.dataDir} is held by another process`, { cause: String(err) });
+  }
+  try {
+    pg = await PGlite.create({ dataDir: target });
+    const client = pg;
+    const db: SqlDb = { ...adapt(client), transaction: (fn) => client.transaction((tx) => fn(adapt(tx))) };
+    await migrate(db, relayMigrationsDir());
+    let closed = false;
+    return sqlStreamStore(db, new CommitEmitter(), {
+      kind: 'pglite',
+      close: async () => {
+        if (closed) return;
+        closed = true;
+        try {
+          await client.close();
+        } finally {
+          await release().catch(() => undefined);
+        }
+      },
+    });
+  } catch (err) {
+    await pg?.close().catch(() => undefined);
+    await release().catch(() => undefined);
+    throw new NexusError('STORE_FAILED', `the relay store in ${opts.dataDir} could not be opened: ${String(err)}`);
+  }
+}

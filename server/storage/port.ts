@@ -1,0 +1,44 @@
+// The StreamStore port: what the relay needs from storage, whatever database is behind it.
+
+/** An op to append: its id (for duplicate detection) and its exact JSON text. */
+export type OpToAppend = { readonly id: string; readonly text: string };
+
+/** One op's fate in an append. A duplicate reports the seq it was first given. */
+export type AppendResult = { op: string; seq: number; duplicate: boolean };
+
+/** A stored op: its seq and its exact JSON text, as it was pushed. */
+export type StoredOp = { seq: number; op: string };
+
+/** A stream as stored. */
+export type StreamRow = { name: string; tokenHash: string; head: number };
+
+/** Storage for streams and their op logs. Every method may be called concurrently. */
+export interface StreamStore {
+  readonly kind: 'pglite' | 'postgres';
+  /** Creates a stream with head 0; false when one by that name exists. */
+  createStream(name: string, tokenHash: string): Promise<boolean>;
+  /** The stream, or null. */
+  getStream(name: string): Promise<StreamRow | null>;
+  /**
+   * Appends in one transaction under the stream row's lock: ops already stored (or repeated in
+   * `ops`) are duplicates and keep their seq; the rest get head+1, head+2, ... in order.
+   * Throws a TypeError for a stream that does not exist.
+   */
+  append(stream: string, ops: readonly OpToAppend[]): Promise<{ results: AppendResult[]; head: number }>;
+  /** Up to `limit` ops with seq > `afterSeq`, in seq order; with `maxBytes`, stops before exceeding it (always at least one op). */
+  read(stream: string, afterSeq: number, limit: number, maxBytes?: number): Promise<StoredOp[]>;
+  /** Every stream's head, for metrics. */
+  heads(): Promise<Array<{ name: string; head: number }>>;
+  /** The stored operator token hash, or null when none was ever stored. */
+  operatorTokenHash(): Promise<string | null>;
+  /** Stores the operator token hash unless one is stored already; true when this call stored it. */
+  initOperatorTokenHash(hash: string): Promise<boolean>;
+  /** Resolves when the database answers a query. */
+  ping(): Promise<void>;
+  /**
+   * Calls `listener(head)` whenever ops of `stream` may have been committed up to `head`, by this
+   * process or (PostgreSQL) another relay instance. Calls may repeat or arrive late; never early.
+   */
+  subscribe(stream: string, listener: (head: number) => void): () => void;
+  close(): Promise<void>;
+}

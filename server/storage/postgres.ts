@@ -1,0 +1,134 @@
+// The StreamStore on PostgreSQL: a pg Pool, with LISTEN/NOTIFY (and a short poll) so several relays serve one stream.
+import pg from 'pg';
+import { NexusError } from '../../protocol/errors.js';
+import type { RelayLog } from '../log.js';
+import { relayMigrationsDir } from '../paths.js';
+import type { StreamStore } from './port.js';
+import { CommitEmitter, migrate, quoteIdent, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
+
+/** The NOTIFY channel; payloads are `<stream>:<seq>` and rows are always read from the table. */
+export const NOTIFY_CHANNEL = 'nexus_relay';
+
+/** Options of {@link openPostgresStore}. */
+export type PostgresStoreOptions = {
+  url: string;
+  /** A schema of its own (created when missing); default: the connection's search_path. */
+  schema?: string;
+  log: RelayLog;
+  /** The safety-net poll of watched streams' heads, in ms (default 500). */
+  pollMs?: number;
+  poolSize?: number;
+};
+
+function adapt(client: pg.Pool | pg.PoolClient): Sql {
+  return {
+    query: async <T>(text: string, params?: unknown[]) => (await client.query(text, params)).rows as T[],
+    exec: async (script) => {
+      await client.query(script);
+    },
+  };
+}
+
+/** Opens a pooled, migrated store on PostgreSQL, listening for other instances' commits. */
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<StreamStore> {
+  const config: pg.ClientConfig = { connectionString: opts.url };
+  if (opts.schema !== undefined) config.options = `-c search_path=${quoteIdent(opts.schema)}`;
+  const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10 });
+  // An idle client's error must not reach the process as an unhandled 'error' event.
+  pool.on('error', (err) => opts.log('warn', 'postgres pool client failed', { error: err.message }));
+  const db: SqlDb = {
+    ...adapt(pool),
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(adapt(client));
+        await client.query('COMMIT');
+        client.release();
+        return result;
+      } catch (err) {
+        const broken = await client.query('ROLLBACK').then(
+          () => undefined,
+          (e: unknown) => (e instanceof Error ? e : new Error(String(e))),
+        );
+        client.release(broken);
+        throw err;
+      }
+    },
+  };
+  try {
+    await migrate(db, relayMigrationsDir(), opts.schema);
+  } catch (err) {
+    await pool.end().catch(() => undefined);
+    throw new NexusError('STORE_FAILED', `the relay database could not be opened: ${String(err)}`);
+  }
+
+  const emitter = new CommitEmitter();
+  let closed = false;
+  let listener: pg.Client | null = null;
+  let retry: NodeJS.Timeout | undefined;
+
+  const listen = async (): Promise<void> => {
+    const client = new pg.Client(config);
+    let dead = false;
+    const again = (err: Error) => {
+      if (dead) return;
+      dead = true;
+      if (listener === client) listener = null;
+      client.end().catch(() => undefined);
+      if (closed) return;
+      opts.log('warn', 'postgres LISTEN connection lost; the poll covers until it is back', { error: err.message });
+      retry ??= setTimeout(() => {
+        retry = undefined;
+        void listen();
+      }, 1_000);
+    };
+    client.on('error', again);
+    client.on('end', () => again(new Error('the connection ended')));
+    client.on('notification', (msg) => {
+      if (msg.channel !== NOTIFY_CHANNEL || !msg.payload) return;
+      const at = msg.payload.lastIndexOf(':');
+      const seq = Number(msg.payload.slice(at + 1));
+      if (at > 0 && Number.isSafeInteger(seq)) emitter.emit(msg.payload.slice(0, at), seq);
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${NOTIFY_CHANNEL}`);
+      if (closed) await client.end();
+      else listener = client;
+    } catch (err) {
+      again(err instanceof Error ? err : new Error(String(err)));
+    }
+  };
+  await listen();
+
+  // The safety net: a lost notification (or a LISTEN connection being re-made) costs at most one poll.
+  let polling = false;
+  const poll = setInterval(() => {
+    const streams = emitter.streams();
+    if (polling || streams.length === 0) return;
+    polling = true;
+    pool
+      .query<{ name: string; head: string }>('SELECT name, head FROM streams WHERE name = ANY($1::text[])', [streams])
+      .then((res) => res.rows.forEach((r) => emitter.emit(r.name, Number(r.head))))
+      .catch((err: Error) => opts.log('warn', 'postgres poll failed', { error: err.message }))
+      .finally(() => (polling = false));
+  }, opts.pollMs ?? 500);
+  poll.unref();
+
+  return sqlStreamStore(db, emitter, {
+    kind: 'postgres',
+    // Delivered only if the transaction commits, and to every listener (this instance's too).
+    onAppend: async (tx, stream, head) => {
+      await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:${head}`]);
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      clearInterval(poll);
+      clearTimeout(retry);
+      await listener?.end().catch(() => undefined);
+      await pool.end();
+    },
+  });
+}

@@ -1,0 +1,179 @@
+// The StreamStore in SQL shared by PGlite and PostgreSQL: migrations, the locked-head append, paged reads.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { AppendResult, OpToAppend, StoredOp, StreamRow, StreamStore } from './port.js';
+
+/** Statements on one connection (or inside one transaction). */
+export type Sql = {
+  query<T>(text: string, params?: unknown[]): Promise<T[]>;
+  /** Runs a script of several statements, no parameters. */
+  exec(script: string): Promise<void>;
+};
+
+/** A database: statements, and transactions that commit when `fn` resolves and roll back when it throws. */
+export type SqlDb = Sql & { transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> };
+
+/** Any number an advisory lock can hold: serialises migrations between relay instances. */
+const MIGRATION_LOCK = 0x6e78_7265;
+
+/** Applies the `.sql` files of `dir` not applied yet, in name order, in one transaction. */
+export async function migrate(db: SqlDb, dir: string, schema?: string): Promise<void> {
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.sql'))
+    .sort();
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    if (schema !== undefined) await tx.exec(`CREATE SCHEMA IF NOT EXISTS ${quoteIdent(schema)}`);
+    await tx.exec('CREATE TABLE IF NOT EXISTS relay_migrations (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    const done = new Set((await tx.query<{ name: string }>('SELECT name FROM relay_migrations')).map((r) => r.name));
+    for (const file of files) {
+      if (done.has(file)) continue;
+      await tx.exec(readFileSync(join(dir, file), 'utf8'));
+      await tx.query('INSERT INTO relay_migrations (name) VALUES ($1)', [file]);
+    }
+  });
+}
+
+/** A schema name safe to splice into SQL. */
+export function quoteIdent(name: string): string {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) throw new TypeError(`not a usable schema name: ${name}`);
+  return `"${name}"`;
+}
+
+/** Fans commit notices out to in-process subscribers, per stream. */
+export class CommitEmitter {
+  private readonly listeners = new Map<string, Set<(head: number) => void>>();
+
+  subscribe(stream: string, listener: (head: number) => void): () => void {
+    let set = this.listeners.get(stream);
+    if (!set) this.listeners.set(stream, (set = new Set()));
+    set.add(listener);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0 && this.listeners.get(stream) === set) this.listeners.delete(stream);
+    };
+  }
+
+  emit(stream: string, head: number): void {
+    for (const listener of this.listeners.get(stream) ?? []) listener(head);
+  }
+
+  /** The streams somebody listens to. */
+  streams(): string[] {
+    return [...this.listeners.keys()];
+  }
+}
+
+/** What the two back-ends add to the shared SQL. */
+export type SqlStoreHooks = {
+  kind: StreamStore['kind'];
+  /** Runs inside the append transaction once ops were inserted (PostgreSQL: NOTIFY). */
+  onAppend?: (tx: Sql, stream: string, head: number) => Promise<void>;
+  close: () => Promise<void>;
+};
+
+/** A StreamStore over `db`. Commit notices of this process go through `emitter`. */
+export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStoreHooks): StreamStore {
+  return {
+    kind: hooks.kind,
+
+    async createStream(name, tokenHash) {
+      const rows = await db.query('INSERT INTO streams (name, token_hash) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name', [name, tokenHash]);
+      return rows.length === 1;
+    },
+
+    async getStream(name): Promise<StreamRow | null> {
+      const [row] = await db.query<{ name: string; token_hash: string; head: unknown }>('SELECT name, token_hash, head FROM streams WHERE name = $1', [name]);
+      return row ? { name: row.name, tokenHash: row.token_hash, head: Number(row.head) } : null;
+    },
+
+    async append(stream, ops) {
+      const out = await db.transaction((tx) => appendLocked(tx, stream, ops, hooks.onAppend));
+      if (out.appended > 0) emitter.emit(stream, out.head);
+      return { results: out.results, head: out.head };
+    },
+
+    async read(stream, afterSeq, limit, maxBytes): Promise<StoredOp[]> {
+      const page = 'SELECT seq, op FROM stream_ops WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3';
+      const rows =
+        maxBytes === undefined
+          ? await db.query<{ seq: unknown; op: string }>(page, [stream, afterSeq, limit])
+          : await db.query<{ seq: unknown; op: string }>(
+              // The window runs over the limited page only; the first op always passes.
+              `SELECT seq, op FROM (SELECT seq, op, sum(octet_length(op)) OVER (ORDER BY seq) AS cum FROM (${page}) p) w
+               WHERE cum <= $4 OR cum = octet_length(op) ORDER BY seq`,
+              [stream, afterSeq, limit, maxBytes],
+            );
+      return rows.map((r) => ({ seq: Number(r.seq), op: r.op }));
+    },
+
+    async heads() {
+      const rows = await db.query<{ name: string; head: unknown }>('SELECT name, head FROM streams ORDER BY name');
+      return rows.map((r) => ({ name: r.name, head: Number(r.head) }));
+    },
+
+    async operatorTokenHash() {
+      const [row] = await db.query<{ token_hash: string }>('SELECT token_hash FROM relay_operator WHERE id = 1');
+      return row?.token_hash ?? null;
+    },
+
+    async initOperatorTokenHash(hash) {
+      const rows = await db.query('INSERT INTO relay_operator (id, token_hash) VALUES (1, $1) ON CONFLICT (id) DO NOTHING RETURNING id', [hash]);
+      return rows.length === 1;
+    },
+
+    async ping() {
+      await db.query('SELECT 1');
+    },
+
+    subscribe: (stream, listener) => emitter.subscribe(stream, listener),
+    close: hooks.close,
+  };
+}
+
+/**
+ * The append itself: the stream row is locked, so seqs come from its head with no gap and no
+ * second writer between reading the head and writing it back.
+ */
+async function appendLocked(
+  tx: Sql,
+  stream: string,
+  ops: readonly OpToAppend[],
+  onAppend: SqlStoreHooks['onAppend'],
+): Promise<{ results: AppendResult[]; head: number; appended: number }> {
+  const [row] = await tx.query<{ head: unknown }>('SELECT head FROM streams WHERE name = $1 FOR UPDATE', [stream]);
+  if (!row) throw new TypeError(`append: no stream ${stream}`);
+  let head = Number(row.head);
+  const ids = [...new Set(ops.map((o) => o.id))];
+  const known = new Map<string, number>();
+  if (ids.length > 0) {
+    const stored = await tx.query<{ op_id: string; seq: unknown }>('SELECT op_id, seq FROM stream_ops WHERE stream = $1 AND op_id = ANY($2::text[])', [stream, ids]);
+    for (const r of stored) known.set(r.op_id, Number(r.seq));
+  }
+  const results: AppendResult[] = [];
+  const seqs: number[] = [];
+  const opIds: string[] = [];
+  const texts: string[] = [];
+  for (const op of ops) {
+    const seq = known.get(op.id);
+    if (seq !== undefined) {
+      results.push({ op: op.id, seq, duplicate: true });
+      continue;
+    }
+    head += 1;
+    known.set(op.id, head);
+    seqs.push(head);
+    opIds.push(op.id);
+    texts.push(op.text);
+    results.push({ op: op.id, seq: head, duplicate: false });
+  }
+  if (seqs.length > 0) {
+    await tx.query(
+      'INSERT INTO stream_ops (stream, seq, op_id, op) SELECT $1, s, i, o FROM unnest($2::bigint[], $3::text[], $4::text[]) AS t(s, i, o)',
+      [stream, seqs, opIds, texts],
+    );
+    await tx.query('UPDATE streams SET head = $2 WHERE name = $1', [stream, head]);
+    await onAppend?.(tx, stream, head);
+  }
+  return { results, head, appended: seqs.length };
+}

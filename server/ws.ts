@@ -1,0 +1,54 @@
+// The sync socket: a ws WebSocketServer on the relay's HTTP server at /v1/sync, one SyncConnection per socket.
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer } from 'ws';
+import { SYNC_PATH } from '../protocol/sync.js';
+import { SyncConnection, type ConnectionDeps } from './connection.js';
+
+/** The running sync endpoint. */
+export type SyncServer = {
+  /** Closes every connection (1001) and stops taking new ones. */
+  close(): Promise<void>;
+};
+
+/** How long closing connections get to finish their close handshake before they are cut. */
+const CLOSE_GRACE_MS = 1_000;
+
+/**
+ * Serves the sync protocol on `server`'s upgrades to {@link SYNC_PATH}. ws's own payload cap is
+ * twice `max_frame_bytes`: frames between the two get a coded FRAME_TOO_LARGE from the
+ * connection, larger ones are cut by ws (close 1009) before they are buffered.
+ */
+export function attachSyncServer(server: Server, deps: ConnectionDeps): SyncServer {
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 * deps.limits.max_frame_bytes, perMessageDeflate: false });
+  const connections = new Set<SyncConnection>();
+  let nextId = 1;
+  let closing = false;
+
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => undefined);
+    const path = new URL(req.url ?? '/', 'http://relay').pathname;
+    if (closing || path !== SYNC_PATH) {
+      socket.end(`HTTP/1.1 ${closing ? '503 Service Unavailable' : '404 Not Found'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const conn = new SyncConnection(ws, nextId++, deps);
+      connections.add(conn);
+      ws.on('close', () => connections.delete(conn));
+    });
+  };
+  server.on('upgrade', onUpgrade);
+
+  return {
+    async close() {
+      closing = true;
+      server.off('upgrade', onUpgrade);
+      for (const conn of connections) conn.stop();
+      const deadline = Date.now() + CLOSE_GRACE_MS;
+      while (wss.clients.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      for (const ws of wss.clients) ws.terminate();
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    },
+  };
+}

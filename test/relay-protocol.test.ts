@@ -1,0 +1,87 @@
+// The sync protocol's pure parts: exact op texts out of a frame, the op envelope, the error table, URLs.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { newOpId, newThreadId } from '../protocol/ids.js';
+import { FromNodeSchema, rawElements, rawMember, SYNC_ERROR_CODES, SYNC_ERROR_TABLE, syncErrorOfClose, syncUrl, WireOpSchema } from '../protocol/sync.js';
+
+/** JSON.stringify with arbitrary (valid) whitespace between tokens. */
+function spaced(value: unknown, pad: string[]): string {
+  let n = 0;
+  const ws = () => pad[n++ % pad.length]!;
+  const go = (v: unknown): string => {
+    if (Array.isArray(v)) return `[${ws()}${v.map((x) => go(x) + ws()).join(`,${ws()}`)}]`;
+    if (v !== null && typeof v === 'object') {
+      return `{${ws()}${Object.entries(v).map(([k, x]) => `${JSON.stringify(k)}${ws()}:${ws()}${go(x)}${ws()}`).join(`,${ws()}`)}}`;
+    }
+    return JSON.stringify(v);
+  };
+  return go(value);
+}
+
+describe('exact op texts', () => {
+  it('rawElements and rawMember give back texts that parse to the same values, whatever the spacing', () => {
+    const pad = fc.array(fc.constantFrom('', ' ', '\n', '\t ', '\r\n'), { minLength: 1, maxLength: 5 });
+    fc.assert(
+      fc.property(fc.array(fc.jsonValue(), { maxLength: 8 }), pad, (ops, ws) => {
+        const frame = spaced({ type: 'push', id: 1, ops }, ws);
+        const raw = rawElements(rawMember(frame, 'ops')!)!;
+        expect(raw.map((r) => JSON.parse(r) as unknown)).toEqual(JSON.parse(JSON.stringify(ops)));
+        for (const r of raw) expect(frame).toContain(r);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('takes the last of a repeated key, as JSON.parse does, and reads escaped keys', () => {
+    expect(rawMember('{"ops":[1],"o\\u0070s" : [ 2 , {"a":"]\\""} ]}', 'ops')).toBe('[ 2 , {"a":"]\\""} ]');
+    expect(rawElements('[ 2 , {"a":"]\\""} ]')).toEqual(['2', '{"a":"]\\""}']);
+    expect(rawMember('[1]', 'ops')).toBeUndefined();
+    expect(rawElements('{}')).toBeUndefined();
+  });
+});
+
+describe('the op envelope', () => {
+  const thread = newThreadId();
+  const op = { id: newOpId(), workspace: 'abcdefghijklmnopqrstuvwxyz', origin: 'host-1', lamport: 3, ts: '2025-05-01T10:00:00.000Z', kind: 'message.posted', operation: thread, thread, session: null, body: {} };
+
+  it.each([
+    ['a kind this relay has never heard of', { kind: 'lease.granted' }, true],
+    ['a signature', { sig: 'c2lnbmF0dXJl' }, true],
+    ['a kind without a dot', { kind: 'message' }, false],
+    ['a lamport of 0', { lamport: 0 }, false],
+    ['a body that is an array', { body: [] }, false],
+    ['an id that is not a ULID', { id: 'x' }, false],
+    ['a field the envelope does not have', { extra: true }, false],
+  ])('with %s is %s', (_, change, ok) => {
+    expect(WireOpSchema.safeParse({ ...op, ...change }).success).toBe(ok);
+  });
+
+  it('parses each frame a node sends', () => {
+    expect(FromNodeSchema.safeParse({ type: 'hello', protocol: 1, stream: 's', token: 't', node: 'n', since: 0 }).success).toBe(true);
+    expect(FromNodeSchema.safeParse({ type: 'push', id: 1, ops: [op] }).success).toBe(true);
+    expect(FromNodeSchema.safeParse({ type: 'ping', t: 1 }).success).toBe(true);
+    expect(FromNodeSchema.safeParse({ type: 'hello', protocol: 1, stream: 's', token: 't', node: 'n', since: -1 }).success).toBe(false);
+    expect(FromNodeSchema.safeParse({ type: 'ack' }).success).toBe(false);
+  });
+});
+
+describe('error codes and URLs', () => {
+  it('gives every code its own close code in 4000-4999, and finds the code again', () => {
+    const closes = SYNC_ERROR_CODES.map((c) => SYNC_ERROR_TABLE[c].close);
+    expect(new Set(closes).size).toBe(closes.length);
+    for (const c of SYNC_ERROR_CODES) {
+      expect(SYNC_ERROR_TABLE[c].close).toBeGreaterThanOrEqual(4000);
+      expect(SYNC_ERROR_TABLE[c].close).toBeLessThanOrEqual(4999);
+      expect(syncErrorOfClose(SYNC_ERROR_TABLE[c].close)).toBe(c);
+    }
+    expect(syncErrorOfClose(1000)).toBeNull();
+  });
+
+  it.each([
+    ['http://127.0.0.1:7420', 'ws://127.0.0.1:7420/v1/sync'],
+    ['https://relay.example/base/', 'wss://relay.example/base/v1/sync'],
+    ['ws://127.0.0.1:7420/v1/sync', 'ws://127.0.0.1:7420/v1/sync'],
+  ])('derives the sync URL of %s', (base, url) => {
+    expect(syncUrl(base)).toBe(url);
+  });
+});

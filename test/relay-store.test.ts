@@ -1,0 +1,209 @@
+// The relay's StreamStore suite, run against PGlite and PostgreSQL alike.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newOpId } from '../protocol/ids.js';
+import { openPgliteStore, openPostgresStore, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
+
+const PG_URL = process.env['TEST_DATABASE_URL'];
+
+/** Why the PostgreSQL case cannot run here, or null when it can. */
+async function postgresUnavailable(): Promise<string | null> {
+  if (!PG_URL) return 'TEST_DATABASE_URL is not set';
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return null;
+  } catch (err) {
+    return `PostgreSQL at TEST_DATABASE_URL did not answer (${(err as Error).message})`;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+const pgSkip = await postgresUnavailable();
+const pgSchema = `relay_store_${process.pid}_${Date.now().toString(36)}`;
+if (pgSkip) console.log(`relay-store: the PostgreSQL case is skipped: ${pgSkip}`);
+
+/** A back-end: two stores on the same data (two pools for PostgreSQL; PGlite is one process, so one store twice). */
+type Backend = { name: string; skip: string | null; open(): Promise<{ a: StreamStore; b: StreamStore; done(): Promise<void> }> };
+
+const backends: Backend[] = [
+  {
+    name: 'PGlite',
+    skip: null,
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-store-'));
+      const a = await openPgliteStore({ dataDir: dir, log: silentLog });
+      return { a, b: a, done: async () => (await a.close(), rmSync(dir, { recursive: true, force: true })) };
+    },
+  },
+  {
+    name: 'PostgreSQL',
+    skip: pgSkip,
+    async open() {
+      const schema = pgSchema;
+      // Polls far apart: what these stores hear of each other comes by NOTIFY.
+      const a = await openPostgresStore({ url: PG_URL!, schema, log: silentLog, pollMs: 60_000 });
+      const b = await openPostgresStore({ url: PG_URL!, schema, log: silentLog, pollMs: 60_000 });
+      return {
+        a,
+        b,
+        async done() {
+          await a.close();
+          await b.close();
+          const client = new pg.Client({ connectionString: PG_URL! });
+          await client.connect();
+          await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+          await client.end();
+        },
+      };
+    },
+  },
+];
+
+let streamCount = 0;
+function streamName(): string {
+  return `s${process.pid}-${++streamCount}`;
+}
+
+function op(id: string = newOpId(), extra = ''): OpToAppend {
+  return { id, text: `{"id":"${id}", "kind":"message.posted" ,"body":{"text":"hi ${extra}"}}` };
+}
+
+describe.each(backends)('the $name stream store', (backend) => {
+  let a: StreamStore;
+  let b: StreamStore;
+  let done: () => Promise<void> = async () => undefined;
+
+  beforeAll(async () => {
+    if (backend.skip) return;
+    ({ a, b, done } = await backend.open());
+  });
+  afterAll(async () => done());
+
+  const test = backend.skip ? it.skip : it;
+
+  test('creates a stream once, with head 0', async () => {
+    const name = streamName();
+    expect(await a.createStream(name, 'h1')).toBe(true);
+    expect(await b.createStream(name, 'h2')).toBe(false);
+    expect(await a.getStream(name)).toEqual({ name, tokenHash: 'h1', head: 0 });
+    expect(await a.getStream(`${name}-nope`)).toBeNull();
+  });
+
+  test('append assigns gapless seqs from 1 and stores each op text unchanged', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const first = [op(), op(), op()];
+    const r1 = await a.append(name, first);
+    expect(r1.results.map((r) => [r.seq, r.duplicate])).toEqual([[1, false], [2, false], [3, false]]);
+    expect(r1.head).toBe(3);
+    const r2 = await b.append(name, [op(), op()]);
+    expect(r2.results.map((r) => r.seq)).toEqual([4, 5]);
+    expect((await a.getStream(name))!.head).toBe(5);
+    const stored = await a.read(name, 0, 10);
+    expect(stored.map((s) => s.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(stored.slice(0, 3).map((s) => s.op)).toEqual(first.map((o) => o.text));
+  });
+
+  test('a duplicate id keeps its first seq, across batches and within one', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const [x, y] = [op(), op()];
+    await a.append(name, [x, y]);
+    const again = await b.append(name, [op(y.id, 'changed'), op(), op(x.id)]);
+    expect(again.results.map((r) => [r.seq, r.duplicate])).toEqual([[2, true], [3, false], [1, true]]);
+    const z = op();
+    const within = await a.append(name, [z, op(z.id, 'twice'), op()]);
+    expect(within.results.map((r) => [r.op, r.seq, r.duplicate])).toEqual([
+      [z.id, 4, false],
+      [z.id, 4, true],
+      [within.results[2]!.op, 5, false],
+    ]);
+    const stored = await a.read(name, 0, 100);
+    expect(stored.map((s) => s.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(stored[1]!.op).toBe(y.text);
+    expect(stored[3]!.op).toBe(z.text);
+    const onlyDuplicates = await a.append(name, [x]);
+    expect(onlyDuplicates).toEqual({ results: [{ op: x.id, seq: 1, duplicate: true }], head: 5 });
+  });
+
+  test('read pages in seq order, by count and by bytes', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    await a.append(name, Array.from({ length: 25 }, () => op()));
+    const seqs: number[] = [];
+    for (let after = 0; ; ) {
+      const page = await b.read(name, after, 10);
+      if (page.length === 0) break;
+      expect(page.length).toBeLessThanOrEqual(10);
+      seqs.push(...page.map((p) => p.seq));
+      after = page.at(-1)!.seq;
+    }
+    expect(seqs).toEqual(Array.from({ length: 25 }, (_, i) => i + 1));
+    const size = Buffer.byteLength((await a.read(name, 0, 1))[0]!.op);
+    expect((await a.read(name, 0, 10, size * 3)).map((p) => p.seq)).toEqual([1, 2, 3]);
+    expect((await a.read(name, 4, 10, 1)).map((p) => p.seq)).toEqual([5]);
+    expect(await a.read(name, 25, 10)).toEqual([]);
+  });
+
+  test('two concurrent appenders never leave a gap or give a seq twice', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const shared = Array.from({ length: 40 }, () => newOpId());
+    const batches = (store: StreamStore, offset: number) =>
+      Array.from({ length: 15 }, (_, i) => store.append(name, [op(), op(shared[(i * 3 + offset) % 40]), op(), op(shared[(i * 7 + offset) % 40]), op()]));
+    const results = (await Promise.all([...batches(a, 0), ...batches(b, 5)])).flatMap((r) => r.results);
+    const stored = await a.read(name, 0, 1000);
+    expect(stored.map((s) => s.seq)).toEqual(Array.from({ length: stored.length }, (_, i) => i + 1));
+    const ids = stored.map((s) => (JSON.parse(s.op) as { id: string }).id);
+    expect(new Set(ids).size).toBe(ids.length);
+    expect(new Set(results.map((r) => r.op)).size).toBe(ids.length);
+    const seqOf = new Map(ids.map((id, i) => [id, i + 1]));
+    for (const r of results) expect(r.seq).toBe(seqOf.get(r.op));
+    expect((await b.getStream(name))!.head).toBe(ids.length);
+  });
+
+  test('a subscriber hears of commits, from either store', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const heard: number[] = [];
+    const off = a.subscribe(name, (head) => heard.push(head));
+    await b.append(name, [op(), op()]);
+    await expect.poll(() => heard.at(-1), { timeout: 5_000 }).toBe(2);
+    off();
+  });
+
+  // PGlite serves one process, so nobody commits behind its back: nothing for a poll to catch there.
+  (backend.name === 'PostgreSQL' ? test : it.skip)('PostgreSQL: the poll catches a commit whose NOTIFY never came', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const polling = await openPostgresStore({ url: PG_URL!, schema: pgSchema, log: silentLog, pollMs: 100 });
+    try {
+      const heard: number[] = [];
+      polling.subscribe(name, (head) => heard.push(head));
+      const client = new pg.Client({ connectionString: PG_URL! });
+      await client.connect();
+      await client.query(`UPDATE "${pgSchema}".streams SET head = 1 WHERE name = $1`, [name]);
+      await client.query(`INSERT INTO "${pgSchema}".stream_ops (stream, seq, op_id, op) VALUES ($1, 1, $2, '{}')`, [name, newOpId()]);
+      await client.end();
+      await expect.poll(() => heard.at(-1), { timeout: 5_000 }).toBe(1);
+    } finally {
+      await polling.close();
+    }
+  });
+
+  test('stores the operator token hash only once', async () => {
+    const first = await a.operatorTokenHash();
+    const won = await a.initOperatorTokenHash('aa');
+    const lost = await b.initOperatorTokenHash('bb');
+    expect(lost).toBe(false);
+    expect(await b.operatorTokenHash()).toBe(first ?? (won ? 'aa' : null));
+    await expect(a.ping()).resolves.toBeUndefined();
+    expect((await a.heads()).length).toBeGreaterThan(0);
+  });
+});

@@ -1,0 +1,363 @@
+// The relay end to end: a real relay on port 0 (PGlite; PostgreSQL for two instances), real ws clients, its HTTP side and CLI.
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { WebSocket } from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { newOpId, newThreadId } from '../protocol/ids.js';
+import { rawElements, rawMember, SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl, type Limits, type SyncErrorCode } from '../protocol/sync.js';
+import { main, openPgliteStore, silentLog, startRelay, type Relay, type RelayLog } from '../server/index.js';
+
+type Frame = { type: string; [k: string]: unknown };
+const WORKSPACE = 'abcdefghijklmnopqrstuvwxyz';
+
+/** A valid wire op; `extra` overrides fields. */
+function wireOp(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const thread = newThreadId();
+  return { id: newOpId(), workspace: WORKSPACE, origin: 'test-node', lamport: 1, ts: new Date().toISOString(), kind: 'message.posted', operation: thread, thread, session: null, body: { text: 'hi' }, ...extra };
+}
+
+/** A real ws client that records every frame and answers pings like a node would. */
+class TestNode {
+  readonly frames: Frame[] = [];
+  readonly raw: string[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+  answerPings = true;
+  private readonly taken = new Set<number>();
+  private waiters: Array<() => void> = [];
+
+  private constructor(readonly ws: WebSocket) {
+    ws.on('message', (data: Buffer) => {
+      const text = data.toString('utf8');
+      const frame = JSON.parse(text) as Frame;
+      if (frame.type === 'ping' && this.answerPings) this.send({ type: 'pong', t: frame['t'] });
+      if (frame.type === 'ping' || frame.type === 'pong') return;
+      this.raw.push(text);
+      this.frames.push(frame);
+      this.waiters.splice(0).forEach((w) => w());
+    });
+    ws.on('error', () => undefined);
+    this.closed = new Promise((resolve) => ws.on('close', (code, reason) => (resolve({ code, reason: reason.toString() }), this.waiters.splice(0).forEach((w) => w()))));
+  }
+
+  static open(base: string): Promise<TestNode> {
+    const ws = new WebSocket(syncUrl(base), { maxPayload: 64 * 1024 * 1024 });
+    return new Promise((resolve, reject) => (ws.once('open', () => resolve(new TestNode(ws))), ws.once('error', reject)));
+  }
+
+  send(frame: unknown): void {
+    this.ws.send(typeof frame === 'string' || Buffer.isBuffer(frame) ? frame : JSON.stringify(frame));
+  }
+
+  /** Takes the first frame not taken yet that is of `type` (pings aside), waiting up to `ms`; others keep their place. */
+  async expect(type: string, ms = 10_000): Promise<Frame> {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const i = this.frames.findIndex((f, j) => !this.taken.has(j) && f.type === type);
+      if (i >= 0) {
+        this.taken.add(i);
+        return this.frames[i]!;
+      }
+      if (this.ws.readyState === WebSocket.CLOSED) throw new Error(`closed while waiting for ${type}; frames: ${JSON.stringify(this.types())}`);
+      if (Date.now() > deadline) throw new Error(`no ${type} frame in time; frames: ${JSON.stringify(this.types())}`);
+      await new Promise<void>((r) => (this.waiters.push(r), setTimeout(r, 50)));
+    }
+  }
+
+  /** The types of every frame received so far, in order. */
+  types(): string[] {
+    return this.frames.map((f) => f.type);
+  }
+
+  /** Sends hello and reads welcome. */
+  async hello(stream: string, token: string, since = 0): Promise<Frame> {
+    this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream, token, node: 'test-node', since });
+    return this.expect('welcome');
+  }
+
+  /** Reads `ops` frames until seq `upTo` arrived; returns the seqs in order. */
+  async opsUntil(upTo: number): Promise<number[]> {
+    const seqs: number[] = [];
+    while ((seqs.at(-1) ?? 0) < upTo) seqs.push(...((await this.expect('ops'))['ops'] as Array<{ seq: number }>).map((o) => o.seq));
+    return seqs;
+  }
+
+  async push(id: number, ops: unknown[]): Promise<Frame> {
+    this.send({ type: 'push', id, ops });
+    const ack = await this.expect('ack');
+    expect(ack['id']).toBe(id);
+    return ack;
+  }
+
+  /** Expects a coded error frame and the matching close code. */
+  async refused(code: SyncErrorCode): Promise<Frame> {
+    const f = await this.expect('error');
+    expect(f['code']).toBe(code);
+    expect((await this.closed).code).toBe(SYNC_ERROR_TABLE[code].close);
+    return f;
+  }
+}
+
+const seqRange = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
+
+async function createStream(base: string, token: string, name: string): Promise<string> {
+  const res = await fetch(`${base}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${token}` }, body: JSON.stringify({ name }) });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { token: string }).token;
+}
+
+async function metric(base: string, line: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const row = text.split('\n').find((l) => l.startsWith(line + ' '));
+  return row ? Number(row.slice(line.length + 1)) : 0;
+}
+
+const LIMITS: Partial<Limits> = { max_ops_per_push: 50, send_buffer_bytes: 64 * 1024, slow_consumer_ms: 300, ping_interval_ms: 500, ping_timeout_ms: 3_000 };
+const errors: string[] = [];
+const log: RelayLog = (level, message, fields) => void (level === 'error' && errors.push(`${message} ${JSON.stringify(fields)}`));
+const dirs: string[] = [];
+let template = '';
+let relay: Relay;
+let url = '';
+let operator = '';
+
+beforeAll(async () => {
+  // initdb costs seconds; one migrated folder is made once and copied for each relay here.
+  template = mkdtempSync(join(tmpdir(), 'nexus-relay-template-'));
+  await (await openPgliteStore({ dataDir: template, log: silentLog })).close();
+  const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-'));
+  cpSync(template, dir, { recursive: true });
+  dirs.push(template, dir);
+  relay = await startRelay({ port: 0, dataDir: dir, limits: LIMITS, log });
+  url = relay.url;
+  operator = relay.operatorToken!;
+});
+
+afterAll(async () => {
+  await relay?.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  expect(errors).toEqual([]);
+});
+
+describe('a relay on PGlite', () => {
+  it('answers health, readiness and info', async () => {
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(operator).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ ok: true, storage: 'pglite' });
+    const info = (await (await fetch(`${url}/v1/info`)).json()) as { protocol: number; limits: Limits };
+    expect(info.protocol).toBe(SYNC_PROTOCOL);
+    expect(info.limits).toMatchObject({ ...LIMITS, max_frame_bytes: 1024 * 1024, page_size: 500 });
+  });
+
+  it('creates streams only for the operator, once, with a valid name', async () => {
+    const post = (body: string, token?: string) =>
+      fetch(`${url}/v1/streams`, { method: 'POST', body, headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+    const noToken = await post('{"name":"admin-1"}');
+    expect([noToken.status, ((await noToken.json()) as { error: { code: string } }).error.code]).toEqual([401, 'UNAUTHORIZED']);
+    expect((await post('{"name":"admin-1"}', 'wrong-token-wrong-token')).status).toBe(401);
+    expect((await post('{"name":"Bad Name"}', operator)).status).toBe(400);
+    expect((await post('not json', operator)).status).toBe(400);
+    const ok = await post('{"name":"admin-1"}', operator);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({ name: 'admin-1', token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    const again = await post('{"name":"admin-1"}', operator);
+    expect([again.status, ((await again.json()) as { error: { code: string } }).error.code]).toEqual([409, 'STREAM_EXISTS']);
+  });
+
+  it('acks a push after commit and gives a second node the backlog, caught_up, then live ops, byte for byte', async () => {
+    const token = await createStream(url, operator, 'flow');
+    const a = await TestNode.open(url);
+    expect(await a.hello('flow', token)).toMatchObject({ protocol: SYNC_PROTOCOL, stream: 'flow', head: 0 });
+    expect(await a.expect('caught_up')).toEqual({ type: 'caught_up', head: 0 });
+    const odd = `{ "body": {"text":"spaced  \\u00e9"},"id":"${newOpId()}" ,"workspace":"${WORKSPACE}","origin":"n1","lamport":7,"ts":"2025-01-01T00:00:00.000Z","kind":"lease.granted","operation":"${newThreadId()}","thread":null,"session":null}`;
+    a.send(`{"type":"push","id":1,"ops":[${odd} , ${JSON.stringify(wireOp())}]}`);
+    expect(await a.expect('ack')).toMatchObject({ id: 1, head: 2, results: [{ seq: 1, duplicate: false }, { seq: 2, duplicate: false }] });
+    expect(await a.opsUntil(2)).toEqual([1, 2]);
+    const b = await TestNode.open(url);
+    expect((await b.hello('flow', token))['head']).toBe(2);
+    expect(await b.opsUntil(2)).toEqual([1, 2]);
+    const first = rawElements(rawMember(b.raw[b.types().indexOf('ops')]!, 'ops')!)!.map((e) => rawMember(e, 'op'));
+    expect(first[0]).toBe(odd);
+    expect(await b.expect('caught_up')).toEqual({ type: 'caught_up', head: 2 });
+    const dup = wireOp();
+    const ack = await a.push(2, [dup, dup, wireOp()]);
+    expect(ack['results']).toMatchObject([{ seq: 3, duplicate: false }, { seq: 3, duplicate: true }, { seq: 4, duplicate: false }]);
+    expect(await b.opsUntil(4)).toEqual([3, 4]);
+    expect(b.types()).toEqual(['welcome', 'ops', 'caught_up', 'ops']);
+    a.ws.close();
+    b.ws.close();
+  });
+
+  it('resumes from since: only later ops, then caught_up', async () => {
+    const token = await createStream(url, operator, 'resume');
+    const a = await TestNode.open(url);
+    await a.hello('resume', token);
+    await a.push(1, Array.from({ length: 10 }, () => wireOp()));
+    const b = await TestNode.open(url);
+    await b.hello('resume', token, 6);
+    expect(await b.opsUntil(10)).toEqual([7, 8, 9, 10]);
+    expect(await b.expect('caught_up')).toEqual({ type: 'caught_up', head: 10 });
+    a.ws.close();
+    b.ws.close();
+  });
+
+  const bad: Array<[string, SyncErrorCode, (token: string) => unknown[]]> = [
+    ['malformed JSON', 'BAD_FRAME', () => ['{"type":"hello",']],
+    ['a binary frame', 'BAD_FRAME', () => [Buffer.from('{"type":"hello"}')]],
+    ['a first frame that is not hello', 'NOT_HELLO', () => [{ type: 'push', id: 1, ops: [] }]],
+    ['a wrong token', 'UNAUTHORIZED', () => [{ type: 'hello', protocol: 1, stream: 'edge', token: 'nope', node: 'n', since: 0 }]],
+    ['an unknown stream', 'UNKNOWN_STREAM', (t) => [{ type: 'hello', protocol: 1, stream: 'nowhere', token: t, node: 'n', since: 0 }]],
+    ['another protocol version', 'PROTOCOL_VERSION', (t) => [{ type: 'hello', protocol: 99, stream: 'edge', token: t, node: 'n', since: 0 }]],
+    ['a cursor past the head', 'BAD_CURSOR', (t) => [{ type: 'hello', protocol: 1, stream: 'edge', token: t, node: 'n', since: 999 }]],
+    ['a frame over the limit', 'FRAME_TOO_LARGE', (t) => [hello(t), JSON.stringify({ type: 'push', id: 1, ops: [wireOp({ body: { t: 'x'.repeat(1024 * 1024) } })] })]],
+    ['too many ops', 'TOO_MANY_OPS', (t) => [hello(t), { type: 'push', id: 1, ops: Array.from({ length: 51 }, () => wireOp()) }]],
+    ['an op over the op limit', 'OP_TOO_LARGE', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ body: { t: 'x'.repeat(300 * 1024) } })] }]],
+    ['an op with a bad envelope', 'BAD_FRAME', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ kind: 'NotAKind' })] }]],
+    ['an op with an unknown envelope field', 'BAD_FRAME', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ extra: 1 })] }]],
+    ['a second hello', 'BAD_FRAME', (t) => [hello(t), hello(t)]],
+  ];
+  const hello = (token: string) => ({ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'edge', token, node: 'n', since: 0 });
+
+  it.each(bad)('refuses %s with %s, closes that socket and stays up', async (_, code, frames) => {
+    const token = (edgeToken ||= await createStream(url, operator, 'edge'));
+    const node = await TestNode.open(url);
+    for (const f of frames(token)) node.send(f);
+    const err = await node.refused(code);
+    if (code === 'BAD_CURSOR') expect(err['resume_from']).toBe(0);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    const fresh = await TestNode.open(url);
+    await fresh.hello('edge', token);
+    await fresh.expect('caught_up');
+    fresh.ws.close();
+  });
+  let edgeToken = '';
+
+  it('closes a node that stops reading with SLOW_CONSUMER and a resume seq, while another keeps receiving', async () => {
+    const token = await createStream(url, operator, 'slow');
+    const [writer, reader, stalled] = await Promise.all([TestNode.open(url), TestNode.open(url), TestNode.open(url)]);
+    for (const n of [writer, reader, stalled]) await n.hello('slow', token), await n.expect('caught_up');
+    stalled.ws.pause();
+    const before = await metric(url, 'nexus_relay_rejects_total{code="SLOW_CONSUMER"}');
+    let head = 0;
+    for (let id = 1; (await metric(url, 'nexus_relay_rejects_total{code="SLOW_CONSUMER"}')) === before; id++) {
+      expect(head, 'pushed 64 MiB without a SLOW_CONSUMER').toBeLessThan(64 * 9);
+      head = (await writer.push(id, Array.from({ length: 9 }, () => wireOp({ body: { t: 'x'.repeat(100 * 1024) } }))))['head'] as number;
+    }
+    expect(await reader.opsUntil(head)).toEqual(seqRange(1, head));
+    stalled.ws.resume();
+    expect((await stalled.closed).code).toBe(SYNC_ERROR_TABLE.SLOW_CONSUMER.close);
+    const types = stalled.types();
+    expect(types.slice(0, 2)).toEqual(['welcome', 'caught_up']);
+    expect(new Set(types.slice(2, -1))).toEqual(new Set(['ops']));
+    const err = stalled.frames.at(-1)!;
+    expect(err).toMatchObject({ type: 'error', code: 'SLOW_CONSUMER', resume_from: expect.any(Number) });
+    const got = stalled.frames.slice(2, -1).flatMap((f) => (f['ops'] as Array<{ seq: number }>).map((o) => o.seq));
+    expect(got).toEqual(seqRange(1, err['resume_from'] as number));
+    const again = await TestNode.open(url);
+    await again.hello('slow', token, err['resume_from'] as number);
+    expect(await again.opsUntil(head)).toEqual(seqRange((err['resume_from'] as number) + 1, head));
+    for (const n of [writer, reader, again]) n.ws.close();
+  });
+
+  it('closes a node that never answers pings with PING_TIMEOUT', async () => {
+    const token = await createStream(url, operator, 'quiet');
+    const node = await TestNode.open(url);
+    node.answerPings = false;
+    await node.hello('quiet', token);
+    await node.expect('caught_up');
+    await node.refused('PING_TIMEOUT');
+  });
+
+  it('shows connections, ops, heads, lag and rejects in /metrics', async () => {
+    const token = await createStream(url, operator, 'metered');
+    const node = await TestNode.open(url);
+    await node.hello('metered', token);
+    await node.push(1, [wireOp(), wireOp(), wireOp()]);
+    await node.opsUntil(3);
+    const res = await fetch(`${url}/metrics`);
+    expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+    expect(await metric(url, 'nexus_relay_ops_in_total{stream="metered"}')).toBe(3);
+    expect(await metric(url, 'nexus_relay_ops_out_total{stream="metered"}')).toBe(3);
+    expect(await metric(url, 'nexus_relay_stream_head{stream="metered"}')).toBe(3);
+    expect(await metric(url, 'nexus_relay_connections')).toBeGreaterThanOrEqual(1);
+    expect(await metric(url, 'nexus_relay_rejects_total{code="BAD_FRAME"}')).toBeGreaterThanOrEqual(1);
+    expect(await res.text()).toMatch(/nexus_relay_connection_lag\{conn="\d+",stream="metered",node="test-node"\} 0/);
+    node.ws.close();
+  });
+});
+
+describe('nxs relay (the CLI)', () => {
+  it('serves until stopped, shows the operator token on first start only, and creates streams', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-cli-'));
+    dirs.push(dir);
+    cpSync(template, dir, { recursive: true });
+    const serve = async () => {
+      let out = '';
+      let stop!: () => void;
+      const stopped = new Promise<void>((r) => (stop = r));
+      const done = main(['relay', 'serve', '--port', '0', '--data-dir', dir, '--json'], { env: {}, stdout: (s) => (out += s), stderr: () => undefined, untilStopped: () => stopped });
+      await expect.poll(() => out, { timeout: 60_000 }).toContain('\n');
+      return { info: JSON.parse(out) as { url: string; operator_token: string | null }, stop: async () => (stop(), done) };
+    };
+    const first = await serve();
+    expect(first.info.operator_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const run = async (...argv: string[]) => {
+      let out = '';
+      const code = await main(argv, { env: { NEXUS_RELAY_TOKEN: first.info.operator_token! }, stdout: (s) => (out += s), stderr: (s) => (out += s) });
+      return { code, out: JSON.parse(out) as Record<string, unknown> & { error?: { code: string } } };
+    };
+    const made = await run('stream', 'create', 'from-cli', '--relay', first.info.url.replace('http', 'ws'), '--json');
+    expect(made).toMatchObject({ code: 0, out: { name: 'from-cli', token: expect.any(String) } });
+    expect(await run('stream', 'create', 'from-cli', '--relay', first.info.url, '--json')).toMatchObject({ code: 2, out: { ok: false, error: { code: 'STREAM_EXISTS' } } });
+    expect((await run('stream', 'create', 'Bad!', '--relay', first.info.url, '--json')).out.error?.code).toBe('BAD_REQUEST');
+    expect((await run('stream', 'create', 'x', '--relay', first.info.url, '--token', 'wrong-wrong-wrong', '--json')).out.error?.code).toBe('UNAUTHORIZED');
+    expect((await run('serve', '--port', 'nope', '--json')).code).toBe(2);
+    expect(await first.stop()).toBe(0);
+    expect(await run('stream', 'create', 'late', '--relay', first.info.url, '--json')).toMatchObject({ code: 1, out: { error: { code: 'RELAY_UNREACHABLE' } } });
+    const second = await serve();
+    expect(second.info.operator_token).toBeNull();
+    expect(await second.stop()).toBe(0);
+  });
+});
+
+const PG_URL = process.env['TEST_DATABASE_URL'];
+const pgSkip = await (async () => {
+  if (!PG_URL) return 'TEST_DATABASE_URL is not set';
+  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
+  return c.connect().then(
+    () => (c.end(), null),
+    (e: Error) => `PostgreSQL did not answer (${e.message})`,
+  );
+})();
+if (pgSkip) console.log(`relay-ws: two relays on PostgreSQL are skipped: ${pgSkip}`);
+
+describe.skipIf(pgSkip !== null)('two relays on one PostgreSQL database', () => {
+  it('delivers ops pushed to one instance to a node on the other, seqs gapless', async () => {
+    const schema = `relay_ws_${process.pid}_${Date.now().toString(36)}`;
+    const opts = { port: 0, databaseUrl: PG_URL!, databaseSchema: schema, operatorToken: 'operator-token-for-tests', log, pollMs: 60_000 };
+    const [a, b] = await Promise.all([startRelay(opts), startRelay(opts)]);
+    try {
+      expect(await (await fetch(`${a.url}/readyz`)).json()).toEqual({ ok: true, storage: 'postgres' });
+      const token = await createStream(a.url, 'operator-token-for-tests', 'shared');
+      const [onA, onB] = [await TestNode.open(a.url), await TestNode.open(b.url)];
+      for (const n of [onA, onB]) await n.hello('shared', token), await n.expect('caught_up');
+      await onB.push(1, [wireOp(), wireOp()]);
+      expect(await onA.opsUntil(2)).toEqual([1, 2]);
+      const acks = await Promise.all([onA.push(2, Array.from({ length: 20 }, () => wireOp())), onB.push(2, Array.from({ length: 20 }, () => wireOp()))]);
+      const seqs = acks.flatMap((ack) => (ack['results'] as Array<{ seq: number }>).map((r) => r.seq)).sort((x, y) => x - y);
+      expect(seqs).toEqual(seqRange(3, 42));
+      expect(await onA.opsUntil(42)).toEqual(seqRange(3, 42));
+      expect(await onB.opsUntil(42)).toEqual(seqRange(1, 42));
+      onA.ws.close();
+      onB.ws.close();
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      const c = new pg.Client({ connectionString: PG_URL! });
+      await c.connect();
+      await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      await c.end();
+    }
+  });
+});

@@ -68,6 +68,18 @@ export async function planTurn(
   plan: Plan,
   alreadyRunningClass: Warning['class'],
 ): Promise<void> {
+  if (!session.handle.startsWith(`${deps.workspace.short}/`)) {
+    // A session of another workspace, known here through sync: only its own node may start it.
+    plan.warnings.push({
+      class: 'step_skipped',
+      reason: 'foreign_session',
+      session: session.id,
+      thread: session.thread,
+      role: session.role,
+      message: `${session.handle} belongs to another workspace; only its own node starts it`,
+    });
+    return;
+  }
   if (session.in_turn || plan.turns.some((t) => t.session.id === session.id)) {
     plan.warnings.push({
       class: alreadyRunningClass,

@@ -3,8 +3,14 @@ import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isNexusError, NexusError } from '../../protocol/errors.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../chat/index.js';
-import { MAX_MESSAGE_BYTES } from '../chat/index.js';
 import { parseHopClaim } from '../depth/index.js';
+
+/**
+ * The most stdin may hold: the engine's message limit (MAX_MESSAGE_BYTES in chat/engine.ts), which
+ * the engine enforces itself. Not imported from there: a value import of chat/ loads the store and
+ * PGlite, and a command that goes over the node's socket must not load PGlite.
+ */
+export const STDIN_LIMIT_BYTES = 256 * 1024;
 
 export type Io = {
   argv: string[];
@@ -34,7 +40,7 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   for await (const chunk of stream) {
     const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
     size += b.length;
-    if (size > MAX_MESSAGE_BYTES + 4) throw new NexusError('MESSAGE_TOO_LARGE', `stdin holds more than ${MAX_MESSAGE_BYTES} bytes`);
+    if (size > STDIN_LIMIT_BYTES + 4) throw new NexusError('MESSAGE_TOO_LARGE', `stdin holds more than ${STDIN_LIMIT_BYTES} bytes`);
     chunks.push(b);
   }
   return Buffer.concat(chunks).toString('utf8');

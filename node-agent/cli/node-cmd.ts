@@ -3,14 +3,13 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
-import { addToRegistry, nodePaths, readRegistry, removeFromRegistry, runningNode } from '../node/files.js';
+import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../node/files.js';
 import { packageRoot } from '../paths.js';
 import { isUnreachable, rpc } from '../rpc/client.js';
-import { processAlive } from '../sessions/liveness.js';
 import { findWorkspace } from '../workspace/index.js';
 import { parse, printJson, type Io } from './io.js';
 
-const USAGE = 'nxs node run | start | stop | status | register | unregister [--json]';
+const USAGE = 'nxs node run | start [--tick-ms N] | stop | status | register | unregister [--json]';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function homeOf(io: Io) {
@@ -26,9 +25,13 @@ async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: numbe
   return false;
 }
 
-async function run(io: Io): Promise<void> {
+async function run(io: Io, tickMs: number | undefined): Promise<void> {
   const { startNode } = await import('../node/index.js');
-  const node = await startNode({ home: homeOf(io).home, log: (l) => io.stderr(`${new Date().toISOString()} ${l}\n`) });
+  const node = await startNode({
+    home: homeOf(io).home,
+    log: (l) => io.stderr(`${new Date().toISOString()} ${l}\n`),
+    ...(tickMs === undefined ? {} : { tickMs }),
+  });
   const stop = () => void node.close();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
@@ -36,13 +39,14 @@ async function run(io: Io): Promise<void> {
   await node.closed;
 }
 
-async function start(io: Io, json: boolean): Promise<void> {
+async function start(io: Io, json: boolean, tickMs: number | undefined): Promise<void> {
   const paths = homeOf(io);
   const first = runningNode(paths);
   if (first) throw new NexusError('NODE_RUNNING', `a node already runs for ${paths.home}: pid ${first.pid}, socket ${first.socket}`, { pid: first.pid });
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
   const logFd = openSync(paths.log, 'a', 0o600);
-  const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'nxs'), 'node', 'run'], {
+  const runArgs = tickMs === undefined ? [] : ['--tick-ms', String(tickMs)];
+  const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'nxs'), 'node', 'run', ...runArgs], {
     detached: true,
     stdio: ['ignore', logFd, logFd],
     env: { ...io.env, NEXUS_HOME: paths.home },
@@ -75,7 +79,7 @@ async function stop(io: Io, json: boolean): Promise<void> {
     if (!isUnreachable(err)) throw err;
     process.kill(info.pid, 'SIGTERM');
   });
-  if (!(await waitFor(() => !processAlive(info.pid), 20_000))) {
+  if (!(await waitFor(() => !nodeProcessAlive(info.pid), 20_000))) {
     process.kill(info.pid, 'SIGKILL');
   }
   if (json) printJson(io, { stopped: true, pid: info.pid });
@@ -111,16 +115,26 @@ async function register(io: Io, json: boolean, on: boolean): Promise<void> {
   );
 }
 
+/** `--tick-ms N`: how often the node's ticker settles dead turns (default 30 s). Only for run and start. */
+function tickOption(raw: string | undefined, verb: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  if (verb !== 'run' && verb !== 'start') throw new NexusError('USAGE', `--tick-ms applies to \`nxs node run\` and \`nxs node start\` only\nusage: ${USAGE}`);
+  const ms = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(ms) || ms < 10) throw new NexusError('USAGE', `--tick-ms needs a whole number of milliseconds, at least 10 (got ${JSON.stringify(raw)})`);
+  return ms;
+}
+
 export async function nodeCommand(io: Io, args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' } }, USAGE);
+  const { values, positionals } = parse(args, { json: { type: 'boolean' }, 'tick-ms': { type: 'string' } }, USAGE);
   const json = values.json ?? false;
   const [verb, ...rest] = positionals;
   if (rest.length > 0) throw new NexusError('USAGE', `usage: ${USAGE}`);
+  const tickMs = tickOption(values['tick-ms'], verb);
   switch (verb) {
     case 'run':
-      return run(io);
+      return run(io, tickMs);
     case 'start':
-      return start(io, json);
+      return start(io, json, tickMs);
     case 'stop':
       return stop(io, json);
     case 'status':

@@ -4,6 +4,7 @@ import { listPersonas } from '../personas/index.js';
 import { findWorkspace, initWorkspace } from '../workspace/index.js';
 import { parse, printJson, processIo, runCommand, type Io } from './io.js';
 import { nodeCommand } from './node-cmd.js';
+import { syncCommand } from './sync-cmd.js';
 
 const HELP = `nxs: set up and run Nexus
 
@@ -11,7 +12,11 @@ const HELP = `nxs: set up and run Nexus
   nxs personas list [--json]           the declared personas, and what is wrong with any of them
   nxs node run | start | stop | status [--json]
                                        the per-machine node (NEXUS_HOME names its state folder)
+  nxs node run | start --tick-ms N     ...with its ticker (settling turns whose process died
+                                       without reporting) every N ms instead of every 30 s
   nxs node register | unregister       have the node serve this workspace (or stop serving it)
+  nxs sync bind <relay-url> --stream NAME --token T
+  nxs sync status | unbind [--json]    sync this workspace's op log through a relay stream (runs in the node)
   nxs relay serve | stream create      run a relay; see nxs relay --help
 `;
 
@@ -49,7 +54,7 @@ async function personas(io: Io, args: string[]): Promise<void> {
   if (errors.length > 0) throw Object.assign(new NexusError('PERSONA_INVALID', `${errors.length} declaration(s) are not valid`), { quiet: true });
 }
 
-const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { init, personas, node: nodeCommand };
+const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { init, personas, node: nodeCommand, sync: syncCommand };
 
 export async function main(io: Io): Promise<number> {
   const [command, ...args] = io.argv;

@@ -23,8 +23,8 @@ async function settle(specDir: string, end: { session: string; turn: number; exi
   const ws = findWorkspace(workspaceDir, { NXC_WORKSPACE_DIR: workspaceDir });
   for (let attempt = 1; ; attempt++) {
     try {
-      const { result } = await routed(ws, (c) => c.finishTurn(end));
-      writeFileSync(doneMarker(specDir, end.turn), JSON.stringify({ ...end, ...result, at: new Date().toISOString() }) + '\n');
+      const { result, via } = await routed(ws, (c) => c.finishTurn(end));
+      writeFileSync(doneMarker(specDir, end.turn), JSON.stringify({ ...end, ...result, via, at: new Date().toISOString() }) + '\n');
       return;
     } catch (err) {
       if (!(err instanceof NexusError && err.code === 'STORE_BUSY') || attempt >= 10) throw err;

@@ -1,7 +1,7 @@
 // The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
-import { hostname } from 'node:os';
 import { createEngine, statusReport, threadView, type Engine, type EngineDeps } from '../chat/index.js';
 import { readWorkingCopy } from '../git/index.js';
+import { originId } from '../node/files.js';
 import { loadPersona } from '../personas/index.js';
 import { launchTurn, processAlive } from '../sessions/index.js';
 import { openStore } from '../store/index.js';
@@ -21,7 +21,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
   return {
     db,
     workspace,
-    origin: `${hostname()}`,
+    origin: originId(),
     now: () => new Date(),
     launch: launchTurn,
     alive: processAlive,

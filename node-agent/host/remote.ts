@@ -54,16 +54,19 @@ export async function routed<T>(workspace: Workspace, fn: (c: Commands) => Promi
   const paths = nodePaths(env['NEXUS_HOME'] ? env['NEXUS_HOME'] : undefined);
   const node = runningNode(paths);
   const registered = isRegistered(paths, workspace.id);
+  // A pid record whose socket does not answer (a node killed with its files left behind) is no node.
+  let nodeAnswers = node !== null;
   if (node !== null && registered) {
     try {
       return { result: await fn(viaSocket(node.socket, workspace.id)), via: 'node', serviceWarning: null };
     } catch (err) {
       const notServed = (err as { code?: string }).code === 'NOT_SERVED';
       if (!isUnreachable(err) && !notServed) throw err;
+      if (isUnreachable(err)) nodeAnswers = false;
     }
   }
   const serviceWarning: Warning | null =
-    registered && node === null
+    registered && !nodeAnswers
       ? {
           class: 'service_not_running',
           message: `this workspace is registered with the node, but no node is running: deadlines do not fire and nothing syncs. Start it with \`nxs node start\``,

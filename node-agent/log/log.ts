@@ -62,31 +62,50 @@ export async function threadOps(db: Exec, thread: string): Promise<Op[]> {
   return rows.map(rowToOp).sort(compareOps);
 }
 
-async function saveOperation(db: Exec, state: OperationState, openedLamport: number): Promise<void> {
-  const finished = isFinished(state);
-  await db
-    .insert(tables.operations)
-    .values({ id: state.id, state, finished, openedLamport })
-    .onConflictDoUpdate({ target: tables.operations.id, set: { state, finished } });
-}
-
+/** Folds freshly stored ops into their operations: one read and one write for the whole batch. */
 async function foldInto(db: Exec, added: Op[]): Promise<Map<string, OperationState>> {
   const byOperation = new Map<string, Op[]>();
-  for (const op of added) byOperation.set(op.operation, [...(byOperation.get(op.operation) ?? []), op]);
+  for (const op of added) {
+    const list = byOperation.get(op.operation);
+    if (list) list.push(op);
+    else byOperation.set(op.operation, [op]);
+  }
+  const ids = [...byOperation.keys()];
+  const known = new Map<string, OperationState>();
+  for (let i = 0; i < ids.length; i += 1000) {
+    const rows = await db
+      .select({ id: tables.operations.id, state: tables.operations.state })
+      .from(tables.operations)
+      .where(inArray(tables.operations.id, ids.slice(i, i + 1000)));
+    for (const r of rows) known.set(r.id, r.state as OperationState);
+  }
   const result = new Map<string, OperationState>();
+  const rows: Array<typeof tables.operations.$inferInsert> = [];
   for (const [id, fresh] of byOperation) {
     fresh.sort(compareOps);
-    let state = await loadOperation(db, id);
-    if (fresh.every((op) => appliesInOrder(state, op)) && appliesInOrder(state, fresh[0]!)) {
+    let state = known.get(id) ?? emptyOperation(id);
+    if (appliesInOrder(state, fresh[0]!)) {
       state = fresh.reduce(applyOp, state);
     } else {
       // A late arrival: re-fold this operation alone from its whole log.
-      const rows = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
-      state = foldOperation(id, rows.map(rowToOp));
+      const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
+      state = foldOperation(id, all.map(rowToOp));
     }
-    const first = fresh[0]!;
-    await saveOperation(db, state, first.lamport);
+    rows.push({ id, state, finished: isFinished(state), openedLamport: fresh[0]!.lamport });
     result.set(id, state);
+  }
+  for (let i = 0; i < rows.length; i += 500) {
+    await db
+      .insert(tables.operations)
+      .values(rows.slice(i, i + 500))
+      .onConflictDoUpdate({
+        target: tables.operations.id,
+        set: {
+          state: sql`excluded.state`,
+          finished: sql`excluded.finished`,
+          openedLamport: sql`least(${tables.operations.openedLamport}, excluded.opened_lamport)`,
+        },
+      });
   }
   await recordPersonaRuns(db, added);
   return result;

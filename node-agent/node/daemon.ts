@@ -9,10 +9,11 @@ import { NexusError } from '../../protocol/errors.js';
 import { hostFor, realDeps, type Host } from '../host/index.js';
 import { rpcApp } from '../rpc/server.js';
 import { openStore, type Store } from '../store/index.js';
+import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../workspace/index.js';
-import { addToRegistry, nodePaths, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
+import { addToRegistry, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
-type Served = { workspace: Workspace; store: Store; host: Host; queue: Promise<unknown> };
+type Served = { workspace: Workspace; store: Store; host: Host; queue: Promise<unknown>; sync: SyncClient | null };
 
 export type NodeOptions = { home?: string; tickMs?: number; log?: (line: string) => void };
 
@@ -20,14 +21,27 @@ export type RunningNode = { paths: NodePaths; socket: string; pid: number; close
 
 /** How often the ticker looks for turns whose process died without reporting. */
 const DEFAULT_TICK_MS = 30_000;
+/** A node lock not refreshed for this long belongs to a node that died. */
+const NODE_LOCK_STALE_MS = 10_000;
 
 export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   const paths = nodePaths(opts.home);
   const log = opts.log ?? ((line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
   let releaseNodeLock: () => Promise<void>;
+  // A live node on record: refuse at once. None on record, yet the lock is held: either a node is
+  // starting, or one was killed and its lock is not stale yet; wait long enough for a dead one's lock
+  // to go stale and be taken over, so `nxs node start` right after a crash succeeds.
+  const recorded = runningNode(paths);
+  const retries = recorded ? 0 : { retries: Math.ceil((NODE_LOCK_STALE_MS * 1.3) / 100), minTimeout: 100, maxTimeout: 100, factor: 1 };
   try {
-    releaseNodeLock = await lockfile.lock(paths.lock, { realpath: false, lockfilePath: `${paths.lock}.lock`, stale: 10_000, update: 2_500 });
+    releaseNodeLock = await lockfile.lock(paths.lock, {
+      realpath: false,
+      lockfilePath: `${paths.lock}.lock`,
+      stale: NODE_LOCK_STALE_MS,
+      update: NODE_LOCK_STALE_MS / 4,
+      retries,
+    });
   } catch {
     const first = runningNode(paths);
     throw new NexusError(
@@ -40,6 +54,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   }
 
   const served = new Map<string, Served>();
+  const origin = originId(paths.home);
   const startedAt = new Date().toISOString();
 
   async function serve(root: string): Promise<Served> {
@@ -47,10 +62,34 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     const existing = served.get(workspace.id);
     if (existing) return existing;
     const store = await openStore(workspace.paths.store, { waitMs: 30_000 });
-    const entry: Served = { workspace, store, host: hostFor(realDeps(workspace, store.db)), queue: Promise.resolve() };
+    const entry: Served = { workspace, store, host: hostFor(realDeps(workspace, store.db)), queue: Promise.resolve(), sync: null };
     served.set(workspace.id, entry);
     log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
+    await startSync(entry);
     return entry;
+  }
+
+  /** Runs store work in the workspace's queue, after whatever command is in progress. */
+  function inQueue<T>(entry: Served, fn: () => Promise<T>): Promise<T> {
+    const run = entry.queue.then(fn);
+    entry.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** (Re)starts the workspace's sync client from its binding; none when it is not bound. */
+  async function startSync(entry: Served): Promise<void> {
+    await entry.sync?.stop();
+    entry.sync = null;
+    const binding = readBinding(entry.workspace.paths);
+    if (binding === null) return;
+    entry.sync = new SyncClient({
+      binding,
+      origin,
+      run: (fn) => inQueue(entry, () => fn(entry.store.db)),
+      log: (line) => log(`${entry.workspace.id}: ${line}`),
+    });
+    await entry.sync.start();
+    log(`${entry.workspace.id} syncs with stream ${binding.stream} at ${binding.relay}`);
   }
 
   for (const w of readRegistry(paths).workspaces) {
@@ -61,9 +100,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   function withHost<T>(id: string, fn: (host: Host) => Promise<T>): Promise<T> {
     const entry = served.get(id);
     if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`));
-    const run = entry.queue.then(() => fn(entry.host));
-    entry.queue = run.catch(() => undefined);
-    return run;
+    return inQueue(entry, () => fn(entry.host)).finally(() => entry.sync?.kick());
   }
 
   let stopping: Promise<void> | undefined;
@@ -75,6 +112,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       clearInterval(ticker);
       await new Promise<void>((r) => server.close(() => r()));
       for (const entry of served.values()) {
+        await entry.sync?.stop();
         await entry.queue;
         await entry.store.close().catch(() => undefined);
       }
@@ -106,12 +144,24 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       removeFromRegistry(paths, id);
       if (entry) {
         served.delete(id);
+        await entry.sync?.stop();
         await entry.queue;
         await entry.store.close();
       }
       return { workspace: id, serving: false };
     },
     shutdown: () => void close(),
+    syncStatus: async (id) => {
+      const entry = served.get(id);
+      if (!entry) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`);
+      return entry.sync ? entry.sync.status() : { bound: false };
+    },
+    syncReload: async (id) => {
+      const entry = served.get(id);
+      if (!entry) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`);
+      await startSync(entry);
+      return entry.sync ? entry.sync.status() : { bound: false };
+    },
   });
 
   rmSync(paths.socket, { force: true });
@@ -122,13 +172,19 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   });
   writeInfo(paths, { pid: process.pid, started_at: startedAt, socket: paths.socket, home: paths.home });
 
+  // A workspace whose previous tick has not finished is skipped, so ticks never pile up in its queue.
+  const ticking = new Set<string>();
   const ticker = setInterval(() => {
     for (const id of served.keys()) {
-      void withHost(id, (h) => h.tick()).catch((err: unknown) => log(`tick of ${id} failed: ${String(err)}`));
+      if (ticking.has(id)) continue;
+      ticking.add(id);
+      void withHost(id, (h) => h.tick())
+        .catch((err: unknown) => log(`tick of ${id} failed: ${String(err)}`))
+        .finally(() => ticking.delete(id));
     }
   }, opts.tickMs ?? DEFAULT_TICK_MS);
   ticker.unref();
-  log(`node ${process.pid} listening on ${paths.socket}; ${served.size} workspace(s)`);
+  log(`node ${process.pid} listening on ${paths.socket}; ${served.size} workspace(s); tick every ${opts.tickMs ?? DEFAULT_TICK_MS} ms`);
   if (!existsSync(paths.socket)) throw new NexusError('INTERNAL', 'the node socket vanished');
   return { paths, socket: paths.socket, pid: process.pid, close, closed };
 }

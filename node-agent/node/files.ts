@@ -1,5 +1,7 @@
 // The node's files under NEXUS_HOME: its lock, its pid record, its socket, its log, and the registry.
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { nexusHome } from '../paths.js';
@@ -62,6 +64,25 @@ export function removeFromRegistry(paths: NodePaths, id: string): boolean {
   return true;
 }
 
+const HAS_PROCFS = existsSync('/proc/self/stat');
+
+/**
+ * True while `pid` names a running process. Unlike processAlive, a zombie does not count: a node
+ * that was killed is reparented to init, and until init reaps it (never, in a container whose
+ * PID 1 does not reap) its pid still answers kill(0). A dead node must not look like a running one.
+ */
+export function nodeProcessAlive(pid: number): boolean {
+  if (!processAlive(pid)) return false;
+  if (!HAS_PROCFS) return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false; // gone between the two checks
+  }
+}
+
 const InfoSchema = z.object({ pid: z.number().int(), started_at: z.string(), socket: z.string(), home: z.string() });
 export type NodeInfo = z.infer<typeof InfoSchema>;
 
@@ -70,7 +91,7 @@ export function runningNode(paths: NodePaths): NodeInfo | null {
   if (!existsSync(paths.info)) return null;
   try {
     const info = InfoSchema.parse(JSON.parse(readFileSync(paths.info, 'utf8')));
-    return processAlive(info.pid) ? info : null;
+    return nodeProcessAlive(info.pid) ? info : null;
   } catch {
     return null;
   }
@@ -81,4 +102,30 @@ export function writeInfo(paths: NodePaths, info: NodeInfo): void {
   const tmp = `${paths.info}.tmp-${process.pid}`;
   writeFileSync(tmp, JSON.stringify(info) + '\n', { mode: 0o600 });
   renameSync(tmp, paths.info);
+}
+
+/**
+ * This machine's name in the ops it authors (their `origin`): made once per NEXUS_HOME, so two
+ * nodes on one host (tests, demos) are still told apart.
+ */
+export function originId(home = nexusHome()): string {
+  const file = join(home, 'origin');
+  try {
+    const id = readFileSync(file, 'utf8').trim();
+    if (/^[\x21-\x7e]{1,128}$/.test(id)) return id;
+  } catch {
+    /* made below */
+  }
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  const id = `${hostname().replace(/[^\x21-\x7e]/g, '').slice(0, 40) || 'host'}-${randomBytes(5).toString('hex')}`;
+  const tmp = `${file}.tmp-${process.pid}`;
+  writeFileSync(tmp, id + '\n');
+  try {
+    // First writer wins: link fails if another process made the file meanwhile.
+    linkSync(tmp, file);
+  } catch {
+    /* somebody else's id stands */
+  }
+  rmSync(tmp, { force: true });
+  return readFileSync(file, 'utf8').trim();
 }

@@ -12,6 +12,9 @@ export type RpcBackend = {
   register: (root: string) => Promise<unknown>;
   unregister: (workspace: string) => Promise<unknown>;
   shutdown: () => void;
+  syncStatus: (workspace: string) => Promise<unknown>;
+  /** Re-reads the workspace's binding and restarts its sync client. */
+  syncReload: (workspace: string) => Promise<unknown>;
 };
 
 const Caller = z.object({ actor: z.string(), session: z.string().nullable(), hop: z.number().int().min(0).nullable() });
@@ -83,5 +86,7 @@ export function rpcApp(backend: RpcBackend): Hono {
   app.post('/v1/w/:id/tick', async (c) => {
     return ok(c, await backend.withHost(c.req.param('id'), (h) => h.tick()));
   });
+  app.get('/v1/w/:id/sync', async (c) => ok(c, await backend.syncStatus(c.req.param('id'))));
+  app.post('/v1/w/:id/sync/reload', async (c) => ok(c, await backend.syncReload(c.req.param('id'))));
   return app;
 }

@@ -24,6 +24,8 @@ export const ops = pgTable(
     index('ops_thread_idx').on(t.thread, t.lamport),
     index('ops_session_idx').on(t.session),
     index('ops_lamport_idx').on(t.lamport),
+    // The sync outbox: ops authored on this node, in the order they were written.
+    index('ops_origin_idx').on(t.origin, t.localSeq),
   ],
 );
 
@@ -66,3 +68,9 @@ export const sessionProcs = pgTable(
   },
   (t) => [primaryKey({ columns: [t.session, t.turn] })],
 );
+
+/** Device-local: this node's sync position per workspace (stream cursor, acknowledged outbox mark, counters). */
+export const syncState = pgTable('sync_state', {
+  key: text('key').primaryKey(),
+  value: jsonb('value').notNull(),
+});

@@ -11,7 +11,7 @@ import { rpcApp } from '../rpc/server.js';
 import { openStore, type Store } from '../store/index.js';
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../workspace/index.js';
-import { addToRegistry, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
+import { addToRegistry, NODE_LOCK_STALE_MS, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
 type Served = { workspace: Workspace; store: Store; host: Host; queue: Promise<unknown>; sync: SyncClient | null };
 
@@ -21,8 +21,6 @@ export type RunningNode = { paths: NodePaths; socket: string; pid: number; close
 
 /** How often the ticker looks for turns whose process died without reporting. */
 const DEFAULT_TICK_MS = 30_000;
-/** A node lock not refreshed for this long belongs to a node that died. */
-const NODE_LOCK_STALE_MS = 10_000;
 
 export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   const paths = nodePaths(opts.home);

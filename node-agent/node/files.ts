@@ -1,6 +1,6 @@
 // The node's files under NEXUS_HOME: its lock, its pid record, its socket, its log, and the registry.
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
@@ -86,12 +86,28 @@ export function nodeProcessAlive(pid: number): boolean {
 const InfoSchema = z.object({ pid: z.number().int(), started_at: z.string(), socket: z.string(), home: z.string() });
 export type NodeInfo = z.infer<typeof InfoSchema>;
 
-/** The running node, if its pid record names a live process. */
+/** A node lock (a proper-lockfile folder, refreshed every quarter of this) not refreshed for this long belongs to a dead node. */
+export const NODE_LOCK_STALE_MS = 10_000;
+
+/** True while some node holds the node lock: its folder exists and was refreshed within the stale window. */
+export function nodeLockHeld(paths: NodePaths): boolean {
+  try {
+    return Date.now() - statSync(`${paths.lock}.lock`).mtimeMs < NODE_LOCK_STALE_MS;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The running node: its pid record names a live process and the node lock is held. The lock check
+ * matters when the record outlived its node (a crash, a reboot) and its pid now names another
+ * process: that process is not a node, and must be neither reported nor signalled as one.
+ */
 export function runningNode(paths: NodePaths): NodeInfo | null {
   if (!existsSync(paths.info)) return null;
   try {
     const info = InfoSchema.parse(JSON.parse(readFileSync(paths.info, 'utf8')));
-    return nodeProcessAlive(info.pid) ? info : null;
+    return nodeProcessAlive(info.pid) && nodeLockHeld(paths) ? info : null;
   } catch {
     return null;
   }

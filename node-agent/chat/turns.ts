@@ -259,7 +259,7 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
   const ops = await threadOps(db, t.session.thread);
   const messages = ops.flatMap((op) =>
     op.kind === 'message.posted'
-      ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted }]
+      ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted, foreign: op.workspace !== workspace.id }]
       : [],
   );
   const opened = ops.find((op) => op.kind === 'thread.opened');
@@ -277,6 +277,7 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
       answered_by: th.answered_by,
       escalated: th.escalated,
       text: last?.kind === 'message.posted' ? last.body.text : null,
+      foreign: last !== undefined && last.workspace !== workspace.id,
     });
   }
   return buildPrompt({

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { newMessageId, newThreadId } from '../protocol/ids.js';
 import { hostFor, realDeps } from '../node-agent/host/index.js';
+import { KeyRing } from '../node-agent/keys/index.js';
 import { appendOps, type OpDraft } from '../node-agent/log/index.js';
 import { packageRoot } from '../node-agent/paths.js';
 import { openStore } from '../node-agent/store/index.js';
@@ -38,7 +39,7 @@ async function main(): Promise<void> {
   process.stderr.write(`seeding ${THREADS} threads...`);
   const seedStart = performance.now();
   let store = await openStore(workspace.paths.store);
-  const writer = { workspace: workspace.id, origin: 'bench', now: () => new Date() };
+  const writer = { workspace: workspace.id, origin: 'bench', now: () => new Date(), signer: new KeyRing(workspace.paths.keys, workspace.id).signer };
   for (let done = 0; done < THREADS; ) {
     const batch = Math.min(500, THREADS - done);
     await store.db.transaction(async (tx) => {

@@ -95,7 +95,12 @@ export function parsePublicJwk(jwk: unknown): PublicJwk {
  */
 export function workspaceIdFromPublicJwk(jwk: unknown): WorkspaceId {
   const { x } = parsePublicJwk(jwk);
-  const digest = createHash('sha256').update(Buffer.from(x, 'base64url')).digest();
+  return workspaceIdOfRawKey(Buffer.from(x, 'base64url'));
+}
+
+/** The workspace id of a raw 32-byte Ed25519 public key: base32 of its sha256, first 26 characters. */
+export function workspaceIdOfRawKey(raw: Uint8Array): WorkspaceId {
+  const digest = createHash('sha256').update(raw).digest();
   return base32Lower(digest).slice(0, WORKSPACE_ID_LENGTH) as WorkspaceId;
 }
 
@@ -234,6 +239,9 @@ export function readWorkspaceKey(dir: string): WorkspaceKey {
 
   const key = keyFromPrivate(privateKey);
   if (key.id !== fileId) {
+    // After `nxs key rotate` the private key is a newer one; the genesis key, archived as
+    // workspace.key.0, still derives the id. Anything else is a mismatched folder.
+    if (rotatedGenesisId(dir) === fileId) return { ...key, id: fileId };
     throw new NexusError('STORE_FAILED', 'the workspace public JWK does not match the private key', {
       dir,
       keyId: key.id,
@@ -241,6 +249,125 @@ export function readWorkspaceKey(dir: string): WorkspaceKey {
     });
   }
   return key;
+}
+
+// ---- key rotation on disk
+// workspace.pub.jwk stays the genesis public key (the id derives from it). workspace.key is the key
+// that signs now; a rotation archives the one it replaces as workspace.key.<n> (n = 0 for genesis),
+// 0600, and never deletes it. The order is crash-safe: the new key is written as workspace.key.next
+// first, the rotation op is committed (signed by the current key), then the current key is linked to
+// its archive name and workspace.key.next renamed over workspace.key (atomic). At every moment
+// workspace.key holds a key that can sign.
+
+/** The new key of a rotation in progress. */
+export const NEXT_KEY_FILE = 'workspace.key.next';
+
+function readPem(file: string): KeyObject {
+  let key: KeyObject;
+  try {
+    key = createPrivateKey({ key: fs.readFileSync(file, 'utf8'), format: 'pem' });
+  } catch (err) {
+    throw new NexusError('STORE_FAILED', 'a workspace private key file is not readable', { path: file, cause: errnoCode(err) });
+  }
+  if (key.asymmetricKeyType !== 'ed25519') throw new NexusError('STORE_FAILED', 'a workspace private key is not Ed25519', { path: file });
+  return key;
+}
+
+/** The id the archived genesis key (workspace.key.0) derives, or null when there is none. */
+function rotatedGenesisId(dir: string): WorkspaceId | null {
+  const file = path.join(dir, `${WORKSPACE_KEY_FILE}.0`);
+  if (!fs.existsSync(file)) return null;
+  try {
+    return keyFromPrivate(readPem(file)).id;
+  } catch {
+    return null;
+  }
+}
+
+/** The archived private keys, oldest (genesis, n = 0) first. */
+export function archivedKeyFiles(dir: string): string[] {
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .map((n) => /^workspace\.key\.(\d+)$/.exec(n))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .sort((a, b) => Number(a[1]) - Number(b[1]))
+    .map((m) => path.join(dir, m[0]));
+}
+
+/** The private key of a rotation in progress (workspace.key.next), or null. */
+export function readNextKey(dir: string): KeyObject | null {
+  const file = path.join(dir, NEXT_KEY_FILE);
+  return fs.existsSync(file) ? readPem(file) : null;
+}
+
+/** Writes the new key of a rotation as workspace.key.next (0600, synced), replacing a stale one. */
+export function writeNextKey(dir: string, privateKey: KeyObject): void {
+  const file = path.join(dir, NEXT_KEY_FILE);
+  fs.rmSync(file, { force: true });
+  try {
+    writeExclusive(file, privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), 0o600);
+  } catch (err) {
+    throw new NexusError('STORE_FAILED', 'could not write the new workspace key', { path: file, cause: errnoCode(err) });
+  }
+  syncDir(dir);
+}
+
+/** Drops the key of a rotation that never got its op committed. */
+export function discardNextKey(dir: string): void {
+  fs.rmSync(path.join(dir, NEXT_KEY_FILE), { force: true });
+  syncDir(dir);
+}
+
+function syncDir(dir: string): void {
+  try {
+    const fd = fs.openSync(dir, 'r');
+    try {
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    /* some filesystems cannot sync a directory; the renames are still atomic */
+  }
+}
+
+/**
+ * Finishes a rotation whose op is committed: the current key is linked to workspace.key.<n> (its
+ * archive; n counts the archived keys), then workspace.key.next is renamed over workspace.key.
+ * Returns the archive's path. Throws NexusError('STORE_FAILED') when there is no next key.
+ */
+export function commitNextKey(dir: string): string {
+  const next = path.join(dir, NEXT_KEY_FILE);
+  const current = path.join(dir, WORKSPACE_KEY_FILE);
+  if (!fs.existsSync(next)) throw new NexusError('STORE_FAILED', 'no rotation in progress: workspace.key.next is missing', { dir });
+  const archived = archivedKeyFiles(dir);
+  const last = archived[archived.length - 1];
+  try {
+    // A crash between the link and the rename leaves the current key linked already: link it once.
+    if (last !== undefined && fs.statSync(last).ino === fs.statSync(current).ino) {
+      fs.renameSync(next, current);
+      syncDir(dir);
+      return last;
+    }
+  } catch (err) {
+    throw new NexusError('STORE_FAILED', 'could not switch to the new workspace key', { dir, cause: errnoCode(err) });
+  }
+  const archive = path.join(dir, `${WORKSPACE_KEY_FILE}.${archived.length}`);
+  try {
+    // A hard link keeps the bytes and the 0600 mode, and workspace.key never stops existing.
+    fs.linkSync(current, archive);
+    syncDir(dir);
+    fs.renameSync(next, current);
+    syncDir(dir);
+  } catch (err) {
+    throw new NexusError('STORE_FAILED', 'could not switch to the new workspace key', { dir, cause: errnoCode(err) });
+  }
+  return archive;
 }
 
 /** Signs `bytes` with the workspace's private key (raw Ed25519, 64-byte signature). */

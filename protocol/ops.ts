@@ -91,6 +91,26 @@ export const TurnEndedSchema = z.object({
   }),
 });
 
+/** An Ed25519 public key as it appears in ops: the unpadded base64url of its 32 raw bytes (43 characters). */
+export const PublicKeyText = z.string().regex(/^[A-Za-z0-9_-]{43}$/);
+
+/**
+ * The operation every workspace-scoped op (not part of any thread tree) names: `t-` and 26 zeros, a valid
+ * thread id that no real thread can have (its ULID time is the epoch). Ops scoped to it are never folded
+ * into an operation.
+ */
+export const WORKSPACE_OPERATION = 't-00000000000000000000000000';
+
+/**
+ * The workspace moves to a new signing key. Signed by the key it replaces (or any key already certified
+ * for the workspace), so a peer that has verified it can place ops signed by `new_key`. Inert in folds;
+ * it lives at {@link WORKSPACE_OPERATION}, thread and session null.
+ */
+export const KeyRotatedSchema = z.object({
+  kind: z.literal('workspace.key_rotated'),
+  body: z.strictObject({ new_key: PublicKeyText }),
+});
+
 /** The kind-specific part of an op. One union, parsed once at every edge. */
 export const OpPayloadSchema = z.discriminatedUnion('kind', [
   ThreadOpenedSchema,
@@ -98,6 +118,7 @@ export const OpPayloadSchema = z.discriminatedUnion('kind', [
   SessionCreatedSchema,
   TurnStartedSchema,
   TurnEndedSchema,
+  KeyRotatedSchema,
 ]);
 export type OpPayload = z.infer<typeof OpPayloadSchema>;
 export type OpKind = OpPayload['kind'];
@@ -115,6 +136,11 @@ export const OpEnvelopeSchema = z.object({
   origin: z.string(),
   lamport: z.number().int().min(1),
   ts: z.string(),
+  /**
+   * The public key the op is signed with (see {@link PublicKeyText}): the workspace's genesis key (whose
+   * sha256 gives the workspace id) or one certified by a `workspace.key_rotated` op of that workspace.
+   */
+  key: z.string(),
 });
 
 /** A complete op as stored and as it travels. */

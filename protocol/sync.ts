@@ -2,8 +2,11 @@
 import { z } from 'zod';
 import { OpId, SessionId, ThreadId, WorkspaceId } from './ids.js';
 
-/** The version both sides put in their first frame (`hello`, `welcome`). */
-export const SYNC_PROTOCOL = 1;
+/**
+ * The version both sides put in their first frame (`hello`, `welcome`). 2: every op carries `key` and
+ * `sig` (ops are signed over their exact bytes); a node or relay of version 1 is refused at hello.
+ */
+export const SYNC_PROTOCOL = 2;
 
 /** Where the sync socket lives on a relay. */
 export const SYNC_PATH = '/v1/sync';
@@ -23,10 +26,11 @@ export const NodeName = z.string().regex(/^[\x21-\x7e]{1,128}$/);
 export const Seq = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
 
 /**
- * An op as it travels. The envelope is checked strictly; `body` only as a JSON object and
- * `kind` only by shape, so a relay forwards kinds newer than itself.
+ * The signed part of an op: the envelope checked strictly; `body` only as a JSON object and `kind`
+ * only by shape, so a relay forwards kinds newer than itself. `key` names the Ed25519 public key that
+ * signs the op (unpadded base64url of its 32 raw bytes).
  */
-export const WireOpSchema = z.strictObject({
+export const SignedOpSchema = z.strictObject({
   id: OpId,
   workspace: WorkspaceId,
   origin: NodeName,
@@ -37,8 +41,15 @@ export const WireOpSchema = z.strictObject({
   thread: ThreadId.nullable(),
   session: SessionId.nullable(),
   body: z.record(z.string(), z.unknown()),
-  sig: z.string().min(1).max(1024).optional(),
+  key: z.string().regex(/^[A-Za-z0-9_-]{43}$/),
 });
+
+/**
+ * An op as it travels: the signed part plus `sig`, the unpadded base64url of a 64-byte Ed25519
+ * signature. The relay checks only this shape; receivers verify the signature over the op's exact
+ * text (crypto/opsig.ts: the text without its final `,"sig":"..."` member).
+ */
+export const WireOpSchema = SignedOpSchema.extend({ sig: z.string().regex(/^[A-Za-z0-9_-]{86}$/) });
 /** A validated wire op. */
 export type WireOp = z.infer<typeof WireOpSchema>;
 
@@ -161,6 +172,14 @@ export const AckSchema = z.object({
 export const OpsSchema = z.object({
   type: z.literal('ops'),
   ops: z.array(z.object({ seq: Seq, op: WireOpSchema })),
+});
+/**
+ * How a node reads an `ops` frame: the frame strictly, each op only as a JSON value. Each op is then
+ * checked (shape, signature) on its own, so one bad op costs itself, never its page or the connection.
+ */
+export const OpsPageSchema = z.object({
+  type: z.literal('ops'),
+  ops: z.array(z.object({ seq: Seq, op: z.unknown() })),
 });
 /** Sent once, when the backlog up to the head at `hello` has been sent; live ops follow. */
 export const CaughtUpSchema = z.object({ type: z.literal('caught_up'), head: Seq });

@@ -4,7 +4,9 @@ import { eq } from 'drizzle-orm';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { generateKeyPairSync } from 'node:crypto';
 import { ulid } from 'ulidx';
+import { opSigner } from '../crypto/index.js';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
 import { compareOps } from '../protocol/ops.js';
@@ -556,7 +558,7 @@ describe('appendOps and ingestOps on a real store', () => {
     const ahead = ops.map((op) => ({ ...op, lamport: op.lamport + 1_000_000 }) as Op);
     await ingestOps(store.db, ahead);
     const maxBefore = Math.max(...(await store.db.select({ l: tables.ops.lamport }).from(tables.ops)).map((r) => r.l));
-    const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z') };
+    const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z'), signer: opSigner(generateKeyPairSync('ed25519').privateKey) };
     const { ops: appended, states } = await store.db.transaction((tx) =>
       appendOps(tx, author, [
         {

@@ -42,11 +42,14 @@ describe('exact op texts', () => {
 
 describe('the op envelope', () => {
   const thread = newThreadId();
-  const op = { id: newOpId(), workspace: 'abcdefghijklmnopqrstuvwxyz', origin: 'host-1', lamport: 3, ts: '2025-05-01T10:00:00.000Z', kind: 'message.posted', operation: thread, thread, session: null, body: {} };
+  const op = { id: newOpId(), workspace: 'abcdefghijklmnopqrstuvwxyz', origin: 'host-1', lamport: 3, ts: '2025-05-01T10:00:00.000Z', kind: 'message.posted', operation: thread, thread, session: null, body: {}, key: 'A'.repeat(43), sig: 'B'.repeat(86) };
 
   it.each([
     ['a kind this relay has never heard of', { kind: 'lease.granted' }, true],
-    ['a signature', { sig: 'c2lnbmF0dXJl' }, true],
+    ['no signature', { sig: undefined }, false],
+    ['a signature that is not 64 bytes of base64url', { sig: 'c2lnbmF0dXJl' }, false],
+    ['no key', { key: undefined }, false],
+    ['a key that is not 32 bytes of base64url', { key: 'A'.repeat(44) }, false],
     ['a kind without a dot', { kind: 'message' }, false],
     ['a lamport of 0', { lamport: 0 }, false],
     ['a body that is an array', { body: [] }, false],

@@ -15,7 +15,8 @@ const WORKSPACE = 'abcdefghijklmnopqrstuvwxyz';
 /** A valid wire op; `extra` overrides fields. */
 function wireOp(extra: Record<string, unknown> = {}): Record<string, unknown> {
   const thread = newThreadId();
-  return { id: newOpId(), workspace: WORKSPACE, origin: 'test-node', lamport: 1, ts: new Date().toISOString(), kind: 'message.posted', operation: thread, thread, session: null, body: { text: 'hi' }, ...extra };
+  // The relay checks only the shape of `key` and `sig`; receivers verify them (test/signing.test.ts).
+  return { id: newOpId(), workspace: WORKSPACE, origin: 'test-node', lamport: 1, ts: new Date().toISOString(), kind: 'message.posted', operation: thread, thread, session: null, body: { text: 'hi' }, key: 'k'.repeat(43), sig: 's'.repeat(86), ...extra };
 }
 
 /** A real ws client that records every frame and answers pings like a node would. */
@@ -171,7 +172,7 @@ describe('a relay on PGlite', () => {
     const a = await TestNode.open(url);
     expect(await a.hello('flow', token)).toMatchObject({ protocol: SYNC_PROTOCOL, stream: 'flow', head: 0 });
     expect(await a.expect('caught_up')).toEqual({ type: 'caught_up', head: 0 });
-    const odd = `{ "body": {"text":"spaced  \\u00e9"},"id":"${newOpId()}" ,"workspace":"${WORKSPACE}","origin":"n1","lamport":7,"ts":"2025-01-01T00:00:00.000Z","kind":"lease.granted","operation":"${newThreadId()}","thread":null,"session":null}`;
+    const odd = `{ "body": {"text":"spaced  \\u00e9"},"id":"${newOpId()}" ,"workspace":"${WORKSPACE}","origin":"n1","lamport":7,"ts":"2025-01-01T00:00:00.000Z","kind":"lease.granted","operation":"${newThreadId()}","thread":null,"session":null, "key":"${'k'.repeat(43)}","sig":"${'s'.repeat(86)}"}`;
     a.send(`{"type":"push","id":1,"ops":[${odd} , ${JSON.stringify(wireOp())}]}`);
     expect(await a.expect('ack')).toMatchObject({ id: 1, head: 2, results: [{ seq: 1, duplicate: false }, { seq: 2, duplicate: false }] });
     expect(await a.opsUntil(2)).toEqual([1, 2]);
@@ -207,15 +208,17 @@ describe('a relay on PGlite', () => {
     ['malformed JSON', 'BAD_FRAME', () => ['{"type":"hello",']],
     ['a binary frame', 'BAD_FRAME', () => [Buffer.from('{"type":"hello"}')]],
     ['a first frame that is not hello', 'NOT_HELLO', () => [{ type: 'push', id: 1, ops: [] }]],
-    ['a wrong token', 'UNAUTHORIZED', () => [{ type: 'hello', protocol: 1, stream: 'edge', token: 'nope', node: 'n', since: 0 }]],
-    ['an unknown stream', 'UNKNOWN_STREAM', (t) => [{ type: 'hello', protocol: 1, stream: 'nowhere', token: t, node: 'n', since: 0 }]],
+    ['a wrong token', 'UNAUTHORIZED', () => [{ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'edge', token: 'nope', node: 'n', since: 0 }]],
+    ['an unknown stream', 'UNKNOWN_STREAM', (t) => [{ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'nowhere', token: t, node: 'n', since: 0 }]],
     ['another protocol version', 'PROTOCOL_VERSION', (t) => [{ type: 'hello', protocol: 99, stream: 'edge', token: t, node: 'n', since: 0 }]],
-    ['a cursor past the head', 'BAD_CURSOR', (t) => [{ type: 'hello', protocol: 1, stream: 'edge', token: t, node: 'n', since: 999 }]],
+    ['a cursor past the head', 'BAD_CURSOR', (t) => [{ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'edge', token: t, node: 'n', since: 999 }]],
     ['a frame over the limit', 'FRAME_TOO_LARGE', (t) => [hello(t), JSON.stringify({ type: 'push', id: 1, ops: [wireOp({ body: { t: 'x'.repeat(1024 * 1024) } })] })]],
     ['too many ops', 'TOO_MANY_OPS', (t) => [hello(t), { type: 'push', id: 1, ops: Array.from({ length: 51 }, () => wireOp()) }]],
     ['an op over the op limit', 'OP_TOO_LARGE', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ body: { t: 'x'.repeat(300 * 1024) } })] }]],
     ['an op with a bad envelope', 'BAD_FRAME', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ kind: 'NotAKind' })] }]],
     ['an op with an unknown envelope field', 'BAD_FRAME', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ extra: 1 })] }]],
+    ['an op without a signature', 'BAD_FRAME', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ sig: undefined })] }]],
+    ['an op without a key', 'BAD_FRAME', (t) => [hello(t), { type: 'push', id: 1, ops: [wireOp({ key: undefined })] }]],
     ['a second hello', 'BAD_FRAME', (t) => [hello(t), hello(t)]],
   ];
   const hello = (token: string) => ({ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'edge', token, node: 'n', since: 0 });

@@ -1,6 +1,7 @@
 // What the chat engine needs from its host, passed in as one object: no module-level state.
 import type { Persona } from '../../protocol/persona.js';
 import type { WorkingCopy } from '../../protocol/working-copy.js';
+import type { KeyRing } from '../keys/ring.js';
 import type { Db } from '../store/index.js';
 import type { Workspace } from '../workspace/index.js';
 import type { TurnLaunch, LaunchResult } from '../sessions/index.js';
@@ -10,6 +11,8 @@ export type EngineDeps = {
   workspace: Workspace;
   /** Names this machine's node in the ops it writes. */
   origin: string;
+  /** The workspace's signing key: every op the engine appends is signed with its current key. */
+  keys: KeyRing;
   now: () => Date;
   /** Starts one session turn's process; returns its pids. */
   launch: (turn: TurnLaunch) => Promise<LaunchResult>;

@@ -81,7 +81,15 @@ export type TurnEnd = { session: string; turn: number; exitCode: number | null; 
 
 export function createEngine(deps: EngineDeps) {
   const { db, workspace } = deps;
-  const writer = { workspace: workspace.id, origin: deps.origin, now: deps.now };
+  // The signer is read at each append: a key rotation switches it under a running engine.
+  const writer = {
+    workspace: workspace.id,
+    origin: deps.origin,
+    now: deps.now,
+    get signer() {
+      return deps.keys.signer;
+    },
+  };
 
   async function workingCopy() {
     const wc = await deps.readWorkingCopy(workspace.paths.root);

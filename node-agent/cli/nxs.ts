@@ -3,6 +3,7 @@ import { NexusError } from '../../protocol/errors.js';
 import { listPersonas } from '../personas/index.js';
 import { findWorkspace, initWorkspace } from '../workspace/index.js';
 import { parse, printJson, processIo, runCommand, type Io } from './io.js';
+import { keyCommand } from './key-cmd.js';
 import { nodeCommand } from './node-cmd.js';
 import { syncCommand } from './sync-cmd.js';
 
@@ -10,6 +11,8 @@ const HELP = `nxs: set up and run Nexus
 
   nxs init [--name NAME] [--json]      make this folder a workspace (again: changes nothing)
   nxs personas list [--json]           the declared personas, and what is wrong with any of them
+  nxs key show [--json]                this workspace's id, its public key (JWK) and its key history
+  nxs key rotate [--json]              sign with a new key from now on; the change is a signed op peers follow
   nxs node run | start | stop | status [--json]
                                        the per-machine node (NEXUS_HOME names its state folder)
   nxs node run | start --tick-ms N     ...with its ticker (settling turns whose process died
@@ -17,6 +20,8 @@ const HELP = `nxs: set up and run Nexus
   nxs node register | unregister       have the node serve this workspace (or stop serving it)
   nxs sync bind <relay-url> --stream NAME --token T
   nxs sync status | unbind [--json]    sync this workspace's op log through a relay stream (runs in the node)
+  nxs sync trust add --workspace ID --key JWK|FILE [--name ALIAS] | list | remove --workspace ID|ALIAS [--json]
+                                       the workspaces whose stamped commissions this one admits
   nxs relay serve | stream create      run a relay; see nxs relay --help
 `;
 
@@ -54,7 +59,7 @@ async function personas(io: Io, args: string[]): Promise<void> {
   if (errors.length > 0) throw Object.assign(new NexusError('PERSONA_INVALID', `${errors.length} declaration(s) are not valid`), { quiet: true });
 }
 
-const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { init, personas, node: nodeCommand, sync: syncCommand };
+const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { init, personas, key: keyCommand, node: nodeCommand, sync: syncCommand };
 
 export async function main(io: Io): Promise<number> {
   const [command, ...args] = io.argv;

@@ -7,8 +7,9 @@ import { rpc } from '../rpc/client.js';
 import { checkRelayUrl, readBinding, removeBinding, writeBinding, type Binding } from '../sync/binding.js';
 import { findWorkspace, type Workspace } from '../workspace/index.js';
 import { parse, printJson, type Io } from './io.js';
+import { trustCommand } from './trust-cmd.js';
 
-const USAGE = 'nxs sync bind <relay-url> --stream NAME --token T | status | unbind [--json]';
+const USAGE = 'nxs sync bind <relay-url> --stream NAME --token T | status | unbind | trust add|list|remove [--json]';
 
 type Probe = { ok: true; head: number } | { ok: false; refused: boolean; message: string };
 
@@ -66,17 +67,21 @@ async function status(io: Io, json: boolean): Promise<void> {
   else {
     const { withDirectHost } = await import('../host/direct.js');
     const { readPosition, outboxSize, positionKey } = await import('../sync/state.js');
+    const { pendingCount } = await import('../log/index.js');
     const origin = originId(nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined).home);
     report = await withDirectHost(ws, async (h) => {
       const pos = await readPosition(h.deps.db, positionKey(binding.relay, binding.stream));
-      return { bound: true, relay: binding.relay, stream: binding.stream, connected: false, cursor: pos.cursor, outbox: await outboxSize(h.deps.db, origin, pos.acked), rejected: pos.rejected, last_error: null, node_running: false };
+      return { bound: true, relay: binding.relay, stream: binding.stream, connected: false, cursor: pos.cursor, outbox: await outboxSize(h.deps.db, origin, pos.acked), rejected: pos.rejected, pending: await pendingCount(h.deps.db), last_error: null, node_running: false };
     });
   }
   if (json) return printJson(io, report);
   if (!report['bound']) return io.stdout('not bound to any stream (nxs sync bind <relay-url> --stream NAME --token T)\n');
+  const rejected = Object.entries((report['rejected'] as Record<string, number> | undefined) ?? {}).filter(([, n]) => n > 0);
   io.stdout(
     `stream ${String(report['stream'])} at ${String(report['relay'])}: ${report['connected'] ? 'connected' : 'not connected'}` +
       ` · cursor ${String(report['cursor'])}${report['lag'] !== undefined ? ` · lag ${String(report['lag'])}` : ''} · outbox ${String(report['outbox'])}` +
+      ` · rejected ${rejected.length === 0 ? '0' : rejected.map(([reason, n]) => `${reason} ${n}`).join(', ')}` +
+      ` · pending ${String(report['pending'] ?? 0)} (unknown_key)` +
       (report['last_error'] ? ` · last error: ${String(report['last_error'])}` : '') +
       (report['node_running'] ? '' : ' · no node serves this workspace, so nothing syncs') +
       '\n',
@@ -93,6 +98,7 @@ async function unbind(io: Io, json: boolean): Promise<void> {
 }
 
 export async function syncCommand(io: Io, args: string[]): Promise<void> {
+  if (args[0] === 'trust') return trustCommand(io, args.slice(1));
   const { values, positionals } = parse(args, { json: { type: 'boolean' }, stream: { type: 'string' }, token: { type: 'string' } }, USAGE);
   const json = values.json ?? false;
   const [verb, arg, ...rest] = positionals;

@@ -1,6 +1,7 @@
 // The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
 import { createEngine, statusReport, threadView, type Engine, type EngineDeps } from '../chat/index.js';
 import { readWorkingCopy } from '../git/index.js';
+import { KeyRing, keyReport, rotateKey, type KeyReport, type RotateResult } from '../keys/index.js';
 import { originId } from '../node/files.js';
 import { loadPersona } from '../personas/index.js';
 import { launchTurn, processAlive } from '../sessions/index.js';
@@ -14,6 +15,8 @@ export type Host = {
   thread: (id: string) => ReturnType<typeof threadView>;
   /** The clock's work: settle turns whose process died without reporting. */
   tick: () => Promise<{ settled: number }>;
+  /** The workspace's keys (`nxs key show`), and moving to a new one (`nxs key rotate`). */
+  keys: { show: () => Promise<KeyReport>; rotate: () => Promise<RotateResult> };
 };
 
 /** The engine's real dependencies for a workspace whose store is open in this process. */
@@ -22,6 +25,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     db,
     workspace,
     origin: originId(),
+    keys: new KeyRing(workspace.paths.keys, workspace.id),
     now: () => new Date(),
     launch: launchTurn,
     alive: processAlive,
@@ -42,6 +46,7 @@ export function hostFor(deps: EngineDeps): Host {
     },
     thread: (id) => threadView(deps, id),
     tick: async () => ({ settled: await engine.reap() }),
+    keys: { show: () => keyReport(deps), rotate: () => rotateKey(deps) },
   };
 }
 

@@ -10,6 +10,8 @@ export {
   threadOps,
   type Author,
   type Exec,
+  type IncomingOp,
   type OpDraft,
   type Tx,
 } from './log.js';
+export { ingestChecked, pendingCount, signLegacyOps, type IngestReport, type OpRefusal } from './signed.js';

@@ -1,8 +1,9 @@
 // Appends ops to the store and keeps each operation's fold current, in the same transaction.
 import { and, eq, inArray, max, sql } from 'drizzle-orm';
 import { ulid } from 'ulidx';
+import { signOp, type OpSigner } from '../../crypto/index.js';
 import type { Op, OpPayload } from '../../protocol/ops.js';
-import { compareOps } from '../../protocol/ops.js';
+import { compareOps, WORKSPACE_OPERATION } from '../../protocol/ops.js';
 import type { Db } from '../store/index.js';
 import { tables } from '../store/index.js';
 import { appliesInOrder, applyOp, emptyOperation, foldOperation, isFinished, type OperationState } from './fold.js';
@@ -13,7 +14,11 @@ export type Exec = Db | Tx;
 /** What a command asks to append; the log adds identity, order and time. */
 export type OpDraft = { operation: string; thread: string | null; session: string | null } & OpPayload;
 
-export type Author = { workspace: string; origin: string; now: () => Date };
+/** Who appends: this workspace, this node, its clock, and the key that signs every op it writes. */
+export type Author = { workspace: string; origin: string; now: () => Date; signer: OpSigner };
+
+/** An op taken in from elsewhere, with its exact wire text and signature when it travelled signed. */
+export type IncomingOp = Op & { raw?: string | null; sig?: string | null };
 
 function rowToOp(row: typeof tables.ops.$inferSelect): Op {
   return {
@@ -27,6 +32,7 @@ function rowToOp(row: typeof tables.ops.$inferSelect): Op {
     session: row.session,
     kind: row.kind,
     body: row.body,
+    key: row.key ?? '',
   } as Op;
 }
 
@@ -66,6 +72,8 @@ export async function threadOps(db: Exec, thread: string): Promise<Op[]> {
 async function foldInto(db: Exec, added: Op[]): Promise<Map<string, OperationState>> {
   const byOperation = new Map<string, Op[]>();
   for (const op of added) {
+    // Workspace-scoped ops (key rotations) belong to no thread tree: never folded into an operation.
+    if (op.operation === WORKSPACE_OPERATION) continue;
     const list = byOperation.get(op.operation);
     if (list) list.push(op);
     else byOperation.set(op.operation, [op]);
@@ -108,7 +116,16 @@ async function foldInto(db: Exec, added: Op[]): Promise<Map<string, OperationSta
       });
   }
   await recordPersonaRuns(db, added);
+  await recordKeys(db, added);
   return result;
+}
+
+/** Certified keys: every stored rotation op adds its new key to its workspace's chain. */
+async function recordKeys(db: Exec, added: Op[]): Promise<void> {
+  const rows = added
+    .filter((op) => op.kind === 'workspace.key_rotated')
+    .map((op) => ({ workspace: op.workspace, key: (op.body as { new_key: string }).new_key, signedBy: op.key, op: op.id, lamport: op.lamport, ts: op.ts }));
+  if (rows.length > 0) await db.insert(tables.workspaceKeys).values(rows).onConflictDoNothing();
 }
 
 async function recordPersonaRuns(db: Exec, added: Op[]): Promise<void> {
@@ -136,27 +153,37 @@ export async function lastDeclaration(db: Exec, workspace: string, role: string)
 
 /**
  * Appends ops authored here. Each gets the next Lamport time, so they sort after
- * everything this node has seen and fold in place. Call inside a transaction.
+ * everything this node has seen and fold in place, and is signed by the author's key:
+ * its exact wire text is stored and is what sync pushes. Call inside a transaction.
  */
 export async function appendOps(db: Exec, author: Author, drafts: readonly OpDraft[]): Promise<{ ops: Op[]; states: Map<string, OperationState> }> {
   if (drafts.length === 0) return { ops: [], states: new Map() };
   const [row] = await db.select({ top: max(tables.ops.lamport) }).from(tables.ops);
   let lamport = row?.top ?? 0;
   const ts = author.now().toISOString();
-  const ops = drafts.map((d) => ({ ...d, id: ulid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts }) as Op);
+  const signer = author.signer;
+  const ops = drafts.map(
+    (d) => ({ id: ulid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts, kind: d.kind, operation: d.operation, thread: d.thread, session: d.session, body: d.body, key: signer.key }) as Op,
+  );
   await db.insert(tables.ops).values(
-    ops.map((op) => ({
-      id: op.id,
-      workspace: op.workspace,
-      origin: op.origin,
-      lamport: op.lamport,
-      ts: op.ts,
-      kind: op.kind,
-      operation: op.operation,
-      thread: op.thread,
-      session: op.session,
-      body: op.body,
-    })),
+    ops.map((op) => {
+      const { raw, sig } = signOp(op, signer);
+      return {
+        id: op.id,
+        workspace: op.workspace,
+        origin: op.origin,
+        lamport: op.lamport,
+        ts: op.ts,
+        kind: op.kind,
+        operation: op.operation,
+        thread: op.thread,
+        session: op.session,
+        body: op.body,
+        key: op.key,
+        sig,
+        raw,
+      };
+    }),
   );
   return { ops, states: await foldInto(db, ops) };
 }
@@ -164,8 +191,9 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
 /**
  * Takes in ops that arrived from elsewhere: duplicates are dropped by id, and every
  * touched operation ends in the state its full op set folds to, whatever the arrival order.
+ * Trusts what it is given: sync calls it only with verified ops (see `ingestChecked`).
  */
-export async function ingestOps(db: Exec, incoming: readonly Op[]): Promise<Op[]> {
+export async function ingestOps(db: Exec, incoming: readonly IncomingOp[]): Promise<Op[]> {
   if (incoming.length === 0) return [];
   const ids = incoming.map((op) => op.id);
   const known = new Set(
@@ -186,6 +214,9 @@ export async function ingestOps(db: Exec, incoming: readonly Op[]): Promise<Op[]
       thread: op.thread,
       session: op.session,
       body: op.body,
+      key: op.key ?? null,
+      sig: op.sig ?? null,
+      raw: op.raw ?? null,
     })),
   );
   await foldInto(db, fresh);

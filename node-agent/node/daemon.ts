@@ -83,6 +83,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     entry.sync = new SyncClient({
       binding,
       origin,
+      workspace: entry.workspace.id,
+      signer: () => entry.host.deps.keys.signer,
       run: (fn) => inQueue(entry, () => fn(entry.store.db)),
       log: (line) => log(`${entry.workspace.id}: ${line}`),
     });

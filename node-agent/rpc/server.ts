@@ -86,6 +86,8 @@ export function rpcApp(backend: RpcBackend): Hono {
   app.post('/v1/w/:id/tick', async (c) => {
     return ok(c, await backend.withHost(c.req.param('id'), (h) => h.tick()));
   });
+  app.get('/v1/w/:id/keys', async (c) => ok(c, await backend.withHost(c.req.param('id'), (h) => h.keys.show())));
+  app.post('/v1/w/:id/keys/rotate', async (c) => ok(c, await backend.withHost(c.req.param('id'), (h) => h.keys.rotate())));
   app.get('/v1/w/:id/sync', async (c) => ok(c, await backend.syncStatus(c.req.param('id'))));
   app.post('/v1/w/:id/sync/reload', async (c) => ok(c, await backend.syncReload(c.req.param('id'))));
   return app;

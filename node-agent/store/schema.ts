@@ -18,6 +18,10 @@ export const ops = pgTable(
     session: text('session'),
     body: jsonb('body').notNull(),
     sig: text('sig'),
+    /** The public key that signed the op (base64url of its 32 raw bytes). Null only for ops written before signing. */
+    key: text('key'),
+    /** The op's exact wire text, signature included: what was signed, stored, and pushed again byte for byte. */
+    raw: text('raw'),
   },
   (t) => [
     index('ops_operation_idx').on(t.operation, t.lamport),
@@ -74,3 +78,40 @@ export const syncState = pgTable('sync_state', {
   key: text('key').primaryKey(),
   value: jsonb('value').notNull(),
 });
+
+/**
+ * Device-local: the keys each workspace has certified by a verified `workspace.key_rotated` op (the
+ * genesis key, whose sha256 is the workspace id, is implied). Derived from the op log like persona_runs.
+ */
+export const workspaceKeys = pgTable(
+  'workspace_keys',
+  {
+    workspace: text('workspace').notNull(),
+    key: text('key').notNull(),
+    /** The key that signed the rotation op certifying this one. */
+    signedBy: text('signed_by').notNull(),
+    /** The rotation op. */
+    op: text('op').notNull(),
+    lamport: bigint('lamport', { mode: 'number' }).notNull(),
+    ts: text('ts').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.workspace, t.key] })],
+);
+
+/**
+ * Device-local: ops that arrived correctly signed, by a key this node cannot yet place for their
+ * workspace (reason `unknown_key`). Not folded; taken in when a rotation op certifies the key.
+ */
+export const pendingOps = pgTable(
+  'pending_ops',
+  {
+    id: text('id').primaryKey(),
+    workspace: text('workspace').notNull(),
+    key: text('key').notNull(),
+    reason: text('reason').notNull(),
+    /** The exact wire text, as received (its signature was verified on arrival). */
+    raw: text('raw').notNull(),
+    receivedAt: text('received_at').notNull(),
+  },
+  (t) => [index('pending_ops_workspace_idx').on(t.workspace, t.key)],
+);

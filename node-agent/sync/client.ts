@@ -1,17 +1,20 @@
 // The node's sync client for one workspace: pushes its outbox, takes in the stream, and keeps going
 // across disconnects (backoff with jitter; unacknowledged ops are pushed again after every reconnect).
 import WebSocket from 'ws';
-import { OpPayloadSchema, type Op } from '../../protocol/ops.js';
+import { checkOps, type CheckedOp, type OpSigner } from '../../crypto/index.js';
 import {
   DEFAULT_LIMITS,
   FromRelaySchema,
+  OpsPageSchema,
+  rawElements,
+  rawMember,
   SYNC_ERROR_TABLE,
   SYNC_PROTOCOL,
   syncUrl,
   type FromNode,
   type Limits,
 } from '../../protocol/sync.js';
-import { ingestOps, type Exec } from '../log/index.js';
+import { ingestChecked, pendingCount, signLegacyOps, type Exec, type IngestReport } from '../log/index.js';
 import type { Db } from '../store/index.js';
 import type { Binding } from './binding.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
@@ -29,7 +32,10 @@ export type SyncStatus = {
   in_flight: number;
   received: number;
   pushed: number;
+  /** Ops refused on arrival, by reason (malformed, bad_signature, bad_body): never stored, never folded. */
   rejected: Record<string, number>;
+  /** Ops held because their signing key is not (yet) certified for their workspace (unknown_key). */
+  pending: number;
   last_error: string | null;
   refused: boolean;
 };
@@ -38,6 +44,9 @@ export type SyncClientOptions = {
   binding: Binding;
   /** This node's origin: ops carrying it were authored here and belong in the outbox. */
   origin: string;
+  /** The workspace and its current signing key: ops it wrote before signing existed are signed when first pushed. */
+  workspace?: string;
+  signer?: () => OpSigner;
   /** Runs store work in the workspace's command queue, so sync never interleaves with a command. */
   run: <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
   log: (line: string) => void;
@@ -61,6 +70,9 @@ export class SyncClient {
   private inFlight = new Map<number, number>(); // batch id -> highest local_seq in it
   private nextBatch = 1;
   private pumping = false;
+  private pumpAgain = false;
+  /** Counts connections closed: a pump that sees it move knows its connection went while it read. */
+  private epoch = 0;
   private ingest: Promise<void> = Promise.resolve();
   private received = 0;
   private pushed = 0;
@@ -95,7 +107,8 @@ export class SyncClient {
   }
 
   async status(): Promise<SyncStatus> {
-    this.outboxCount = await this.opts.run((db) => outboxSize(db, this.opts.origin, this.position.acked));
+    const [outboxCount, pending] = await this.opts.run(async (db) => [await outboxSize(db, this.opts.origin, this.position.acked), await pendingCount(db)] as const);
+    this.outboxCount = outboxCount;
     return {
       bound: true,
       relay: this.opts.binding.relay,
@@ -110,6 +123,7 @@ export class SyncClient {
       received: this.received,
       pushed: this.pushed,
       rejected: this.position.rejected,
+      pending,
       last_error: this.lastError,
       refused: this.refused,
     };
@@ -134,6 +148,7 @@ export class SyncClient {
     });
     ws.on('close', (code, reason) => {
       if (this.ws !== ws) return;
+      this.epoch++;
       this.connected = false;
       this.caughtUp = false;
       this.inFlight.clear();
@@ -174,6 +189,7 @@ export class SyncClient {
     } catch {
       return this.fail('the relay sent a frame that is not JSON');
     }
+    if (typeof json === 'object' && json !== null && (json as { type?: unknown }).type === 'ops') return this.onOps(text, json);
     const parsed = FromRelaySchema.safeParse(json);
     if (!parsed.success) return this.fail(`the relay sent an invalid frame: ${parsed.error.issues[0]?.message ?? ''}`);
     const frame = parsed.data;
@@ -186,15 +202,8 @@ export class SyncClient {
         this.head = frame.head;
         void this.pump();
         break;
-      case 'ops': {
-        const ops = frame.ops;
-        if (ops.length === 0) break;
-        this.head = Math.max(this.head, ops[ops.length - 1]!.seq);
-        this.ingest = this.ingest.then(() => this.take(ops.map((o) => ({ seq: o.seq, op: o.op as unknown as Op })))).catch((err: unknown) => {
-          this.fail(`storing ops failed: ${String(err)}`);
-        });
-        break;
-      }
+      case 'ops':
+        break; // handled by onOps
       case 'caught_up':
         this.head = Math.max(this.head, frame.head);
         void this.ingest.then(() => {
@@ -228,61 +237,112 @@ export class SyncClient {
     }
   }
 
-  /** Stores a page of stream ops and moves the cursor past them, in one transaction. */
-  private async take(page: Array<{ seq: number; op: Op }>): Promise<void> {
-    const rejected = { ...this.position.rejected };
-    const good: Op[] = [];
-    for (const { op } of page) {
-      const payload = OpPayloadSchema.safeParse({ kind: op.kind, body: op.body });
-      // Kinds newer than this node are kept (inert in folds); a known kind with a bad body is refused.
-      const known = OpPayloadSchema.options.some((o) => o.shape.kind.value === op.kind);
-      if (known && !payload.success) {
-        rejected['bad_body'] = (rejected['bad_body'] ?? 0) + 1;
-        continue;
-      }
-      good.push({ id: op.id, workspace: op.workspace, origin: op.origin, lamport: op.lamport, ts: op.ts, kind: op.kind, operation: op.operation, thread: op.thread, session: op.session, body: op.body } as Op);
-    }
-    const cursor = page[page.length - 1]!.seq;
-    const next: SyncPosition = { ...this.position, cursor: Math.max(cursor, this.position.cursor), rejected };
+  /**
+   * An `ops` frame: each op's exact text is taken from the frame text (never re-serialised) and its
+   * signature checked at once on a worker thread, while earlier pages are still being stored; the
+   * page is then stored in arrival order. A bad op costs only itself, never the page or the connection.
+   */
+  private onOps(text: string, json: unknown): void {
+    const page = OpsPageSchema.safeParse(json);
+    if (!page.success) return this.fail(`the relay sent an invalid ops frame: ${page.error.issues[0]?.message ?? ''}`);
+    const rows = page.data.ops;
+    if (rows.length === 0) return;
+    const texts = rawElements(rawMember(text, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
+    if (!texts || texts.length !== rows.length || texts.some((t) => t === undefined)) return this.fail('the op texts could not be located in an ops frame');
+    const last = rows[rows.length - 1]!.seq;
+    this.head = Math.max(this.head, last);
+    const checked = checkOps(texts as string[]);
+    this.ingest = this.ingest
+      .then(async () => this.take(last, await checked))
+      .catch((err: unknown) => {
+        this.fail(`storing ops failed: ${String(err)}`);
+      });
+  }
+
+  /** Stores a page of checked stream ops and moves the cursor past them, in one transaction. */
+  private async take(lastSeq: number, checked: CheckedOp[]): Promise<void> {
+    let next: SyncPosition = this.position;
+    let report: IngestReport | undefined;
     await this.opts.run((db) =>
       db.transaction(async (tx: Exec) => {
-        await ingestOps(tx, good);
+        report = await ingestChecked(tx, checked);
+        const rejected = { ...this.position.rejected };
+        for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
+        next = { ...this.position, cursor: Math.max(lastSeq, this.position.cursor), rejected };
         await writePosition(tx, this.key, next);
       }),
     );
     this.position = { ...next, acked: this.position.acked };
-    this.received += page.length;
-    if (this.received % 10_000 < page.length) this.opts.log(`sync ${this.opts.binding.stream}: ${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`);
+    this.received += checked.length;
+    if (report && report.refusals.length > 0) {
+      const shown = report.refusals.slice(0, 5).map((r) => `${r.id ?? '?'} ${r.reason}: ${r.why}`);
+      this.opts.log(
+        `sync ${this.opts.binding.stream}: ${report.refusals.length - report.held} op(s) refused, ${report.held} held pending; ${shown.join('; ')}${report.refusals.length > 5 ? '; ...' : ''}`,
+      );
+    }
+    if (report && report.released > 0) this.opts.log(`sync ${this.opts.binding.stream}: ${report.released} pending op(s) taken in after a key rotation`);
+    if (this.received % 10_000 < checked.length) this.opts.log(`sync ${this.opts.binding.stream}: ${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`);
   }
 
-  /** Sends outbox batches while the window allows. */
+  /**
+   * Sends outbox batches while the window allows. One pump runs at a time; a call that finds one
+   * running makes it go round again, so rows written (or a connection opened) meanwhile never wait
+   * for the next command.
+   */
   private async pump(): Promise<void> {
-    if (this.pumping || !this.connected || this.stopped) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    if (!this.connected || this.stopped) return;
     this.pumping = true;
     try {
       const window = this.opts.window ?? 4;
       while (this.connected && this.inFlight.size < window) {
-        const rows = await this.opts.run((db) => outbox(db, this.opts.origin, this.sentUpTo, this.limits.max_ops_per_push));
+        const epoch = this.epoch;
+        const after = this.sentUpTo;
+        const rows = await this.opts.run(async (db) => {
+          const rows = await outbox(db, this.opts.origin, after, this.limits.max_ops_per_push);
+          const unsigned = rows.filter((r) => r.raw === null).map((r) => r.id);
+          if (unsigned.length > 0 && this.opts.signer && this.opts.workspace) {
+            const texts = await signLegacyOps(db, this.opts.workspace, this.opts.signer(), unsigned);
+            for (const r of rows) if (r.raw === null) r.raw = texts.get(r.id) ?? null;
+          }
+          return rows;
+        });
+        // The connection dropped while the outbox was read (and may be back already): these rows belong
+        // to no connection. Marking them sent would skip them on the next one, so read again from its mark.
+        if (this.epoch !== epoch || this.sentUpTo !== after) continue;
         if (rows.length === 0) break;
-        const ops: unknown[] = [];
+        // Each op goes out as the exact text stored when it was signed: the frame is built around them.
+        const texts: string[] = [];
         let bytes = 64;
         let last = this.sentUpTo;
         for (const r of rows) {
-          const op = { id: r.id, workspace: r.workspace, origin: r.origin, lamport: r.lamport, ts: r.ts, kind: r.kind, operation: r.operation, thread: r.thread, session: r.session, body: r.body, ...(r.sig ? { sig: r.sig } : {}) };
-          const size = Buffer.byteLength(JSON.stringify(op)) + 1;
-          if (ops.length > 0 && bytes + size > this.limits.max_frame_bytes - 1024) break;
-          ops.push(op);
+          if (r.raw === null) {
+            // Not signed and not ours to sign: no receiver would take it in, so it is never pushed.
+            this.opts.log(`sync ${this.opts.binding.stream}: op ${r.id} has no signed text; not pushed`);
+            last = r.localSeq;
+            continue;
+          }
+          const size = Buffer.byteLength(r.raw) + 1;
+          if (texts.length > 0 && bytes + size > this.limits.max_frame_bytes - 1024) break;
+          texts.push(r.raw);
           bytes += size;
           last = r.localSeq;
         }
         const id = this.nextBatch++;
         this.inFlight.set(id, last);
         this.sentUpTo = last;
-        this.ws?.send(JSON.stringify({ type: 'push', id, ops }));
-        this.pushed += ops.length;
+        this.ws?.send(`{"type":"push","id":${id},"ops":[${texts.join(',')}]}`);
+        this.pushed += texts.length;
       }
     } finally {
       this.pumping = false;
+      if (this.pumpAgain) {
+        this.pumpAgain = false;
+        void this.pump();
+      }
     }
   }
 }

@@ -1,0 +1,556 @@
+// Ops signed over their exact bytes: signing in appendOps, verification before folding (ingestChecked on
+// real PGlite stores), tampering of every kind refused with its reason, key rotation followed by peers
+// (in order, and held pending until the rotation op arrives), and signed ops through a real relay
+// between real nodes, byte for byte, with the relay's own storage altered behind its back.
+import { generateKeyPairSync } from 'node:crypto';
+import { existsSync, linkSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { asc, eq } from 'drizzle-orm';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import {
+  checkOps,
+  checkOpsSync,
+  commitNextKey,
+  NEXT_KEY_FILE,
+  openOp,
+  opSigner,
+  readWorkspaceKey,
+  signOp,
+  workspaceOfKey,
+  writeNextKey,
+  type OpSigner,
+} from '../crypto/index.js';
+import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
+import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
+import { appendOps, ingestChecked, pendingCount, type IngestReport } from '../node-agent/log/index.js';
+import { createStore, openStore, tables, type Store } from '../node-agent/store/index.js';
+import { initWorkspace, type Workspace } from '../node-agent/workspace/index.js';
+import { silentLog, startRelay, type Relay } from '../server/index.js';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+
+const HOME = inject('nexusHome');
+let base: string;
+const stores: Store[] = [];
+let counter = 0;
+
+beforeAll(() => {
+  base = mkdtempSync(join(tmpdir(), 'nexus-signing-'));
+});
+afterAll(async () => {
+  for (const s of stores) await s.close().catch(() => undefined);
+  rmSync(base, { recursive: true, force: true });
+});
+
+/** A fresh, migrated, empty store: a receiving node. */
+async function freshStore(): Promise<Store> {
+  const dir = join(base, `store-${counter++}`);
+  await createStore(dir, HOME);
+  const store = await openStore(dir);
+  stores.push(store);
+  return store;
+}
+
+type Local = { workspace: Workspace; store: Store; host: Host };
+
+/** A workspace made the way `nxs init` makes it (keys on disk), its store open and the real engine on it. */
+async function localWorkspace(): Promise<Local> {
+  const root = join(base, `ws-${counter++}`);
+  mkdirSync(root);
+  const { workspace } = await initWorkspace(root, { name: 'signer', home: HOME });
+  const store = await openStore(workspace.paths.store);
+  stores.push(store);
+  return { workspace, store, host: hostFor(realDeps(workspace, store.db, { origin: `origin-${counter}` })) };
+}
+
+/** Posts to a person (no session is started): a thread.opened and a message.posted op. */
+async function post(l: Local, subject: string, text: string): Promise<string> {
+  const r = await l.host.engine.send({ to: '@bob', subject, text, caller: { actor: 'alice', session: null, hop: null } });
+  return r.thread;
+}
+
+/** The exact wire texts a store holds, in the order it wrote or took them in. */
+async function rawTexts(store: Store): Promise<string[]> {
+  const rows = await store.db.select({ raw: tables.ops.raw }).from(tables.ops).orderBy(asc(tables.ops.localSeq));
+  return rows.map((r) => r.raw!);
+}
+
+/** What a receiving node does with texts off the wire: check them (thread pool), then take them in, in one transaction. */
+async function deliver(store: Store, texts: string[]): Promise<IngestReport> {
+  const checked = await checkOps(texts);
+  return store.db.transaction((tx) => ingestChecked(tx, checked));
+}
+
+async function opIds(store: Store): Promise<Set<string>> {
+  return new Set((await store.db.select({ id: tables.ops.id }).from(tables.ops)).map((r) => r.id));
+}
+
+async function operations(store: Store): Promise<Map<string, unknown>> {
+  const rows = await store.db.select().from(tables.operations);
+  return new Map(rows.map((r) => [r.id, r.state]));
+}
+
+function newSigner(): OpSigner {
+  return opSigner(generateKeyPairSync('ed25519').privateKey);
+}
+
+const SIG_AT_END = 96; // ,"sig":"<86>"}
+
+// ---------------------------------------------------------------------------------------------
+
+describe('signed ops between two stores', () => {
+  let a: Local;
+  let texts: string[];
+  beforeAll(async () => {
+    a = await localWorkspace();
+    await post(a, 'plan', 'the plan is A');
+    await post(a, 'unicode', 'émoji 🎉 and "quotes" and \\ and \u2028');
+    texts = await rawTexts(a.store);
+  });
+
+  it('appendOps signs every op with the workspace key over its exact text, and keeps that text', async () => {
+    expect(texts).toHaveLength(4);
+    for (const raw of texts) {
+      const opened = openOp(raw);
+      expect(opened.ok, raw).toBe(true);
+      if (!opened.ok) continue;
+      expect(opened.op.workspace).toBe(a.workspace.id);
+      expect(workspaceOfKey(opened.op.key)).toBe(a.workspace.id); // the genesis key
+      expect(raw.endsWith(`,"sig":"${opened.sig}"}`)).toBe(true);
+      expect(Object.keys(JSON.parse(raw) as object)).toEqual(['id', 'workspace', 'origin', 'lamport', 'ts', 'kind', 'operation', 'thread', 'session', 'body', 'key', 'sig']);
+    }
+    expect((await checkOps(texts)).every((c) => c.ok)).toBe(true);
+  });
+
+  it('a receiver verifies, stores the exact bytes and folds to the same state', async () => {
+    const b = await freshStore();
+    const report = await deliver(b, texts);
+    expect(report).toMatchObject({ rejected: {}, held: 0, released: 0 });
+    expect(report.fresh).toHaveLength(4);
+    expect(await rawTexts(b)).toEqual(texts);
+    expect(await operations(b)).toEqual(await operations(a.store));
+    // Again: duplicates change nothing.
+    expect((await deliver(b, texts)).fresh).toEqual([]);
+  });
+
+  it('refuses every kind of tampering with its reason, folds none of it, and still takes the genuine op later', async () => {
+    const b = await freshStore();
+    const stranger = newSigner();
+    const other = await localWorkspace();
+    const otherKey = other.host.deps.keys.signer.key;
+    const [opened, message] = texts.map(openOp).filter((o) => o.ok && o.op.kind === 'message.posted') as Array<Extract<ReturnType<typeof openOp>, { ok: true }>>;
+    const w = opened!.raw;
+    const sig = opened!.sig;
+    const ALPHA = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const flipChar = (s: string, i: number) => s.slice(0, i) + ALPHA[(ALPHA.indexOf(s[i]!) + 1) % 64] + s.slice(i + 1);
+    // The last of 86 characters carries 2 bits of the signature and 4 bits of padding: flipping the lowest bit keeps the bytes.
+    const samebytes = sig.slice(0, 85) + ALPHA[ALPHA.indexOf(sig[85]!) ^ 1];
+    expect(Buffer.from(samebytes, 'base64url')).toEqual(Buffer.from(sig, 'base64url'));
+    const resigned = (signer: OpSigner, change: Partial<Op> = {}) => signOp({ ...opened!.op, ...change, key: signer.key } as Op, signer).raw;
+
+    const cases: Array<[string, string, 'malformed' | 'bad_signature' | 'unknown_key']> = [
+      ['the body changed', w.replace('the plan is A', 'the plan is B'), 'bad_signature'],
+      ['a lamport changed', w.replace(`"lamport":${opened!.op.lamport},`, `"lamport":${opened!.op.lamport + 1},`), 'bad_signature'],
+      ['a signature character flipped', w.slice(0, -SIG_AT_END) + `,"sig":"${flipChar(sig, 10)}"}`, 'bad_signature'],
+      ['the signature of another op', w.slice(0, -SIG_AT_END) + `,"sig":"${message!.sig}"}`, 'bad_signature'],
+      ['the key swapped for another workspace\'s', w.replace(`"key":"${opened!.op.key}"`, `"key":"${otherKey}"`), 'bad_signature'],
+      ['the signature moved to the front', `{"sig":"${sig}",${w.slice(1, -SIG_AT_END)}}`, 'malformed'],
+      ['the signature moved into the middle', w.slice(0, -SIG_AT_END).replace(',"kind":', `,"sig":"${sig}","kind":`) + '}', 'malformed'],
+      ['the signature removed', `${w.slice(0, -SIG_AT_END)}}`, 'malformed'],
+      ['a second signature member', w.slice(0, -1) + `,"sig":"${sig}"}`, 'malformed'],
+      ['a non-canonical encoding of the same signature', w.slice(0, -SIG_AT_END) + `,"sig":"${samebytes}"}`, 'malformed'],
+      ['whitespace added', w.replace(',"kind":', ', "kind":'), 'malformed'],
+      ['members reordered', w.replace(/^\{"id":("[^"]+"),"workspace":("[^"]+"),/, '{"workspace":$2,"id":$1,'), 'malformed'],
+      ['an extra member', w.replace(',"key":', ',"extra":1,"key":'), 'malformed'],
+      ['the key removed', w.replace(`,"key":"${opened!.op.key}"`, ''), 'malformed'],
+      ['not JSON', w.slice(0, 40), 'malformed'],
+      ['re-signed by a key that is not the workspace\'s', resigned(stranger, { body: { ...opened!.op.body, text: 'forged' } } as Partial<Op>), 'unknown_key'],
+      ['re-signed unchanged by another workspace\'s own key', resigned(other.host.deps.keys.signer), 'unknown_key'],
+    ];
+    for (const [what, text, reason] of cases) {
+      expect(text, what).not.toBe(w);
+      const report = await deliver(b, [text]);
+      expect(report.fresh, what).toEqual([]);
+      if (reason === 'unknown_key') expect(report.refusals.map((r) => r.reason), what).toEqual(['unknown_key']);
+      else expect(report.rejected, what).toEqual({ [reason]: 1 });
+      expect(await opIds(b), what).not.toContain(opened!.op.id);
+    }
+    expect(await operations(b)).toEqual(new Map());
+    // Both re-signed copies carry the same id: held once.
+    expect(await pendingCount(b.db)).toBe(1);
+
+    // The genuine ops are taken in after all that; the held forgery is never released (only a rotation
+    // op signed by a key of the workspace could certify the stranger's key).
+    const report = await deliver(b, texts);
+    expect(report.fresh).toHaveLength(4);
+    expect(await operations(b)).toEqual(await operations(a.store));
+    const stored = await b.db.select({ raw: tables.ops.raw }).from(tables.ops).where(eq(tables.ops.id, opened!.op.id));
+    expect(stored[0]!.raw).toBe(w);
+  });
+
+  it('verifying a page on worker threads answers exactly as verifying it in this thread', async () => {
+    const signer = newSigner();
+    const workspace = workspaceOfKey(signer.key)!;
+    const page: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const thread = `t-01J${String(i).padStart(23, '0')}`;
+      const raw = signOp({ id: `01J${String(i).padStart(23, '0')}`, workspace, origin: 'o', lamport: i + 1, ts: '2026-01-01T00:00:00.000Z', kind: 'message.posted', operation: thread, thread, session: null, body: { text: `op ${i}` }, key: signer.key } as unknown as Op, signer).raw;
+      // Every fifth op tampered, in turn: its body, its signature, its key, its form.
+      const t = i % 20;
+      page.push(
+        t === 5 ? raw.replace(`op ${i}`, `op ${i}!`) : t === 10 ? raw.slice(0, -20) + (raw.at(-20) === 'A' ? 'B' : 'A') + raw.slice(-19) : t === 15 ? raw.replace(signer.key, newSigner().key) : t === 19 ? raw.replace(',"body"', ' ,"body"') : raw,
+      );
+    }
+    const inThread = checkOpsSync(page);
+    const onWorkers = await checkOps(page);
+    expect(onWorkers).toEqual(inThread);
+    expect(onWorkers.filter((c) => c.ok)).toHaveLength(240);
+    expect(onWorkers.filter((c) => !c.ok && c.reason === 'bad_signature')).toHaveLength(45);
+    expect(onWorkers.filter((c) => !c.ok && c.reason === 'malformed')).toHaveLength(15);
+  });
+
+  it('refuses a verified op whose body does not fit its kind, and a rotation that is not workspace-scoped', async () => {
+    const b = await freshStore();
+    const signer = a.host.deps.keys.signer;
+    const op = openOp(texts[1]!);
+    if (!op.ok) throw new Error('unreadable');
+    const badBody = signOp({ ...op.op, body: { text: 42 } } as unknown as Op, signer).raw;
+    const scoped = signOp({ ...op.op, kind: 'workspace.key_rotated', body: { new_key: newSigner().key } } as unknown as Op, signer).raw;
+    const newer = signOp({ ...op.op, id: '01J00000000000000000000000', kind: 'lease.granted', body: { anything: true } } as unknown as Op, signer).raw;
+    const report = await deliver(b, [badBody, scoped, newer]);
+    expect(report.rejected).toEqual({ bad_body: 2 });
+    // A kind newer than this node is kept (inert), as before signing.
+    expect(report.fresh.map((o) => o.kind)).toEqual(['lease.granted']);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('key rotation', () => {
+  it('rotates crash-safely on disk: the old key archived 0600, the id unchanged, the change a signed op', async () => {
+    const l = await localWorkspace();
+    const dir = l.workspace.paths.keys;
+    const before = l.host.deps.keys.signer.key;
+    await post(l, 'before', 'signed by the genesis key');
+    const r = await l.host.keys.rotate();
+    expect(r).toMatchObject({ workspace: l.workspace.id, previous_key: before, resumed: false, archived_as: 'workspace.key.0' });
+    expect(r.key).not.toBe(before);
+    expect(statSync(join(dir, 'workspace.key.0')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'workspace.key')).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(dir, NEXT_KEY_FILE))).toBe(false);
+    const onDisk = readWorkspaceKey(dir);
+    expect(onDisk.id).toBe(l.workspace.id);
+    expect(onDisk.publicJwk.x).toBe(r.key);
+
+    const show = await l.host.keys.show();
+    expect(show).toMatchObject({ workspace: l.workspace.id, key: r.key, generation: 1, archived_keys: 1, rotation_in_progress: false });
+    expect(show.public_jwk.x).toBe(before);
+    expect(show.history.map((h) => h.key)).toEqual([before, r.key]);
+    expect(show.history[1]).toMatchObject({ op: r.op, signed_by: before });
+
+    await post(l, 'after', 'signed by the new key');
+    const texts = await rawTexts(l.store);
+    const keys = texts.map((t) => (openOp(t) as { op: Op }).op);
+    expect(keys.map((o) => o.kind)).toEqual(['thread.opened', 'message.posted', 'workspace.key_rotated', 'thread.opened', 'message.posted']);
+    expect(keys.map((o) => o.key)).toEqual([before, before, before, r.key, r.key]);
+    expect(keys[2]).toMatchObject({ operation: WORKSPACE_OPERATION, thread: null, session: null, body: { new_key: r.key } });
+    // Rotations fold into no operation.
+    expect([...(await operations(l.store)).keys()]).not.toContain(WORKSPACE_OPERATION);
+  });
+
+  it('a peer that sees the rotation first verifies the new key; one that sees it late holds the ops, then folds them', async () => {
+    const l = await localWorkspace();
+    await post(l, 'one', 'genesis');
+    await l.host.keys.rotate();
+    await post(l, 'two', 'second key');
+    await l.host.keys.rotate();
+    await post(l, 'three', 'third key');
+    const texts = await rawTexts(l.store);
+    const kinds = texts.map((t) => (openOp(t) as { op: Op }).op.kind);
+    const rotations = kinds.flatMap((k, i) => (k === 'workspace.key_rotated' ? [i] : []));
+    expect(rotations).toHaveLength(2);
+
+    const inOrder = await freshStore();
+    const r1 = await deliver(inOrder, texts);
+    expect(r1).toMatchObject({ rejected: {}, held: 0 });
+    expect(r1.fresh).toHaveLength(texts.length);
+    expect(await operations(inOrder)).toEqual(await operations(l.store));
+
+    // Late: everything but the rotation ops, then the second rotation (signed by a key still unknown), then the first.
+    const late = await freshStore();
+    const rest = texts.filter((_, i) => !rotations.includes(i));
+    const held = await deliver(late, rest);
+    expect(held.held).toBe(4); // two ops signed by the second key, two by the third
+    expect(held.fresh).toHaveLength(2);
+    expect(await pendingCount(late.db)).toBe(4);
+    expect((await operations(late)).size).toBe(1);
+    const second = await deliver(late, [texts[rotations[1]!]!]);
+    expect(second).toMatchObject({ held: 1, released: 0, fresh: [] });
+    const first = await deliver(late, [texts[rotations[0]!]!]);
+    expect(first.released).toBe(5); // the second rotation and the four ops, in a cascade
+    expect(first.fresh).toHaveLength(6);
+    expect(await pendingCount(late.db)).toBe(0);
+    expect(await operations(late)).toEqual(await operations(l.store));
+    expect(new Set(await rawTexts(late))).toEqual(new Set(texts));
+  });
+
+  it('finishes or redoes a rotation interrupted at any point, and never loses the key that signs', async () => {
+    // Crashed after writing the new key, before its op: the orphan is dropped and a new rotation made.
+    const a = await localWorkspace();
+    const orphan = generateKeyPairSync('ed25519').privateKey;
+    writeNextKey(a.workspace.paths.keys, orphan);
+    const ra = await a.host.keys.rotate();
+    expect(ra.resumed).toBe(false);
+    expect(ra.key).not.toBe(opSigner(orphan).key);
+    expect(readWorkspaceKey(a.workspace.paths.keys).publicJwk.x).toBe(ra.key);
+
+    // Crashed after the op committed, before the switch: the old key still signs (and still verifies);
+    // the next rotate only finishes the switch.
+    const b = await localWorkspace();
+    const old = b.host.deps.keys.signer;
+    const next = generateKeyPairSync('ed25519').privateKey;
+    const nextKey = opSigner(next).key;
+    writeNextKey(b.workspace.paths.keys, next);
+    await b.store.db.transaction((tx) =>
+      appendOps(tx, { workspace: b.workspace.id, origin: 'crash', now: () => new Date(), signer: old }, [
+        { operation: WORKSPACE_OPERATION, thread: null, session: null, kind: 'workspace.key_rotated', body: { new_key: nextKey } },
+      ]),
+    );
+    await post(b, 'meanwhile', 'still signed by the old key');
+    expect((await b.host.keys.show()).rotation_in_progress).toBe(true);
+    // Half a switch: the current key already linked to its archive name, the rename not done.
+    linkSync(join(b.workspace.paths.keys, 'workspace.key'), join(b.workspace.paths.keys, 'workspace.key.0'));
+    const rb = await b.host.keys.rotate();
+    expect(rb).toMatchObject({ resumed: true, key: nextKey, previous_key: old.key, archived_as: 'workspace.key.0' });
+    expect(existsSync(join(b.workspace.paths.keys, 'workspace.key.1'))).toBe(false);
+    expect(b.host.deps.keys.signer.key).toBe(nextKey);
+    await post(b, 'after', 'signed by the new key');
+
+    const peer = await freshStore();
+    const report = await deliver(peer, await rawTexts(b.store));
+    expect(report).toMatchObject({ rejected: {}, held: 0 });
+    expect(await operations(peer)).toEqual(await operations(b.store));
+
+    // Committing a rotation that is not there is refused, not guessed at.
+    expect(() => commitNextKey(b.workspace.paths.keys)).toThrow(/no rotation in progress/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+describe('mutated signed texts (fast-check)', () => {
+  let texts: string[];
+  let receiver: Store;
+  beforeAll(async () => {
+    const l = await localWorkspace();
+    await post(l, 'subject', 'a message with "quotes", ünïcödé and 🎉');
+    await l.host.keys.rotate();
+    await post(l, 'again', 'after a rotation');
+    texts = await rawTexts(l.store);
+    receiver = await freshStore();
+  });
+
+  /** Nothing mutated is ever accepted; taking it in neither throws nor stores anything. */
+  async function neverAccepted(mutated: string[]): Promise<void> {
+    const checked = await checkOps(mutated);
+    for (const c of checked) expect(c.ok).toBe(false);
+    const report = await receiver.db.transaction((tx) => ingestChecked(tx, checked));
+    expect(report.fresh).toEqual([]);
+    expect(report.held).toBe(0);
+  }
+
+  it('random byte flips are never accepted', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), fc.array(fc.record({ at: fc.nat(), bit: fc.integer({ min: 0, max: 7 }) }), { minLength: 1, maxLength: 3 }), async (pick, flips) => {
+        const bytes = Buffer.from(texts[pick % texts.length]!, 'utf8');
+        for (const f of flips) bytes[f.at % bytes.length]! ^= 1 << f.bit;
+        const mutated = bytes.toString('utf8');
+        fc.pre(mutated !== texts[pick % texts.length]);
+        await neverAccepted([mutated]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('JSON-level mutations (values, members, order, spacing, the signature) are never accepted', async () => {
+    const FIELDS = ['id', 'workspace', 'origin', 'lamport', 'ts', 'kind', 'operation', 'thread', 'session', 'body', 'key', 'sig'];
+    const mutation = fc.oneof(
+      fc.record({ t: fc.constant('set' as const), field: fc.constantFrom(...FIELDS), value: fc.jsonValue() }),
+      fc.record({ t: fc.constant('delete' as const), field: fc.constantFrom(...FIELDS) }),
+      fc.record({ t: fc.constant('add' as const), field: fc.string({ maxLength: 6 }), value: fc.jsonValue() }),
+      fc.record({ t: fc.constant('swap' as const), i: fc.nat(11), j: fc.nat(11) }),
+      fc.record({ t: fc.constant('space' as const), indent: fc.constantFrom(0, 1, 2, '\t') }),
+      fc.record({ t: fc.constant('bodyset' as const), field: fc.constantFrom('text', 'message', 'effect', 'subject', 'new_key', 'x'), value: fc.jsonValue() }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.nat(), fc.array(mutation, { minLength: 1, maxLength: 3 }), async (pick, muts) => {
+        const original = texts[pick % texts.length]!;
+        let entries = Object.entries(JSON.parse(original) as Record<string, unknown>);
+        let indent: number | string = 0;
+        for (const m of muts) {
+          if (m.t === 'set') entries = entries.map(([k, v]) => [k, k === m.field ? m.value : v]);
+          else if (m.t === 'delete') entries = entries.filter(([k]) => k !== m.field);
+          else if (m.t === 'add') entries = [...entries, [m.field, m.value]];
+          else if (m.t === 'swap' && m.i < entries.length && m.j < entries.length) {
+            const e = [...entries];
+            [e[m.i], e[m.j]] = [e[m.j]!, e[m.i]!];
+            entries = e;
+          } else if (m.t === 'space') indent = m.indent;
+          else if (m.t === 'bodyset') entries = entries.map(([k, v]) => [k, k === 'body' ? { ...(v as object), [m.field]: m.value } : v]);
+        }
+        const mutated = JSON.stringify(Object.fromEntries(entries), null, indent);
+        fc.pre(mutated !== original);
+        await neverAccepted([mutated]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('arbitrary text and JSON never get in and never throw out of the receiver', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof(fc.string(), fc.json(), fc.string({ unit: 'binary' })), { maxLength: 5 }), async (garbage) => {
+        await neverAccepted(garbage);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+
+const OPERATOR = 'signing-test-operator-token-0123456789';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(200);
+  }
+}
+
+type Status = { connected: boolean; cursor: number; head: number; outbox: number; in_flight: number; rejected: Record<string, number>; pending: number };
+
+async function syncStatus(w: TestWorkspace): Promise<Status> {
+  const r = await w.nxs(['sync', 'status', '--json']);
+  if (r.code !== 0) throw new Error(`nxs sync status failed: ${r.stdout}${r.stderr}`);
+  return r.json as Status;
+}
+
+/** Everything pushed, and the stream held up to `head`. */
+async function settled(w: TestWorkspace, head: number): Promise<Status> {
+  return until(`${w.id} to settle at ${head}`, async () => {
+    const s = await syncStatus(w);
+    return s.connected && s.outbox === 0 && s.in_flight === 0 && s.cursor === head ? s : undefined;
+  });
+}
+
+/** The node's store, read after stopping it: every op's id and exact text. */
+async function storedTexts(w: TestWorkspace): Promise<Map<string, string | null>> {
+  await w.stopNode();
+  const store = await openStore(join(w.root, '.nxs', 'store'));
+  try {
+    const rows = await store.db.select({ id: tables.ops.id, raw: tables.ops.raw }).from(tables.ops);
+    return new Map(rows.map((r) => [r.id, r.raw]));
+  } finally {
+    await store.close();
+  }
+}
+
+describe('through a real relay between real nodes', () => {
+  const nodes: TestWorkspace[] = [];
+  let relay: Relay | null = null;
+  let relayDir: string;
+  afterAll(async () => {
+    await Promise.all(nodes.map((n) => n.cleanup().catch(() => undefined)));
+    await relay?.close().catch(() => undefined);
+  });
+
+  async function boundNode(url: string, token: string): Promise<TestWorkspace> {
+    const w = await makeWorkspace({ git: false });
+    nodes.push(w);
+    await w.startNode();
+    const r = await w.nxs(['sync', 'bind', url, '--stream', 'team', '--token', token, '--json']);
+    if (r.code !== 0) throw new Error(`nxs sync bind failed: ${r.stdout}${r.stderr}`);
+    return w;
+  }
+
+  async function send(w: TestWorkspace, subject: string, text: string): Promise<void> {
+    const r = await w.nxc(['send', '@bob', '--subject', subject, text, '--json']);
+    expect(r.code, r.stderr + r.stdout).toBe(0);
+  }
+
+  it('round-trips byte for byte, follows a key rotation, and refuses ops the relay altered in its own storage', async () => {
+    relayDir = join(base, 'relay');
+    relay = await startRelay({ dataDir: relayDir, operatorToken: OPERATOR, log: silentLog });
+    const res = await fetch(`${relay.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name: 'team' }) });
+    expect(res.status).toBe(200);
+    const token = ((await res.json()) as { token: string }).token;
+
+    const [a, b] = await Promise.all([boundNode(relay.url, token), boundNode(relay.url, token)]);
+    await send(a, 'plan', 'the plan is A');
+    await send(a, 'second', 'another message');
+    await send(b, 'reply', 'from b');
+    await settled(a, 6);
+    await settled(b, 6);
+
+    // Rotate A's key while its node serves it (the node signs from then on with the new key).
+    const rotated = await a.nxs(['key', 'rotate', '--json']);
+    expect(rotated.code, rotated.stderr).toBe(0);
+    const shown = await a.nxs(['key', 'show', '--json']);
+    expect(shown.json).toMatchObject({ workspace: a.id, key: rotated.json.key, generation: 1 });
+    expect(shown.json.public_jwk).toMatchObject({ kty: 'OKP', crv: 'Ed25519' });
+    const text = await a.nxs(['key', 'show']);
+    expect(text.stdout).toContain(rotated.json.op);
+    await send(a, 'after rotation', 'signed by the new key');
+    const sa = await settled(a, 9);
+    const sb = await settled(b, 9);
+    expect(sb.rejected).toEqual({});
+    expect(sb.pending).toBe(0);
+    expect(sa.rejected).toEqual({});
+    const statusB = (await b.status(true)) as { operations: Array<{ operation: string }> };
+    const statusA = (await a.status(true)) as { operations: Array<{ operation: string }> };
+    expect(statusB.operations.map((o) => o.operation).sort()).toEqual(statusA.operations.map((o) => o.operation).sort());
+    expect(statusA.operations).toHaveLength(4);
+
+    // Byte for byte: what A signed, B stored, and the relay stored are the same texts.
+    const [ta, tb] = [await storedTexts(a), await storedTexts(b)];
+    expect(tb).toEqual(ta);
+    for (const raw of ta.values()) expect(raw).not.toBeNull();
+    await relay.close();
+    relay = null;
+    const pg = await PGlite.create({ dataDir: join(relayDir, 'pgdata') });
+    const relayRows = (await pg.query<{ seq: number; op_id: string; op: string }>('SELECT seq, op_id, op FROM stream_ops ORDER BY seq')).rows;
+    expect(new Map(relayRows.map((r) => [r.op_id, r.op]))).toEqual(ta);
+
+    // The relay (or whoever holds its disk) alters ops: one body, one made unreadable as a signed op.
+    const plan = relayRows.find((r) => r.op.includes('the plan is A'))!;
+    const another = relayRows.find((r) => r.op.includes('"kind":"thread.opened"') && r.op.includes('"subject":"second"'))!;
+    await pg.query('UPDATE stream_ops SET op = $2 WHERE seq = $1', [plan.seq, plan.op.replace('the plan is A', 'the plan is Z')]);
+    await pg.query('UPDATE stream_ops SET op = $2 WHERE seq = $1', [another.seq, another.op.replace(',"sig":"', ',"sg":"')]);
+    await pg.close();
+
+    relay = await startRelay({ dataDir: relayDir, operatorToken: OPERATOR, log: silentLog });
+    const c = await boundNode(relay.url, token);
+    const sc = await settled(c, 9);
+    expect(sc.rejected).toEqual({ bad_signature: 1, malformed: 1 });
+    expect(sc.pending).toBe(0);
+    const human = await c.nxs(['sync', 'status']);
+    expect(human.stdout).toContain('rejected bad_signature 1, malformed 1');
+    expect(human.stdout).toContain('pending 0');
+    const tc = await storedTexts(c);
+    expect(tc.has(plan.op_id)).toBe(false);
+    expect(tc.has(another.op_id)).toBe(false);
+    expect(tc.size).toBe(ta.size - 2);
+    for (const [id, raw] of tc) expect(raw).toBe(ta.get(id));
+  });
+});

@@ -1,0 +1,606 @@
+// Commission stamps (crypto/stamp.ts) and their admission against trust entries and the seen-stamps
+// store (node-agent/trust): a table of forgeries built by hand, each refused with its code, and
+// properties over random mutations of valid stamps.
+import { createHmac, sign, type KeyObject } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  generateWorkspaceKey,
+  signStamp,
+  STAMP_CODES,
+  STAMP_DEPTH_CAP,
+  STAMP_TYP,
+  verifyStamp,
+  writeWorkspaceKey,
+  type PublicJwk,
+  type StampRequest,
+  type StampVerdict,
+  type VerifyStampOptions,
+  type WorkspaceKey,
+} from '../crypto/index.js';
+import { NexusError } from '../protocol/errors.js';
+import { newThreadId } from '../protocol/ids.js';
+import { DEPTH_CAP } from '../node-agent/depth/index.js';
+import { workspacePaths, type WorkspacePaths } from '../node-agent/paths.js';
+import {
+  addTrust,
+  admitStamp,
+  FileSeenStore,
+  findTrust,
+  listTrust,
+  removeTrust,
+  resolveAlias,
+  seenFile,
+  seenStampStore,
+  trustResolver,
+} from '../node-agent/trust/index.js';
+
+// ---- the cast: A asks (trusted), B receives, C is another trusted workspace, D is trusted by nobody
+
+const A = generateWorkspaceKey();
+const B = generateWorkspaceKey();
+const C = generateWorkspaceKey();
+const D = generateWorkspaceKey();
+const TRUST = new Map<string, PublicJwk>([
+  [A.id, A.publicJwk],
+  [C.id, C.publicJwk],
+]);
+const NOW = new Date();
+const NOW_S = Math.floor(NOW.getTime() / 1000);
+const THREAD = newThreadId();
+
+function request(over: Partial<StampRequest> = {}, key: WorkspaceKey = A): StampRequest {
+  return { sub: `${key.id.slice(0, 4)}/planner`, role: 'planner', aud: B.id, target_role: 'coder', thread: THREAD, depth: 3, ...over };
+}
+
+let jtiCounter = 0;
+/** A complete, valid claims object for hand-built tokens. */
+function claims(over: Record<string, unknown> = {}, key: WorkspaceKey = A): Record<string, unknown> {
+  return {
+    iss: key.id,
+    sub: `${key.id.slice(0, 4)}/planner`,
+    role: 'planner',
+    aud: B.id,
+    target_role: 'coder',
+    thread: THREAD,
+    depth: 3,
+    iat: NOW_S,
+    exp: NOW_S + 3600,
+    jti: `01HAND${String(++jtiCounter).padStart(20, '0')}`,
+    ...over,
+  };
+}
+
+const b64 = (v: unknown): string => Buffer.from(typeof v === 'string' ? v : JSON.stringify(v)).toString('base64url');
+const HEADER = { alg: 'EdDSA', typ: STAMP_TYP };
+
+type Signer = KeyObject | { hmac: Buffer } | 'none';
+/** A compact JWS built by hand: any header, any payload, signed however the case needs. */
+function craft(header: unknown, payload: unknown, signer: Signer, rawPayload = false): string {
+  const h = b64(header);
+  const p = rawPayload ? String(payload) : b64(payload);
+  const input = Buffer.from(`${h}.${p}`);
+  let sig = '';
+  if (signer === 'none') sig = '';
+  else if ('hmac' in signer) sig = createHmac('sha256', signer.hmac).update(input).digest('base64url');
+  else sig = sign(null, input, signer).toString('base64url');
+  return `${h}.${p}.${sig}`;
+}
+
+function opts(over: Partial<VerifyStampOptions> = {}): VerifyStampOptions {
+  return { trust: (iss) => TRUST.get(iss) ?? null, audience: B.id, now: NOW, seen: () => false, ...over };
+}
+
+function segments(token: string): [string, string, string] {
+  return token.split('.') as [string, string, string];
+}
+
+// ---- a receiving workspace on disk (only its key and .nxs/: no store), for trust entries and the seen file
+
+const dirs: string[] = [];
+function receiver(key: WorkspaceKey = B): WorkspacePaths {
+  const root = mkdtempSync(join(tmpdir(), 'nexus-stamps-'));
+  dirs.push(root);
+  const paths = workspacePaths(root);
+  writeWorkspaceKey(paths.keys, key);
+  return paths;
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+// ---- the forgery table
+
+type Case = { name: string; code: string; make: () => Promise<{ token: unknown; over?: Partial<VerifyStampOptions> }> };
+
+const FORGERIES: Case[] = [
+  { name: 'alg: none, empty signature', code: 'STAMP_FORGED', make: async () => ({ token: craft({ alg: 'none', typ: STAMP_TYP }, claims(), 'none') }) },
+  { name: 'alg: none, no typ', code: 'STAMP_FORGED', make: async () => ({ token: craft({ alg: 'none' }, claims(), 'none') }) },
+  {
+    name: "HS256 keyed with the trusted public key's raw bytes",
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft({ alg: 'HS256', typ: STAMP_TYP }, claims(), { hmac: Buffer.from(A.publicJwk.x, 'base64url') }) }),
+  },
+  {
+    name: "HS256 keyed with the trusted public JWK's JSON",
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft({ alg: 'HS256', typ: STAMP_TYP }, claims(), { hmac: Buffer.from(JSON.stringify(A.publicJwk)) }) }),
+  },
+  {
+    name: "an embedded jwk header (the attacker's key) claiming a trusted iss",
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft({ ...HEADER, jwk: D.publicJwk }, claims(), D.privateKey) }),
+  },
+  {
+    name: 'an embedded jwk header even with the right key and signature',
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft({ ...HEADER, jwk: A.publicJwk }, claims(), A.privateKey) }),
+  },
+  { name: 'a jku header', code: 'STAMP_FORGED', make: async () => ({ token: craft({ ...HEADER, jku: 'https://evil.example/jwks.json' }, claims(), D.privateKey) }) },
+  { name: 'an x5u header', code: 'STAMP_FORGED', make: async () => ({ token: craft({ ...HEADER, x5u: 'https://evil.example/cert.pem' }, claims(), D.privateKey) }) },
+  { name: 'an x5c header', code: 'STAMP_FORGED', make: async () => ({ token: craft({ ...HEADER, x5c: ['MIIB'] }, claims(), A.privateKey) }) },
+  { name: 'a kid naming another trusted key', code: 'STAMP_FORGED', make: async () => ({ token: craft({ ...HEADER, kid: C.id }, claims(), C.privateKey) }) },
+  { name: 'a kid at all (naming the right key)', code: 'STAMP_FORGED', make: async () => ({ token: craft({ ...HEADER, kid: A.id }, claims(), A.privateKey) }) },
+  {
+    name: 'an unknown crit',
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft({ ...HEADER, crit: ['nexus-policy'], 'nexus-policy': 'lenient' }, claims(), A.privateKey) }),
+  },
+  {
+    name: 'b64: false (unencoded payload)',
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft({ ...HEADER, b64: false, crit: ['b64'] }, JSON.stringify(claims()), A.privateKey, true) }),
+  },
+  { name: 'an extra header member', code: 'STAMP_FORGED', make: async () => ({ token: craft({ ...HEADER, cty: 'JWT' }, claims(), A.privateKey) }) },
+  {
+    name: 'tampered payload (depth 3 -> 0, re-encoded, old signature)',
+    code: 'STAMP_FORGED',
+    make: async () => {
+      const [h, p, s] = segments(await signStamp(A, request()));
+      const c = JSON.parse(Buffer.from(p, 'base64url').toString());
+      return { token: `${h}.${b64({ ...c, depth: 0 })}.${s}` };
+    },
+  },
+  {
+    name: 'tampered payload (target_role changed)',
+    code: 'STAMP_FORGED',
+    make: async () => {
+      const [h, p, s] = segments(await signStamp(A, request()));
+      const c = JSON.parse(Buffer.from(p, 'base64url').toString());
+      return { token: `${h}.${b64({ ...c, target_role: 'deployer' })}.${s}` };
+    },
+  },
+  {
+    name: 'tampered signature (one byte flipped)',
+    code: 'STAMP_FORGED',
+    make: async () => {
+      const [h, p, s] = segments(await signStamp(A, request()));
+      const sig = Buffer.from(s, 'base64url');
+      sig[10] = sig[10]! ^ 0x40;
+      return { token: `${h}.${p}.${sig.toString('base64url')}` };
+    },
+  },
+  {
+    name: 'signature with non-canonical trailing bits (same bytes, different text)',
+    code: 'STAMP_FORGED',
+    make: async () => {
+      const [h, p, s] = segments(await signStamp(A, request()));
+      // 64 bytes are 86 characters; the last one carries 4 unused bits. Set one of them.
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const last = alphabet.indexOf(s.at(-1)!);
+      return { token: `${h}.${p}.${s.slice(0, -1)}${alphabet[last ^ 1]}` };
+    },
+  },
+  { name: 'truncated signature', code: 'STAMP_FORGED', make: async () => ({ token: (await signStamp(A, request())).slice(0, -4) }) },
+  { name: 'wrong audience (addressed to C)', code: 'STAMP_WRONG_AUDIENCE', make: async () => ({ token: await signStamp(A, request({ aud: C.id })) }) },
+  { name: 'wrong typ (JWT)', code: 'STAMP_FORGED', make: async () => ({ token: craft({ alg: 'EdDSA', typ: 'JWT' }, claims(), A.privateKey) }) },
+  {
+    name: 'wrong typ (application/ prefix, which jose alone would accept)',
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft({ alg: 'EdDSA', typ: `application/${STAMP_TYP}` }, claims(), A.privateKey) }),
+  },
+  { name: 'no typ', code: 'STAMP_FORGED', make: async () => ({ token: craft({ alg: 'EdDSA' }, claims(), A.privateKey) }) },
+  {
+    name: 'expired (signed 8 days ago, 7-day lifetime)',
+    code: 'STAMP_EXPIRED',
+    make: async () => ({ token: await signStamp(A, request(), { now: new Date(NOW.getTime() - 8 * 86400_000) }) }),
+  },
+  {
+    name: 'expired beyond the tolerance (exp 61 s ago)',
+    code: 'STAMP_EXPIRED',
+    make: async () => ({ token: craft(HEADER, claims({ iat: NOW_S - 3600, exp: NOW_S - 61 }), A.privateKey) }),
+  },
+  {
+    name: 'issued in the future beyond tolerance (+120 s)',
+    code: 'STAMP_NOT_YET_VALID',
+    make: async () => ({ token: await signStamp(A, request(), { now: new Date(NOW.getTime() + 120_000) }) }),
+  },
+  {
+    name: 'issued in the future with a custom tolerance of 0 (+5 s)',
+    code: 'STAMP_NOT_YET_VALID',
+    make: async () => ({ token: await signStamp(A, request(), { now: new Date(NOW.getTime() + 5_000) }), over: { clockToleranceSec: 0 } }),
+  },
+  {
+    name: 'missing exp',
+    code: 'STAMP_MALFORMED',
+    make: async () => {
+      const { exp: _exp, ...c } = claims();
+      return { token: craft(HEADER, c, A.privateKey) };
+    },
+  },
+  {
+    name: 'missing jti',
+    code: 'STAMP_MALFORMED',
+    make: async () => {
+      const { jti: _jti, ...c } = claims();
+      return { token: craft(HEADER, c, A.privateKey) };
+    },
+  },
+  { name: 'aud as an array holding the receiver', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ aud: [B.id] }), A.privateKey) }) },
+  { name: 'an unknown claim (nbf)', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ nbf: NOW_S }), A.privateKey) }) },
+  { name: 'sub not the handle of role in iss', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ sub: 'zzzz/planner' }), A.privateKey) }) },
+  {
+    name: 'a lifetime over 30 days',
+    code: 'STAMP_MALFORMED',
+    make: async () => ({ token: craft(HEADER, claims({ exp: NOW_S + 31 * 86400 }), A.privateKey) }),
+  },
+  { name: 'a key not in the trust entries (D signs as itself)', code: 'STAMP_UNTRUSTED', make: async () => ({ token: await signStamp(D, request({}, D)) }) },
+  {
+    name: "a trust entry holding another workspace's key",
+    code: 'STAMP_UNTRUSTED',
+    make: async () => ({ token: await signStamp(A, request()), over: { trust: (iss) => (iss === A.id ? C.publicJwk : null) } }),
+  },
+  {
+    name: 'a trust lookup that throws',
+    code: 'STAMP_UNTRUSTED',
+    make: async () => ({
+      token: await signStamp(A, request()),
+      over: {
+        trust: () => {
+          throw new Error('disk on fire');
+        },
+      },
+    }),
+  },
+  {
+    name: 'an entry removed (trusted, admitted, then removed)',
+    code: 'STAMP_UNTRUSTED',
+    make: async () => {
+      const paths = receiver();
+      addTrust(paths, { workspace: A.id, key: A.publicJwk, name: 'asker' });
+      const first = await admitStamp(paths, await signStamp(A, request()), { now: NOW });
+      expect(first.ok).toBe(true);
+      removeTrust(paths, 'asker');
+      return { token: await signStamp(A, request()), over: { trust: trustResolver(paths) } };
+    },
+  },
+  {
+    name: 'a replay: the same stamp twice',
+    code: 'STAMP_REPLAYED',
+    make: async () => {
+      const paths = receiver();
+      addTrust(paths, { workspace: A.id, key: A.publicJwk, name: null });
+      const token = await signStamp(A, request());
+      const seen = seenStampStore(paths);
+      expect((await admitStamp(paths, token, { now: NOW, seen })).ok).toBe(true);
+      return { token, over: { trust: trustResolver(paths), seen: (jti) => seen.has(jti) } };
+    },
+  },
+  {
+    name: 'a replay after a restart (a new seen-store instance reading the same file)',
+    code: 'STAMP_REPLAYED',
+    make: async () => {
+      const paths = receiver();
+      addTrust(paths, { workspace: A.id, key: A.publicJwk, name: null });
+      const token = await signStamp(A, request());
+      expect((await admitStamp(paths, token, { now: NOW, seen: new FileSeenStore(seenFile(paths)) })).ok).toBe(true);
+      const restarted = new FileSeenStore(seenFile(paths));
+      return { token, over: { trust: trustResolver(paths), seen: (jti) => restarted.has(jti) } };
+    },
+  },
+  {
+    name: 'a seen check that throws',
+    code: 'STAMP_REPLAYED',
+    make: async () => ({
+      token: await signStamp(A, request()),
+      over: {
+        seen: () => {
+          throw new Error('unreadable');
+        },
+      },
+    }),
+  },
+  { name: 'depth 32 stamped (33 > 32)', code: 'DEPTH_EXCEEDED', make: async () => ({ token: await signStamp(A, request({ depth: 32 })) }) },
+  { name: 'depth 1e9 stamped', code: 'DEPTH_EXCEEDED', make: async () => ({ token: craft(HEADER, claims({ depth: 1e9 }), A.privateKey) }) },
+  { name: 'non-integer depth (3.5)', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ depth: 3.5 }), A.privateKey) }) },
+  { name: 'depth as a string', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ depth: '3' }), A.privateKey) }) },
+  { name: 'depth beyond safe integers', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ depth: 2 ** 60 }), A.privateKey) }) },
+  { name: 'negative depth', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ depth: -1 }), A.privateKey) }) },
+  {
+    name: "signed by another trusted workspace's key (C) claiming A's iss",
+    code: 'STAMP_FORGED',
+    make: async () => ({ token: craft(HEADER, claims(), C.privateKey) }),
+  },
+  { name: 'not a string (null)', code: 'STAMP_MALFORMED', make: async () => ({ token: null }) },
+  { name: 'not a string (an object)', code: 'STAMP_MALFORMED', make: async () => ({ token: { protected: 'x' } }) },
+  { name: 'not a compact JWS (two parts)', code: 'STAMP_MALFORMED', make: async () => ({ token: 'abc.def' }) },
+  { name: 'not a compact JWS (four parts)', code: 'STAMP_MALFORMED', make: async () => ({ token: `${await signStamp(A, request())}.x` }) },
+  { name: 'padded base64', code: 'STAMP_MALFORMED', make: async () => ({ token: `${b64(HEADER)}==.${b64(claims())}.AAAA` }) },
+  { name: 'header not JSON', code: 'STAMP_MALFORMED', make: async () => ({ token: `${b64('not json')}.${b64(claims())}.AAAA` }) },
+  { name: 'payload not JSON', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, 'bm90IGpzb24', A.privateKey, true) }) },
+  { name: 'payload a JSON array', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, [claims()], A.privateKey) }) },
+  { name: 'far too long', code: 'STAMP_MALFORMED', make: async () => ({ token: craft(HEADER, claims({ jti: 'x'.repeat(5000) }), A.privateKey) }) },
+];
+
+describe('a commission stamp', () => {
+  it.each(FORGERIES)('refuses $name with $code, without throwing', async ({ code, make }) => {
+    const { token, over } = await make();
+    const verdict = await verifyStamp(token, opts(over));
+    expect(verdict.ok, JSON.stringify(verdict)).toBe(false);
+    if (!verdict.ok) {
+      expect(verdict.code, verdict.message).toBe(code);
+      expect(verdict.message).not.toMatch(/could not be checked/); // a reasoned refusal, not the catch-all
+    }
+  });
+
+  it('admits a valid stamp from a trusted workspace, with its claims and the next depth', async () => {
+    const token = await signStamp(A, request(), { now: NOW });
+    const [h] = segments(token);
+    expect(JSON.parse(Buffer.from(h, 'base64url').toString())).toEqual({ alg: 'EdDSA', typ: STAMP_TYP });
+    const verdict = await verifyStamp(token, opts());
+    expect(verdict).toMatchObject({ ok: true, sessionDepth: 4 });
+    if (!verdict.ok) throw new Error('refused');
+    expect(verdict.claims).toEqual({
+      iss: A.id,
+      sub: `${A.id.slice(0, 4)}/planner`,
+      role: 'planner',
+      aud: B.id,
+      target_role: 'coder',
+      thread: THREAD,
+      depth: 3,
+      iat: NOW_S,
+      exp: NOW_S + 7 * 86400,
+      jti: expect.stringMatching(/^[0-9A-HJKMNP-TV-Z]{26}$/),
+    });
+  });
+
+  it.each([
+    ['depth 31 (opens hop 32)', request({ depth: 31 }), {}, 32],
+    ['depth 0 from a person', request({ sub: 'alice', role: null, depth: 0 }), {}, 1],
+    ['from the other trusted workspace', request({}, C), {}, 4],
+    ['issued 30 s in the future (within the tolerance)', request(), { now: new Date(NOW.getTime() + 30_000) }, 4],
+    ['expired 30 s ago (within the tolerance)', request(), { now: new Date(NOW.getTime() - 3600_000 - 30_000), ttlSec: 3600 }, 4],
+  ] as const)('admits %s', async (_name, req, signOpts, sessionDepth) => {
+    const key = req.sub.startsWith(C.id.slice(0, 4)) ? C : A;
+    const verdict = await verifyStamp(await signStamp(key, req, signOpts), opts());
+    expect(verdict, JSON.stringify(verdict)).toMatchObject({ ok: true, sessionDepth, claims: { depth: req.depth, iss: key.id } });
+  });
+
+  it('gives every stamp its own jti', async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 50; i++) {
+      const v = await verifyStamp(await signStamp(A, request()), opts());
+      if (v.ok) ids.add(v.claims.jti);
+    }
+    expect(ids.size).toBe(50);
+  });
+
+  it('is signed only with valid claims: signStamp refuses them with USAGE', async () => {
+    for (const bad of [request({ depth: 33 }), request({ depth: -1 }), request({ depth: 1.5 }), request({ aud: 'nope' }), request({ thread: 'x' }), request({ sub: 'alice' })]) {
+      await expect(signStamp(A, bad)).rejects.toSatisfy((e: unknown) => e instanceof NexusError && e.code === 'USAGE');
+    }
+    await expect(signStamp(A, request(), { ttlSec: 31 * 86400 })).rejects.toBeInstanceOf(NexusError);
+    await expect(signStamp(A, request(), { ttlSec: 0 })).rejects.toBeInstanceOf(NexusError);
+  });
+
+  it('checks depth against the same cap as the depth guard', () => {
+    expect(STAMP_DEPTH_CAP).toBe(DEPTH_CAP);
+  });
+});
+
+describe('admitting stamps in a workspace', () => {
+  let paths: WorkspacePaths;
+  beforeAll(() => {
+    paths = receiver();
+    addTrust(paths, { workspace: A.id, key: A.publicJwk, name: 'asker' });
+  });
+
+  it('admits once, records the jti with its expiry in a mode-600 file, and refuses the second time', async () => {
+    const token = await signStamp(A, request(), { now: NOW, ttlSec: 600 });
+    const first = await admitStamp(paths, token, { now: NOW });
+    expect(first.ok).toBe(true);
+    const file = seenFile(paths);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const stored = JSON.parse(readFileSync(file, 'utf8'));
+    if (!first.ok) throw new Error('refused');
+    expect(stored.seen[first.claims.jti]).toBe(NOW_S + 600 + 60);
+    expect(await admitStamp(paths, token, { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_REPLAYED' });
+  });
+
+  it('admits one of two concurrent verifications of the same stamp', async () => {
+    const token = await signStamp(A, request(), { now: NOW });
+    const verdicts: StampVerdict[] = await Promise.all(Array.from({ length: 8 }, () => admitStamp(paths, token, { now: NOW })));
+    expect(verdicts.filter((v) => v.ok)).toHaveLength(1);
+    expect(verdicts.filter((v) => !v.ok && v.code === 'STAMP_REPLAYED')).toHaveLength(7);
+  });
+
+  it('resolves an alias or a trusted id to the workspace id, and nothing else', () => {
+    expect(resolveAlias(paths, 'asker')).toBe(A.id);
+    expect(resolveAlias(paths, A.id)).toBe(A.id);
+    expect(resolveAlias(paths, C.id)).toBeNull();
+    expect(resolveAlias(paths, 'nobody')).toBeNull();
+    expect(findTrust(paths, 'asker')).toMatchObject({ workspace: A.id, key: A.publicJwk, name: 'asker' });
+  });
+
+  it('refuses a key that is not the id\'s (TRUST_KEY_MISMATCH) and trusting itself (USAGE), in the module too', () => {
+    const codeOf = (fn: () => unknown): string => {
+      try {
+        fn();
+      } catch (err) {
+        return (err as NexusError).code;
+      }
+      return 'none';
+    };
+    expect(codeOf(() => addTrust(paths, { workspace: C.id, key: D.publicJwk }))).toBe('TRUST_KEY_MISMATCH');
+    expect(codeOf(() => addTrust(paths, { workspace: B.id, key: B.publicJwk }))).toBe('USAGE');
+    expect(codeOf(() => removeTrust(paths, 'nobody'))).toBe('UNKNOWN_TRUST');
+    expect(listTrust(paths).map((e) => e.workspace)).toEqual([A.id]);
+  });
+
+  it('refuses a stamp addressed elsewhere and one from a workspace it does not trust', async () => {
+    expect(await admitStamp(paths, await signStamp(A, request({ aud: C.id })), { now: NOW })).toMatchObject({ code: 'STAMP_WRONG_AUDIENCE' });
+    expect(await admitStamp(paths, await signStamp(C, request({}, C)), { now: NOW })).toMatchObject({ code: 'STAMP_UNTRUSTED' });
+  });
+
+  it('forgets ids whose stamps have expired when it next writes', () => {
+    let clock = NOW.getTime();
+    const store = new FileSeenStore(join(paths.nxs, 'seen-prune.json'), { now: () => clock });
+    store.add('old', NOW_S + 10);
+    store.add('young', NOW_S + 10_000);
+    expect(store.has('old')).toBe(true);
+    clock += 120_000; // past old's exp + 60 s grace, well before young's
+    store.add('new', NOW_S + 20_000);
+    expect(store.has('old')).toBe(false);
+    expect(store.has('young')).toBe(true);
+    expect(store.size()).toBe(2);
+  });
+
+  it('fails closed on a damaged seen file or trust file', async () => {
+    const other = receiver();
+    addTrust(other, { workspace: A.id, key: A.publicJwk, name: null });
+    writeFileSync(seenFile(other), '{not json');
+    expect(await admitStamp(other, await signStamp(A, request()), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_REPLAYED' });
+    writeFileSync(join(other.nxs, 'trust.json'), '[]');
+    expect(await admitStamp(other, await signStamp(A, request()), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    expect(() => listTrust(other)).toThrow(NexusError);
+  });
+});
+
+// ---- properties: nothing but the exact signed bytes is admitted, and nothing throws
+
+describe('stamps under random mutation', () => {
+  let valid: string;
+  let payload: Record<string, unknown>;
+  beforeAll(async () => {
+    valid = await signStamp(A, request(), { now: NOW });
+    payload = JSON.parse(Buffer.from(segments(valid)[1], 'base64url').toString());
+  });
+
+  const never = async (token: unknown): Promise<void> => {
+    const verdict = await verifyStamp(token, opts());
+    expect(verdict.ok).toBe(false);
+    if (!verdict.ok) {
+      expect(STAMP_CODES).toContain(verdict.code);
+      expect(verdict.message).not.toMatch(/could not be checked/);
+    }
+  };
+
+  it('the unmutated stamp is admitted (the properties below are not vacuous)', async () => {
+    expect((await verifyStamp(valid, opts())).ok).toBe(true);
+  });
+
+  it('admits no stamp with bytes flipped, inserted or cut', async () => {
+    const edit = fc.oneof(
+      fc.record({ kind: fc.constant('set' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
+      fc.record({ kind: fc.constant('xor' as const), at: fc.nat(), byte: fc.integer({ min: 1, max: 255 }) }),
+      fc.record({ kind: fc.constant('insert' as const), at: fc.nat(), byte: fc.integer({ min: 0, max: 255 }) }),
+      fc.record({ kind: fc.constant('cut' as const), at: fc.nat(), byte: fc.integer({ min: 1, max: 8 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(edit, { minLength: 1, maxLength: 4 }), async (edits) => {
+        let bytes = Buffer.from(valid, 'latin1');
+        for (const e of edits) {
+          const at = e.at % (bytes.length + 1);
+          if (e.kind === 'set' && at < bytes.length) bytes[at] = e.byte;
+          if (e.kind === 'xor' && at < bytes.length) bytes[at] = bytes[at]! ^ e.byte;
+          if (e.kind === 'insert') bytes = Buffer.concat([bytes.subarray(0, at), Buffer.from([e.byte]), bytes.subarray(at)]);
+          if (e.kind === 'cut') bytes = Buffer.concat([bytes.subarray(0, at), bytes.subarray(at + e.byte)]);
+        }
+        const token = bytes.toString('latin1');
+        fc.pre(token !== valid);
+        await never(token);
+      }),
+      { numRuns: 1000 },
+    );
+  });
+
+  const claimName = fc.oneof(fc.constantFrom('iss', 'sub', 'role', 'aud', 'target_role', 'thread', 'depth', 'iat', 'exp', 'jti'), fc.string({ maxLength: 8 }));
+  const jsonEdit = fc.oneof(
+    fc.record({ kind: fc.constant('set' as const), key: claimName, value: fc.jsonValue({ maxDepth: 2 }) }),
+    fc.record({ kind: fc.constant('set' as const), key: fc.constant('depth'), value: fc.oneof(fc.integer(), fc.double(), fc.constant(null)) }),
+    fc.record({ kind: fc.constant('delete' as const), key: claimName, value: fc.constant(null) }),
+  );
+  function mutate(obj: Record<string, unknown>, edits: { kind: 'set' | 'delete'; key: string; value: unknown }[]): Record<string, unknown> {
+    const out: Record<string, unknown> = { ...obj };
+    for (const e of edits) {
+      if (e.kind === 'delete') delete out[e.key];
+      else Object.defineProperty(out, e.key, { value: e.value, enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  }
+
+  it('admits no stamp whose payload JSON was changed under the old signature', async () => {
+    const [h, p, s] = segments(valid);
+    await fc.assert(
+      fc.asyncProperty(fc.array(jsonEdit, { minLength: 1, maxLength: 3 }), async (edits) => {
+        const mutated = b64(mutate(payload, edits));
+        fc.pre(mutated !== p);
+        await never(`${h}.${mutated}.${s}`);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('admits no stamp whose header JSON was changed, whoever re-signs it', async () => {
+    const [h, p, s] = segments(valid);
+    const headerEdit = fc.oneof(
+      fc.record({
+        kind: fc.constant('set' as const),
+        key: fc.oneof(fc.constantFrom('alg', 'typ', 'kid', 'jwk', 'jku', 'x5u', 'crit', 'b64', 'cty'), fc.string({ maxLength: 6 })),
+        value: fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom('none', 'HS256', 'Ed25519', 'ES256', 'JWT', false)),
+      }),
+      fc.record({ kind: fc.constant('delete' as const), key: fc.constantFrom('alg', 'typ'), value: fc.constant(null) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(headerEdit, { minLength: 1, maxLength: 3 }), fc.constantFrom('old', 'A', 'D'), async (edits, signer) => {
+        const header = mutate(HEADER, edits);
+        const hh = b64(header);
+        fc.pre(hh !== h);
+        const token = signer === 'old' ? `${hh}.${p}.${s}` : craft(header, payload, signer === 'A' ? A.privateKey : D.privateKey);
+        await never(token);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('never throws on arbitrary input, and admits only well-formed claims even when the trusted key signs anything', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.string(),
+          fc.jsonValue(),
+          fc.tuple(fc.jsonValue(), fc.jsonValue(), fc.string()).map(([x, y, z]) => `${b64(x)}.${b64(y)}.${z}`),
+          fc.array(jsonEdit, { maxLength: 3 }).map((edits) => craft(HEADER, mutate(claims(), edits), A.privateKey)),
+        ),
+        async (token) => {
+          const verdict = await verifyStamp(token, opts());
+          if (!verdict.ok) {
+            expect(STAMP_CODES).toContain(verdict.code);
+            expect(verdict.message).not.toMatch(/could not be checked/);
+            return;
+          }
+          const c = verdict.claims;
+          expect(c.iss).toBe(A.id);
+          expect(c.aud).toBe(B.id);
+          expect(Number.isSafeInteger(c.depth) && c.depth >= 0 && c.depth < STAMP_DEPTH_CAP).toBe(true);
+          expect(verdict.sessionDepth).toBe(c.depth + 1);
+          expect(Object.keys(c).sort()).toEqual(['aud', 'depth', 'exp', 'iat', 'iss', 'jti', 'role', 'sub', 'target_role', 'thread']);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
+});

@@ -33,6 +33,7 @@ export const ERROR_TABLE = {
   STAMP_EXPIRED: { exit: 2, http: 401, summary: 'the commission stamp has expired' },
   STAMP_NOT_YET_VALID: { exit: 2, http: 401, summary: 'the commission stamp is issued in the future' },
   STAMP_REPLAYED: { exit: 2, http: 409, summary: 'the commission stamp was already used' },
+  NOT_ADDRESSABLE: { exit: 2, http: 403, summary: 'the persona is not declared addressable by other workspaces' },
   RELAY_UNREACHABLE: { exit: 1, http: 502, summary: 'the relay did not answer' },
   STORE_BUSY: { exit: 1, http: 503, summary: 'the workspace store is held by another process' },
   STORE_FAILED: { exit: 1, http: 500, summary: 'the workspace store could not be opened' },

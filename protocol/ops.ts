@@ -2,10 +2,14 @@
 import { z } from 'zod';
 import { WorkingCopySchema } from './working-copy.js';
 
-/** A thread may be owed by a persona of this workspace or by a person. */
+/**
+ * A thread may be owed by a persona of this workspace, by a person, or by a persona of another
+ * workspace (`remote`: a cross-workspace commission, admitted there by its stamp).
+ */
 export const TargetSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('persona'), role: z.string(), handle: z.string() }),
   z.object({ kind: z.literal('person'), handle: z.string() }),
+  z.object({ kind: z.literal('remote'), workspace: z.string(), role: z.string(), handle: z.string() }),
 ]);
 export type Target = z.infer<typeof TargetSchema>;
 
@@ -36,6 +40,8 @@ export const ThreadOpenedSchema = z.object({
     subject: z.string().nullable(),
     opener: AuthorSchema,
     target: TargetSchema,
+    /** For a `remote` target: the commission stamp (compact JWS) signed by the asking workspace. */
+    stamp: z.string().optional(),
   }),
 });
 
@@ -111,6 +117,16 @@ export const KeyRotatedSchema = z.object({
   body: z.strictObject({ new_key: PublicKeyText }),
 });
 
+/**
+ * A cross-workspace commission was refused by the workspace it was addressed to: nothing ran there.
+ * Authored by the receiver, in the asker's operation and thread; the fold answers the thread as an
+ * escalation carrying the code, so an asker waiting on it is woken.
+ */
+export const CommissionRejectedSchema = z.object({
+  kind: z.literal('commission.rejected'),
+  body: z.object({ code: z.string(), message: z.string() }),
+});
+
 /** The kind-specific part of an op. One union, parsed once at every edge. */
 export const OpPayloadSchema = z.discriminatedUnion('kind', [
   ThreadOpenedSchema,
@@ -119,6 +135,7 @@ export const OpPayloadSchema = z.discriminatedUnion('kind', [
   TurnStartedSchema,
   TurnEndedSchema,
   KeyRotatedSchema,
+  CommissionRejectedSchema,
 ]);
 export type OpPayload = z.infer<typeof OpPayloadSchema>;
 export type OpKind = OpPayload['kind'];

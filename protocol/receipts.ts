@@ -50,6 +50,8 @@ export const ReceiptSchema = z.object({
   worker_names_a_working_copy: z.boolean(),
   /** Human-readable handover line for the working copy. */
   working_copy_note: z.string(),
+  /** A cross-workspace commission: the workspace and role it was sent to (its node admits it, or refuses it). */
+  remote: z.object({ workspace: z.string(), role: z.string() }).optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
@@ -71,6 +73,8 @@ export const StatusRowSchema = z.object({
   messages: z.number().int(),
   updated: z.string(),
   working_copy: WorkingCopySchema.nullable(),
+  /** Set when the workspace a remote commission was addressed to refused it: the stable code (STAMP_UNTRUSTED, ...). */
+  rejected_code: z.string().nullable(),
 });
 export type StatusRow = z.infer<typeof StatusRowSchema>;
 

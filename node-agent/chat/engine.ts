@@ -1,8 +1,10 @@
 // The chat engine: send, reply, and a turn's end. One engine, whatever host (CLI or node) runs it.
 import { sql } from 'drizzle-orm';
+import { readWorkspaceKey, signStamp } from '../../crypto/index.js';
 import { NexusError } from '../../protocol/errors.js';
-import { Handle, newSessionId, newThreadId } from '../../protocol/ids.js';
-import type { Author } from '../../protocol/ops.js';
+import { Handle, newSessionId, newThreadId, WorkspaceId } from '../../protocol/ids.js';
+import type { Author, Op, OpOf } from '../../protocol/ops.js';
+import { ROLE_PATTERN } from '../../protocol/persona.js';
 import type { Receipt, Warning } from '../../protocol/receipts.js';
 import { callerDepth, commissionDepth } from '../depth/index.js';
 import { describeWorkingCopy } from '../git/index.js';
@@ -19,6 +21,7 @@ import {
 } from '../log/index.js';
 import { readSpec, sessionDir } from '../sessions/index.js';
 import { tables } from '../store/index.js';
+import { admitStamp, resolveAlias } from '../trust/index.js';
 import type { CallerClaim, EngineDeps } from './context.js';
 import {
   emptyPlan,
@@ -27,6 +30,7 @@ import {
   planRequesterWake,
   planTurn,
   startTurns,
+  type Plan,
   unreportedDeadTurns,
 } from './turns.js';
 
@@ -106,6 +110,8 @@ export function createEngine(deps: EngineDeps) {
   }
 
   async function send(input: SendInput): Promise<Receipt> {
+    const slash = input.to.startsWith('@') ? -1 : input.to.indexOf('/');
+    if (slash >= 0) return sendRemote(input, input.to.slice(0, slash), input.to.slice(slash + 1));
     const text = checkText(input.text);
     const to = input.to.startsWith('@') ? input.to.slice(1) : input.to;
     const persona = input.to.startsWith('@') ? null : await deps.loadPersona(workspace.paths.root, to);
@@ -190,6 +196,174 @@ export function createEngine(deps: EngineDeps) {
       worker_names_a_working_copy: wc !== null,
       working_copy_note: note,
     };
+  }
+
+  /**
+   * `nxc send <workspace-id-or-alias>/<role>`: a commission to a persona of another workspace. The
+   * thread is opened here with a stamp signed by this workspace's key; nothing starts here. The
+   * target's node admits it (a session there) or refuses it (a `commission.rejected` op).
+   */
+  async function sendRemote(input: SendInput, where: string, role: string): Promise<Receipt> {
+    if (!ROLE_PATTERN.test(role)) {
+      throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(input.to)}: "${role}" is not a role name`);
+    }
+    const target = WorkspaceId.safeParse(where).success ? where : resolveAlias(workspace.paths, where);
+    if (target === null) {
+      throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(where)} is neither a workspace id nor the alias of a trusted workspace (nxs sync trust add --name)`);
+    }
+    // Addressed to this very workspace: an ordinary commission.
+    if (target === workspace.id) return send({ ...input, to: role });
+    const text = checkText(input.text);
+    const { wc, note } = await workingCopy();
+    await reap();
+    const handle = `${target.slice(0, 4)}/${role}`;
+    const result = await db.transaction(async (tx) => {
+      const caller = await resolveCaller(deps, tx, input.caller);
+      if (caller.replyOnly) {
+        throw new NexusError('REPLY_ONLY', `${caller.handle} is declared with tools: [] and may only run nxc reply`);
+      }
+      // The receiver checks the stamped depth; refusing here first spares a round trip.
+      commissionDepth(caller.depth, input.to);
+      const thread = newThreadId();
+      const operation = caller.operation?.id ?? thread;
+      const parent = caller.session?.thread ?? null;
+      const author = authorOf(caller);
+      const stamp = await signStamp(readWorkspaceKey(workspace.paths.keys), {
+        sub: caller.handle,
+        role: caller.session?.role ?? null,
+        aud: target,
+        target_role: role,
+        thread,
+        depth: caller.depth,
+      });
+      const message = messageDraft(operation, thread, author, text, 'commission', wc);
+      await appendOps(tx, writer, [
+        {
+          operation,
+          thread,
+          session: null,
+          kind: 'thread.opened',
+          body: { parent, subject: input.subject, opener: author, target: { kind: 'remote', workspace: target, role, handle }, stamp },
+        },
+        message,
+      ]);
+      return { thread, operation, message: (message.body as { message: string }).message };
+    });
+    return {
+      posted: true,
+      thread: result.thread,
+      operation: result.operation,
+      message: result.message,
+      woke: null,
+      warnings: [],
+      refs_warning: input.subject === null ? 'no subject was named: the message posted, but nothing says what it refers to (--subject)' : null,
+      working_copy: wc,
+      worker_names_a_working_copy: wc !== null,
+      working_copy_note: note,
+      remote: { workspace: target, role },
+    };
+  }
+
+  /**
+   * What ops taken in from another workspace set in motion here (called by the node after they are
+   * stored): a commission addressed to this workspace is admitted (a session starts at the stamped
+   * depth + 1) or refused (`commission.rejected`); an answer, hand-back or refusal of a thread a
+   * local session opened wakes that session; a follow-up to a local session's thread wakes it.
+   */
+  async function react(ops: readonly Op[]): Promise<{ started: number; rejected: number; warnings: Warning[] }> {
+    const warnings: Warning[] = [];
+    let started = 0;
+    let rejected = 0;
+    for (const op of ops) {
+      if (op.workspace === workspace.id || op.thread === null) continue;
+      let plan: Plan | null = null;
+      if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {
+        const out = await admit(op as OpOf<'thread.opened'>);
+        if (out === 'rejected') rejected++;
+        else plan = out;
+      } else if (op.kind === 'message.posted' || op.kind === 'commission.rejected') {
+        plan = await db.transaction(async (tx) => {
+          const state = await loadOperation(tx, op.operation);
+          const thread = state.threads[op.thread!];
+          if (!thread) return null;
+          const p = emptyPlan();
+          const local = (id: string | null) => id !== null && state.sessions[id]?.handle.startsWith(`${workspace.short}/`) === true;
+          const effect = op.kind === 'message.posted' ? op.body.effect : 'escalate';
+          if ((effect === 'answer' || effect === 'escalate') && local(thread.opener.session)) {
+            await planRequesterWake(deps, tx, state, thread, p);
+          } else if (effect === 'reopen' && local(thread.session)) {
+            const s = state.sessions[thread.session!]!;
+            if (s.in_turn || openSubRounds(state, s.id).length === 0) await planTurn(deps, tx, state, s, 'follow_up', p, 'step_skipped');
+          }
+          await appendOps(tx, writer, p.drafts);
+          return p;
+        });
+      }
+      if (plan === null) continue;
+      const w = [...plan.warnings];
+      started += (await startTurns(deps, plan.turns, w)).length;
+      await recordStartFailures(w);
+      warnings.push(...w);
+    }
+    return { started, rejected, warnings };
+  }
+
+  /** A remote commission addressed here: its persona must be addressable and its stamp admitted. */
+  async function admit(op: OpOf<'thread.opened'>): Promise<Plan | 'rejected' | null> {
+    const target = op.body.target;
+    if (target.kind !== 'remote') return null;
+    const before = (await loadOperation(db, op.operation)).threads[op.thread!];
+    if (!before || before.session !== null || before.rejected) return null;
+    let refusal: { code: string; message: string } | null = null;
+    let depth = 0;
+    const verdict = await admitStamp(workspace.paths, op.body.stamp, { now: deps.now() });
+    if (!verdict.ok) refusal = { code: verdict.code, message: verdict.message };
+    else {
+      const c = verdict.claims;
+      if (c.iss !== op.workspace || c.thread !== op.thread || c.target_role !== target.role || c.sub !== op.body.opener.handle) {
+        refusal = { code: 'STAMP_FORGED', message: 'the stamp does not vouch for this commission (issuer, thread, role or asker differ)' };
+      }
+      depth = verdict.sessionDepth;
+    }
+    if (refusal === null) {
+      const persona = await deps.loadPersona(workspace.paths.root, target.role).catch(() => null);
+      if (persona === null || !persona.addressable.external) {
+        refusal = {
+          code: 'NOT_ADDRESSABLE',
+          message: persona === null ? `no persona "${target.role}" is declared in ${workspace.id}` : `${target.role} is not declared addressable: {external: true}`,
+        };
+      }
+    }
+    return db.transaction(async (tx) => {
+      const state = await loadOperation(tx, op.operation);
+      const thread = state.threads[op.thread!];
+      if (!thread || thread.session !== null || thread.rejected) return null;
+      if (refusal !== null) {
+        await appendOps(tx, writer, [{ operation: op.operation, thread: op.thread, session: null, kind: 'commission.rejected', body: refusal }]);
+        return 'rejected' as const;
+      }
+      const plan = emptyPlan();
+      const id = newSessionId();
+      const handle = `${workspace.short}/${target.role}`;
+      plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body: { role: target.role, handle, depth } });
+      const session: SessionState = {
+        id,
+        thread: op.thread!,
+        role: target.role,
+        handle,
+        depth,
+        turn: 0,
+        in_turn: false,
+        turn_started_at: 0,
+        declaration_hash: null,
+        last_outcome: null,
+        last_answer_at: 0,
+        last_input_at: 0,
+      };
+      await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
+      await appendOps(tx, writer, plan.drafts);
+      return plan;
+    });
   }
 
   async function knownPerson(db2: Exec, handle: string): Promise<boolean> {
@@ -344,7 +518,7 @@ export function createEngine(deps: EngineDeps) {
     return { outcome: result.outcome, woke: woke.length };
   }
 
-  return { send, reply, finishTurn, reap, workingCopy };
+  return { send, reply, finishTurn, reap, workingCopy, react };
 }
 
 /** How an answer from the thread's owner lands: once per owed turn, and once more only to answer a hand-back. */

@@ -31,6 +31,7 @@ function statusRow(state: OperationState, t: ThreadState, finished: boolean): St
     messages: t.messages,
     updated: t.updated_ts,
     working_copy: t.last_message?.working_copy ?? null,
+    rejected_code: t.rejected?.code ?? null,
   };
 }
 

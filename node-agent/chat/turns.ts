@@ -145,7 +145,8 @@ export async function planTurn(
  */
 export async function planRequesterWake(deps: EngineDeps, db: Exec, state: OperationState, thread: ThreadState, plan: Plan): Promise<void> {
   const requester = thread.opener.session === null ? undefined : state.sessions[thread.opener.session];
-  if (!requester) return;
+  // A requester of another workspace is woken by its own node when the answer reaches it.
+  if (!requester || !requester.handle.startsWith(`${deps.workspace.short}/`)) return;
   const owes = state.threads[requester.thread];
   if (!owes || owes.state !== 'open') return;
   const stillOpen = openSubRounds(state, requester.id).filter((t) => t.id !== thread.id);

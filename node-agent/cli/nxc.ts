@@ -8,7 +8,7 @@ import { renderReceipt, renderStatus, renderThread } from './render.js';
 
 const HELP = `nxc: talk to personas and people in a Nexus workspace
 
-  nxc send <role | @person> [--subject S] [--json] [TEXT | -]
+  nxc send <role | @person | workspace/role> [--subject S] [--json] [TEXT | -]
   nxc reply --thread <id> [--escalate] [--json] [TEXT | -]
   nxc status [--all] [--json]
   nxc threads show <id> [--json]
@@ -21,7 +21,7 @@ Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR
 const json = { type: 'boolean' } as const;
 
 async function send(io: Io, args: string[]): Promise<void> {
-  const usage = 'nxc send <role | @person> [--subject S] [--json] [TEXT | -]';
+  const usage = 'nxc send <role | @person | workspace/role> [--subject S] [--json] [TEXT | -]';
   const { values, positionals } = parse(args, { subject: { type: 'string', short: 's' }, json }, usage);
   const [to, text, ...rest] = positionals;
   if (to === undefined || rest.length > 0) throw new NexusError('USAGE', `usage: ${usage}`);

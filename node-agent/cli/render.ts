@@ -5,6 +5,7 @@ import { describeWorkingCopy } from '../git/index.js';
 export function renderReceipt(r: Receipt): string {
   const lines = [`posted ${r.message} in ${r.thread} (operation ${r.operation})`];
   if (r.woke) lines.push(`woke ${r.woke.handle} · session ${r.woke.session} · depth ${r.woke.depth} · turn ${r.woke.turn} · pid ${r.woke.pid ?? '?'}`);
+  else if (r.remote) lines.push(`sent to ${r.remote.role} in workspace ${r.remote.workspace}: its node admits or refuses it`);
   else lines.push('woke nobody');
   lines.push(`working copy: ${r.working_copy_note}`);
   if (r.refs_warning) lines.push(`note: ${r.refs_warning}`);
@@ -22,7 +23,8 @@ function rowText(row: StatusRow): string {
   if (row.awaiting_human) parts.push(`awaiting you (answered by ${row.answered_by ?? '?'})`);
   else if (row.state === 'answered') parts.push(`answered by ${row.answered_by ?? '?'}`);
   else parts.push(`owed by ${row.to}`);
-  if (row.escalated) parts.push('ESCALATED');
+  if (row.rejected_code) parts.push(`REFUSED ${row.rejected_code}`);
+  else if (row.escalated) parts.push('ESCALATED');
   if (row.substituted) parts.push('answer written by the runtime');
   if (row.waiting_on_sub_round) parts.push('waiting on its own round');
   if (row.session) parts.push(`depth ${row.session.depth}${row.session.running ? ' · running' : ''}`);

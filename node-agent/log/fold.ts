@@ -24,6 +24,8 @@ export type ThreadState = {
   last_message: { id: string; author: Author; effect: MessageEffect; ts: string; working_copy: WorkingCopy | null } | null;
   opened_ts: string;
   updated_ts: string;
+  /** Set when the workspace a remote commission was addressed to refused it (nothing ran there). */
+  rejected?: { code: string; message: string };
 };
 
 export type SessionState = {
@@ -156,6 +158,25 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
       if (discharges && t.opener.session !== null && t.opener.session !== op.body.author.session) {
         touch(t.opener.session, { last_input_at: op.lamport });
       }
+      break;
+    }
+    case 'commission.rejected': {
+      const t = op.thread === null ? undefined : state.threads[op.thread];
+      // Only a remote commission can be refused, and only by the workspace it was addressed to.
+      if (!t || t.target.kind !== 'remote' || t.target.workspace !== op.workspace || t.rejected) break;
+      state.threads[t.id] = {
+        ...t,
+        state: 'answered',
+        escalated: true,
+        substituted: false,
+        expected_handle: null,
+        answered_by: t.target.handle,
+        answered_at: op.lamport,
+        updated_ts: op.ts,
+        rejected: { code: op.body.code, message: op.body.message },
+      };
+      const s = t.opener.session === null ? undefined : state.sessions[t.opener.session];
+      if (s) state.sessions[s.id] = { ...s, last_input_at: op.lamport };
       break;
     }
     case 'session.created': {

@@ -7,6 +7,7 @@ export {
   loadOperation,
   operationOfSession,
   operationOfThread,
+  rowToOp,
   threadOps,
   type Author,
   type Exec,

@@ -5,15 +5,33 @@ import type { Server } from 'node:http';
 import { existsSync, rmSync } from 'node:fs';
 import lockfile from 'proper-lockfile';
 import { mkdirSync } from 'node:fs';
+import { and, asc, eq, gt, inArray, isNotNull } from 'drizzle-orm';
+import { checkOps } from '../../crypto/index.js';
 import { NexusError } from '../../protocol/errors.js';
+import type { Op } from '../../protocol/ops.js';
+import { ingestChecked, rowToOp } from '../log/index.js';
 import { hostFor, realDeps, type Host } from '../host/index.js';
 import { rpcApp } from '../rpc/server.js';
-import { openStore, type Store } from '../store/index.js';
+import { openStore, tables, type Store } from '../store/index.js';
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../workspace/index.js';
 import { addToRegistry, NODE_LOCK_STALE_MS, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
-type Served = { workspace: Workspace; store: Store; host: Host; queue: Promise<unknown>; sync: SyncClient | null };
+type Served = {
+  workspace: Workspace;
+  store: Store;
+  host: Host;
+  queue: Promise<unknown>;
+  sync: SyncClient | null;
+  /** local_seq of the last op this workspace wrote that was offered to the other workspaces served here. */
+  delivered: number;
+  /** A delivery pass is running; another is wanted after it. */
+  delivering: boolean;
+  deliverAgain: boolean;
+};
+
+/** How many own ops one local delivery pass reads at a time. */
+const DELIVERY_PAGE = 500;
 
 export type NodeOptions = { home?: string; tickMs?: number; log?: (line: string) => void };
 
@@ -60,11 +78,95 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     const existing = served.get(workspace.id);
     if (existing) return existing;
     const store = await openStore(workspace.paths.store, { waitMs: 30_000 });
-    const entry: Served = { workspace, store, host: hostFor(realDeps(workspace, store.db)), queue: Promise.resolve(), sync: null };
+    const entry: Served = {
+      workspace,
+      store,
+      host: hostFor(realDeps(workspace, store.db)),
+      queue: Promise.resolve(),
+      sync: null,
+      delivered: 0,
+      delivering: false,
+      deliverAgain: false,
+    };
     served.set(workspace.id, entry);
     log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
     await startSync(entry);
+    for (const other of served.values()) deliverFrom(other);
     return entry;
+  }
+
+  /**
+   * Local delivery between the workspaces this node serves, with no relay: the ops `from` wrote
+   * that concern another served workspace (a thread addressed to it, or an operation it already
+   * holds) are taken in there as their signed wire texts, verified exactly as synced ops are, and
+   * that workspace reacts to them (admits a commission, wakes a requester). Runs after every
+   * command and reaction; passes on one workspace never overlap.
+   */
+  function deliverFrom(from: Served): void {
+    if (from.delivering) {
+      from.deliverAgain = true;
+      return;
+    }
+    // With one workspace served there is nobody to deliver to; the mark stays, so a workspace
+    // registered later is offered everything it may need.
+    if (served.get(from.workspace.id) !== from || served.size < 2) return;
+    from.delivering = true;
+    void (async () => {
+      try {
+        for (;;) {
+          const after = from.delivered;
+          const rows = await inQueue(from, () =>
+            from.store.db
+              .select()
+              .from(tables.ops)
+              .where(and(eq(tables.ops.workspace, from.workspace.id), gt(tables.ops.localSeq, after), isNotNull(tables.ops.raw)))
+              .orderBy(asc(tables.ops.localSeq))
+              .limit(DELIVERY_PAGE),
+          );
+          if (rows.length === 0) break;
+          const ops = rows.map((r) => ({ op: rowToOp(r), raw: r.raw! }));
+          for (const to of [...served.values()]) {
+            if (to === from) continue;
+            await deliverTo(to, ops).catch((err: unknown) => log(`delivery from ${from.workspace.id} to ${to.workspace.id} failed: ${String(err)}`));
+          }
+          from.delivered = Math.max(from.delivered, rows[rows.length - 1]!.localSeq);
+          if (rows.length < DELIVERY_PAGE) break;
+        }
+      } catch (err) {
+        log(`delivery from ${from.workspace.id} failed: ${String(err)}`);
+      } finally {
+        from.delivering = false;
+        if (from.deliverAgain) {
+          from.deliverAgain = false;
+          deliverFrom(from);
+        }
+      }
+    })();
+  }
+
+  async function deliverTo(to: Served, ops: Array<{ op: Op; raw: string }>): Promise<void> {
+    const addressed = new Set<string>();
+    for (const { op } of ops) {
+      if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === to.workspace.id) addressed.add(op.operation);
+    }
+    const reacted = await inQueue(to, async () => {
+      const operations = [...new Set(ops.map((o) => o.op.operation))];
+      const held = new Set(
+        (await to.store.db.select({ id: tables.operations.id }).from(tables.operations).where(inArray(tables.operations.id, operations))).map((r) => r.id),
+      );
+      const wanted = ops.filter((o) => addressed.has(o.op.operation) || held.has(o.op.operation));
+      if (wanted.length === 0) return false;
+      const checked = await checkOps(wanted.map((o) => o.raw));
+      const report = await to.store.db.transaction((tx) => ingestChecked(tx, checked));
+      if (report.refusals.length > 0) log(`local delivery to ${to.workspace.id}: ${report.refusals.length} op(s) refused or held`);
+      if (report.fresh.length === 0) return false;
+      await to.host.engine.react(report.fresh);
+      return true;
+    });
+    if (reacted) {
+      to.sync?.kick();
+      deliverFrom(to);
+    }
   }
 
   /** Runs store work in the workspace's queue, after whatever command is in progress. */
@@ -86,6 +188,15 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       workspace: entry.workspace.id,
       signer: () => entry.host.deps.keys.signer,
       run: (fn) => inQueue(entry, () => fn(entry.store.db)),
+      // Foreign ops just stored: commissions addressed here are admitted, answers wake requesters.
+      onIngested: (ops) => {
+        void inQueue(entry, () => entry.host.engine.react(ops))
+          .then(() => {
+            entry.sync?.kick();
+            deliverFrom(entry);
+          })
+          .catch((err: unknown) => log(`${entry.workspace.id}: reacting to synced ops failed: ${String(err)}`));
+      },
       log: (line) => log(`${entry.workspace.id}: ${line}`),
     });
     await entry.sync.start();
@@ -100,7 +211,10 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   function withHost<T>(id: string, fn: (host: Host) => Promise<T>): Promise<T> {
     const entry = served.get(id);
     if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`));
-    return inQueue(entry, () => fn(entry.host)).finally(() => entry.sync?.kick());
+    return inQueue(entry, () => fn(entry.host)).finally(() => {
+      entry.sync?.kick();
+      deliverFrom(entry);
+    });
   }
 
   let stopping: Promise<void> | undefined;

@@ -15,6 +15,7 @@ import {
   type Limits,
 } from '../../protocol/sync.js';
 import { ingestChecked, pendingCount, signLegacyOps, type Exec, type IngestReport } from '../log/index.js';
+import type { Op } from '../../protocol/ops.js';
 import type { Db } from '../store/index.js';
 import type { Binding } from './binding.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
@@ -50,6 +51,8 @@ export type SyncClientOptions = {
   /** Runs store work in the workspace's command queue, so sync never interleaves with a command. */
   run: <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
   log: (line: string) => void;
+  /** Called (outside the store work) with the ops each page newly stored, so the node can react to them. */
+  onIngested?: (ops: Op[]) => void;
   /** Batches in flight before waiting for acks. */
   window?: number;
 };
@@ -274,6 +277,7 @@ export class SyncClient {
     );
     this.position = { ...next, acked: this.position.acked };
     this.received += checked.length;
+    if (report && report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
     if (report && report.refusals.length > 0) {
       const shown = report.refusals.slice(0, 5).map((r) => `${r.id ?? '?'} ${r.reason}: ${r.why}`);
       this.opts.log(

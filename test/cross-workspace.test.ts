@@ -1,0 +1,272 @@
+// Cross-workspace commissions end to end: `nxc send <workspace>/<role>` carries a stamp signed by the
+// asking workspace; the receiving workspace admits it (a session at the stamped depth + 1) or records a
+// refusal with a stable code. Two workspaces on one node (local delivery), and two nodes on one relay stream.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foldOperation } from '../node-agent/log/index.js';
+import type { Op } from '../protocol/ops.js';
+import { makeWorkspace, REPO, type TestWorkspace } from './helpers/workspace.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await sleep(200);
+  }
+}
+
+type Row = { thread: string; to: string; state: string; escalated: boolean; answered_by: string | null; rejected_code: string | null; session: { handle: string; depth: number; turn: number } | null };
+type StatusOp = { operation: string; finished: boolean; threads: Row[] };
+
+async function operationsOf(w: TestWorkspace): Promise<StatusOp[]> {
+  return ((await w.status(true)) as { operations: StatusOp[] }).operations;
+}
+
+async function rowOf(w: TestWorkspace, thread: string): Promise<Row | undefined> {
+  for (const op of await operationsOf(w)) for (const r of op.threads) if (r.thread === thread) return r;
+  return undefined;
+}
+
+async function trust(receiver: TestWorkspace, asker: TestWorkspace, name?: string): Promise<void> {
+  const r = await receiver.nxs([
+    'sync',
+    'trust',
+    'add',
+    '--workspace',
+    asker.id,
+    '--key',
+    join(asker.root, '.nxs', 'keys', 'workspace.pub.jwk'),
+    ...(name ? ['--name', name] : []),
+    '--json',
+  ]);
+  expect(r.code, r.stdout + r.stderr).toBe(0);
+}
+
+const EXTERNAL = 'addressable: { external: true }';
+
+describe('the fold of commission.rejected', () => {
+  const A = 'a'.repeat(26);
+  const B = 'b'.repeat(26);
+  const C = 'c'.repeat(26);
+  const T = 't-01aaaaaaaaaaaaaaaaaaaaaaaa';
+  const base = { origin: 'o', ts: '2026-01-01T00:00:00.000Z', operation: T, thread: T, session: null, key: 'k' };
+  const opened = { ...base, id: '1', workspace: A, lamport: 1, kind: 'thread.opened', body: { parent: null, subject: null, opener: { handle: 'alice', session: null }, target: { kind: 'remote', workspace: B, role: 'reviewer', handle: 'bbbb/reviewer' }, stamp: 'x' } } as Op;
+  const byB = { ...base, id: '2', workspace: B, lamport: 2, kind: 'commission.rejected', body: { code: 'STAMP_UNTRUSTED', message: 'no' } } as Op;
+  const byC = { ...base, id: '3', workspace: C, lamport: 3, kind: 'commission.rejected', body: { code: 'NOT_ADDRESSABLE', message: 'no' } } as Op;
+
+  it('answers the thread as an escalation carrying the code, whatever the order; only the addressee may refuse', () => {
+    const orders = [[opened, byB, byC], [byC, byB, opened], [byB, opened, byC]];
+    const states = orders.map((ops) => foldOperation(T, ops));
+    for (const s of states) expect(s).toEqual(states[0]);
+    expect(states[0]!.threads[T]).toMatchObject({ state: 'answered', escalated: true, rejected: { code: 'STAMP_UNTRUSTED' } });
+    expect(foldOperation(T, [opened, byC]).threads[T]).toMatchObject({ state: 'open', escalated: false });
+  });
+});
+
+describe('cross-workspace commissions on one node (no relay)', () => {
+  let a: TestWorkspace;
+  let b: TestWorkspace;
+  let c: TestWorkspace;
+
+  beforeAll(async () => {
+    [a, b, c] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+    await a.startNode();
+    for (const w of [b, c]) {
+      w.home = a.home;
+      const reg = await w.nxs(['node', 'register', '--json']);
+      expect(reg.code, reg.stdout + reg.stderr).toBe(0);
+    }
+    await trust(b, a);
+    await trust(a, b, 'bee'); // only for the alias: A names B as "bee"
+    b.persona('reviewer', { mode: 'reply', extra: EXTERNAL });
+    b.persona('secret', { mode: 'reply' });
+    c.persona('reviewer', { mode: 'reply', extra: EXTERNAL }); // C does not trust A
+    a.persona('planner', { mode: 'wait', arg: `bee/reviewer` });
+  });
+
+  afterAll(async () => {
+    await Promise.all([a, b, c].map((w) => w?.waitIdle().catch(() => undefined)));
+    await a?.stopNode();
+    for (const w of [b, c]) if (w) w.home = undefined;
+    await Promise.all([a, b, c].map((w) => w?.cleanup()));
+  });
+
+  it('a person in A commissions B/reviewer: B runs it at depth 1 and A sees the answer', async () => {
+    const sent = await a.nxc(['send', `${b.id}/reviewer`, '--subject', 'review', 'please review', '--json']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    expect(sent.json.woke).toBeNull();
+    expect(sent.json.remote).toEqual({ workspace: b.id, role: 'reviewer' });
+    const row = await until('the answer in A', async () => {
+      const r = await rowOf(a, sent.json.thread);
+      return r?.state === 'answered' ? r : undefined;
+    });
+    expect(row.escalated).toBe(false);
+    expect(row.rejected_code).toBeNull();
+    expect(row.to).toBe(`${b.short}/reviewer`);
+    expect(row.answered_by).toBe(`${b.short}/reviewer`);
+    expect(row.session).toMatchObject({ handle: `${b.short}/reviewer`, depth: 1 });
+    // B holds the same thread, answered by its own session.
+    const inB = await rowOf(b, sent.json.thread);
+    expect(inB).toMatchObject({ state: 'answered', session: { depth: 1 } });
+    expect(b.sessionDirs()).toHaveLength(1);
+  });
+
+  it('an asker session in A is woken by B’s answer (turn 2), through an alias', async () => {
+    const sent = await a.nxc(['send', 'planner', '--subject', 'plan', 'plan it', '--json']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    const op = await until('the operation to finish in A', async () => {
+      const o = (await operationsOf(a)).find((x) => x.operation === sent.json.operation);
+      return o?.finished ? o : undefined;
+    });
+    const root = op.threads.find((t) => t.thread === sent.json.thread)!;
+    expect(root.session).toMatchObject({ handle: `${a.short}/planner`, depth: 1, turn: 2 });
+    const sub = op.threads.find((t) => t.thread !== sent.json.thread)!;
+    expect(sub).toMatchObject({ to: `${b.short}/reviewer`, state: 'answered', rejected_code: null, session: { depth: 2 } });
+  });
+
+  it('a workspace that does not trust A refuses: STAMP_UNTRUSTED in A, no session in C', async () => {
+    const sent = await a.nxc(['send', `${c.id}/reviewer`, '--subject', 'x', 'please', '--json']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    const row = await until('the refusal in A', async () => {
+      const r = await rowOf(a, sent.json.thread);
+      return r?.rejected_code ? r : undefined;
+    });
+    expect(row).toMatchObject({ state: 'answered', escalated: true, rejected_code: 'STAMP_UNTRUSTED', session: null });
+    expect(c.sessionDirs()).toHaveLength(0);
+  });
+
+  it('a persona not declared external, or not declared at all, is NOT_ADDRESSABLE', async () => {
+    for (const role of ['secret', 'nobody']) {
+      const sent = await a.nxc(['send', `${b.id}/${role}`, '--subject', 'x', 'please', '--json']);
+      expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+      const row = await until(`the refusal of ${role}`, async () => {
+        const r = await rowOf(a, sent.json.thread);
+        return r?.rejected_code ? r : undefined;
+      });
+      expect(row).toMatchObject({ state: 'answered', rejected_code: 'NOT_ADDRESSABLE', session: null });
+    }
+  });
+
+  it('an unknown alias is refused at once', async () => {
+    const sent = await a.nxc(['send', 'nowhere/reviewer', '--subject', 'x', 'please', '--json']);
+    expect(sent.code).toBe(2);
+    expect(sent.json.error.code).toBe('UNKNOWN_RECIPIENT');
+  });
+});
+
+// ---- across a relay
+
+const OPERATOR = 'xws-test-operator-token-0123456789abcdef';
+
+class Relay {
+  private child: ChildProcess | null = null;
+  port = 0;
+  constructor(readonly dir: string) {}
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+  async start(): Promise<void> {
+    const child = spawn(process.execPath, [join(REPO, 'bin', 'nxs'), 'relay', 'serve', '--port', '0', '--data-dir', this.dir, '--json'], {
+      env: { ...process.env, NEXUS_RELAY_TOKEN: OPERATOR },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    let out = '';
+    let err = '';
+    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+    await new Promise<void>((resolve, reject) => {
+      child.stdout!.on('data', (d: Buffer) => {
+        out += d.toString();
+        const nl = out.indexOf('\n');
+        if (nl < 0) return;
+        this.port = Number(new URL((JSON.parse(out.slice(0, nl)) as { url: string }).url).port);
+        resolve();
+      });
+      child.once('exit', (code) => reject(new Error(`the relay exited (${code}): ${err}`)));
+    });
+  }
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    await exited;
+  }
+  async createStream(name: string): Promise<string> {
+    const res = await fetch(`${this.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name }) });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { token: string }).token;
+  }
+}
+
+describe('cross-workspace commissions across a relay (two nodes)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nexus-xws-relay-'));
+  const relay = new Relay(dir);
+  let a: TestWorkspace;
+  let b: TestWorkspace;
+
+  beforeAll(async () => {
+    await relay.start();
+    const token = await relay.createStream('xws');
+    [a, b] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+    await Promise.all([a.startNode(), b.startNode()]);
+    for (const w of [a, b]) {
+      const r = await w.nxs(['sync', 'bind', relay.url, '--stream', 'xws', '--token', token, '--json']);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+    }
+    await trust(b, a);
+    b.persona('reviewer', { mode: 'reply', extra: EXTERNAL });
+    a.persona('planner', { mode: 'wait', arg: `${b.id}/reviewer` });
+  });
+
+  afterAll(async () => {
+    await Promise.all([a, b].map((w) => w?.waitIdle().catch(() => undefined)));
+    await Promise.all([a, b].map((w) => w?.cleanup()));
+    await relay.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('a person in A commissions B/reviewer on another node: answered at depth 1, both nodes agree', async () => {
+    const sent = await a.nxc(['send', `${b.id}/reviewer`, '--subject', 'review', 'please review', '--json']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    const row = await until('the answer in A', async () => {
+      const r = await rowOf(a, sent.json.thread);
+      return r?.state === 'answered' ? r : undefined;
+    });
+    expect(row).toMatchObject({ escalated: false, rejected_code: null, answered_by: `${b.short}/reviewer`, session: { handle: `${b.short}/reviewer`, depth: 1 } });
+    await until('both nodes to agree', async () => {
+      const [oa, ob] = await Promise.all([a, b].map(async (w) => (await operationsOf(w)).find((o) => o.operation === sent.json.operation)));
+      return oa !== undefined && JSON.stringify(oa) === JSON.stringify(ob) ? true : undefined;
+    });
+  });
+
+  it('an asker session in A is woken by the answer from the other node (turn 2)', async () => {
+    const sent = await a.nxc(['send', 'planner', '--subject', 'plan', 'plan it', '--json']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    const op = await until('the operation to finish in A', async () => {
+      const o = (await operationsOf(a)).find((x) => x.operation === sent.json.operation);
+      return o?.finished ? o : undefined;
+    }, 90_000);
+    const root = op.threads.find((t) => t.thread === sent.json.thread)!;
+    expect(root.session).toMatchObject({ handle: `${a.short}/planner`, depth: 1, turn: 2 });
+    const sub = op.threads.find((t) => t.thread !== sent.json.thread)!;
+    expect(sub).toMatchObject({ to: `${b.short}/reviewer`, state: 'answered', session: { depth: 2 } });
+    await until('both nodes to agree', async () => {
+      const [oa, ob] = await Promise.all([a, b].map(async (w) => (await operationsOf(w)).find((o) => o.operation === sent.json.operation)));
+      return oa !== undefined && JSON.stringify(oa) === JSON.stringify(ob) ? true : undefined;
+    });
+  });
+});

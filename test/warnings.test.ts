@@ -1,8 +1,8 @@
-// Warnings ride on receipts and never change the exit code: already_running, declaration_changed;
+// Warnings ride on receipts and never change the exit code: already_running, declaration_changed, tick_unscheduled;
 // and what a reply-only persona and a workspace outside git look like.
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 function spec(ws: TestWorkspace, session: string): any {
@@ -161,5 +161,40 @@ describe('a workspace outside any git repository', () => {
     expect(all.worker_names_a_working_copy).toBe(false);
     expect(all.notes.join('\n')).toMatch(/not a git repository/);
     for (const op of all.operations) for (const row of op.threads) expect(row.working_copy).toBeNull();
+  });
+});
+
+describe('a declared timeout with no clock', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await makeWorkspace();
+    // A private NEXUS_HOME with no node in it: registration is this test's own business.
+    const home = join(ws.root, '..', 'nexus-home');
+    mkdirSync(home, { recursive: true });
+    symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
+    ws.home = home;
+    ws.persona('timed', { mode: 'hang', arg: '4000', timeout: '1m' });
+  });
+  afterAll(async () => {
+    await ws.waitIdle();
+    await ws.cleanup();
+  });
+
+  it('a send that starts it warns tick_unscheduled, naming the missing half, and exits 0', async () => {
+    const sent = await ws.nxc(['send', 'timed', '--subject', 'window', '--json', 'take your time']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    expect(sent.json.warnings).toContainEqual(expect.objectContaining({ class: 'tick_unscheduled', reason: 'not_registered', role: 'timed' }));
+    const tick = await ws.nxc(['tick', '--thread', sent.json.thread, '--json']);
+    expect(tick.code).toBe(0);
+    expect(tick.json.warnings).toContainEqual(expect.objectContaining({ class: 'tick_unscheduled', role: 'timed' }));
+  });
+
+  it('once registered with no node running, the warning says no node runs, beside service_not_running', async () => {
+    expect((await ws.nxs(['node', 'register', '--json'])).code).toBe(0);
+    const sent = await ws.nxc(['send', 'timed', '--subject', 'window 2', '--json', 'again']);
+    expect(sent.code).toBe(0);
+    const classes = sent.json.warnings.map((w: any) => `${w.class}:${w.reason ?? ''}`);
+    expect(classes).toContain('tick_unscheduled:no_node');
+    expect(classes).toContain('service_not_running:');
   });
 });

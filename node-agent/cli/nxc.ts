@@ -2,7 +2,9 @@
 import { NexusError } from '../../protocol/errors.js';
 import type { Warning } from '../../protocol/receipts.js';
 import { routed } from '../host/remote.js';
-import { findWorkspace } from '../workspace/index.js';
+import { isRegistered, nodePaths, runningNode } from '../node/files.js';
+import { loadPersona } from '../personas/index.js';
+import { findWorkspace, type Workspace } from '../workspace/index.js';
 import { callerFromEnv, messageText, parse, printJson, processIo, runCommand, type Io } from './io.js';
 import { renderReceipt, renderStatus, renderThread } from './render.js';
 
@@ -30,7 +32,7 @@ async function send(io: Io, args: string[]): Promise<void> {
   const body = await messageText(io, text);
   const ws = findWorkspace(io.cwd, io.env);
   const r = await routed(ws, (c) => c.send({ to, subject: values.subject ?? null, text: body, caller }), io.env);
-  const receipt = withServiceWarning(r.result, r.serviceWarning);
+  const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
   if (values.json) printJson(io, receipt);
   else io.stdout(renderReceipt(receipt));
 }
@@ -44,7 +46,7 @@ async function reply(io: Io, args: string[]): Promise<void> {
   const body = await messageText(io, text);
   const ws = findWorkspace(io.cwd, io.env);
   const r = await routed(ws, (c) => c.reply({ thread: values.thread!, escalate: values.escalate ?? false, text: body, caller }), io.env);
-  const receipt = withServiceWarning(r.result, r.serviceWarning);
+  const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
   if (values.json) printJson(io, receipt);
   else io.stdout(renderReceipt(receipt));
 }
@@ -77,16 +79,43 @@ async function tick(io: Io, args: string[]): Promise<void> {
   const r = await routed(
     ws,
     async (c) => {
-      if (values.thread !== undefined) await c.thread(values.thread);
-      return c.tick();
+      const view = values.thread !== undefined ? await c.thread(values.thread) : null;
+      return { ...(await c.tick()), role: view?.thread.session?.handle.split('/')[1] ?? null, open: view?.thread.state === 'open' };
     },
     io.env,
   );
-  const warnings: Warning[] = r.serviceWarning ? [r.serviceWarning] : [];
+  const base = { warnings: r.serviceWarning ? [r.serviceWarning] : [] };
+  const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null);
   const out = { ticked: true, via: r.via, settled: r.result.settled, thread: values.thread ?? null, warnings };
   if (values.json) return printJson(io, out);
   io.stdout(`tick done via ${r.via}: ${r.result.settled} dead turn(s) settled\n`);
   for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
+}
+
+/**
+ * tick_unscheduled: a session just put in motion (or the thread a tick names) runs under a
+ * declared timeout, and no node keeps this workspace's clock. The turn's own supervisor still
+ * stops the process at the deadline; what is missing is the node that settles the turn if that
+ * supervisor dies, and that keeps the deadline recorded for a node that starts later.
+ */
+async function withWindowWarning<T extends { warnings: Warning[] }>(io: Io, ws: Workspace, receipt: T, role: string | null): Promise<T> {
+  if (role === null) return receipt;
+  const persona = await loadPersona(ws.paths.root, role).catch(() => null);
+  if (persona === null || persona.timeout_ms === null) return receipt;
+  const paths = nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined);
+  const registered = isRegistered(paths, ws.id);
+  const running = runningNode(paths) !== null;
+  if (registered && running) return receipt;
+  const missing = registered
+    ? 'no node is running (start one with `nxs node start`)'
+    : 'this workspace is not registered with a node (`nxs node register`, then `nxs node start`)';
+  const warning: Warning = {
+    class: 'tick_unscheduled',
+    reason: registered ? 'no_node' : 'not_registered',
+    role,
+    message: `${role} declares a timeout of ${Math.round(persona.timeout_ms / 1000)} s, and nothing keeps this workspace's clock: ${missing}`,
+  };
+  return { ...receipt, warnings: [...receipt.warnings, warning] };
 }
 
 /** The service warning rides every send, reply and tick of a registered workspace while no node runs. */

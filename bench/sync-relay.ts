@@ -1,0 +1,37 @@
+// A relay in a process of its own for `bench/sync.ts`, so it never shares an event loop with the
+// clients measuring it (NATS runs in its own process too). Started by the bench; prints one JSON
+// line `{"url": ...}` once listening, and closes when its stdin ends or it gets SIGTERM.
+//   BENCH_RELAY_DATA       PGlite data folder, or
+//   BENCH_RELAY_DB_URL     PostgreSQL URL (+ BENCH_RELAY_DB_SCHEMA, a schema of its own)
+//   BENCH_RELAY_OPERATOR   the operator token to use
+import { startRelay, stderrLog } from '../server/index.js';
+
+async function main(): Promise<void> {
+  const dataDir = process.env['BENCH_RELAY_DATA'];
+  const databaseUrl = process.env['BENCH_RELAY_DB_URL'];
+  const schema = process.env['BENCH_RELAY_DB_SCHEMA'];
+  const operatorToken = process.env['BENCH_RELAY_OPERATOR'];
+  const relay = await startRelay({
+    ...(dataDir !== undefined ? { dataDir } : { databaseUrl: databaseUrl!, ...(schema === undefined ? {} : { databaseSchema: schema }) }),
+    ...(operatorToken === undefined ? {} : { operatorToken }),
+    log: stderrLog(),
+  });
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await relay.close().catch((err: unknown) => process.stderr.write(`sync-relay: close failed: ${String(err)}\n`));
+    process.exit(0);
+  };
+  process.stdin.on('end', () => void stop());
+  process.stdin.on('error', () => void stop());
+  process.stdin.resume();
+  process.on('SIGTERM', () => void stop());
+  process.on('SIGINT', () => void stop());
+  process.stdout.write(JSON.stringify({ url: relay.url, storage: relay.storage }) + '\n');
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`sync-relay: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,1054 @@
+// `npm run bench:sync`: our relay against the local NATS JetStream, driven by the same harness with
+// the same op payloads and the same in-flight window, each figure printed beside JetStream's with
+// the ratio ours/JetStream. Four parts:
+//   1. acknowledged ingest (ops/s): one producer, batches in flight (PGlite; PostgreSQL too when
+//      BENCH_DATABASE_URL or TEST_DATABASE_URL is set);
+//   2. ack latency p50/p99 at a fixed rate, one op per push / publish;
+//   3. fan-out latency from one producer to ten live subscribers;
+//   4. catch-up of a backlog into a fresh node store (PGlite): wire only, applied the way SyncClient
+//      applies pages (signature checks, ingestChecked -> ingestOps, cursor, one transaction per page),
+//      and through the real SyncClient.
+// Ops are real signed protocol-2 ops (thread.opened + message.posted). The relay runs in a child
+// process (bench/sync-relay.ts), as NATS runs in its own; every JetStream stream, PostgreSQL schema
+// and temp folder made here is removed at the end, on failure, and on SIGINT/SIGTERM.
+// Knobs (environment): BENCH_OPS, BENCH_BATCH, BENCH_WINDOW, BENCH_LAT_RATE, BENCH_LAT_SECS,
+// BENCH_FANOUT_SUBS, BENCH_FANOUT_RATE, BENCH_FANOUT_SECS, BENCH_BACKLOG, BENCH_PARTS
+// (e.g. "ingest,latency,fanout,catchup"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
+// BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: the relay child writes a V8 CPU profile there).
+// Quick run: BENCH_OPS=5000 BENCH_LAT_SECS=2 BENCH_FANOUT_SECS=2 BENCH_BACKLOG=10000 npm run bench:sync
+import { spawn, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { AckPolicy, connect, DeliverPolicy, StorageType, type ConsumerMessages, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats';
+import pg from 'pg';
+import { WebSocket } from 'ws';
+import { checkOps, opSigner, signOp, workspaceOfKey, type CheckedOp } from '../crypto/index.js';
+import { newMessageId, newOpId, newThreadId } from '../protocol/ids.js';
+import { OpPayloadSchema, type Op } from '../protocol/ops.js';
+import { rawElements, rawMember, SYNC_PROTOCOL, syncUrl, WireOpSchema } from '../protocol/sync.js';
+import { ingestChecked, type Exec } from '../node-agent/log/index.js';
+import { createStore, openStore, storeTemplate, type Db, type Store } from '../node-agent/store/index.js';
+import { SyncClient } from '../node-agent/sync/index.js';
+import { writePosition } from '../node-agent/sync/state.js';
+import { percentile } from './stats.js';
+
+// ---- knobs
+
+function num(name: string, dflt: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return dflt;
+  const v = Number(raw.replace(/_/g, ''));
+  if (!Number.isFinite(v) || v <= 0) throw new TypeError(`${name} must be a positive number, not ${JSON.stringify(raw)}`);
+  return v;
+}
+
+const OPS = Math.round(num('BENCH_OPS', 50_000));
+const BATCH = Math.round(num('BENCH_BATCH', 100));
+const WINDOW = Math.round(num('BENCH_WINDOW', 4));
+const LAT_RATE = num('BENCH_LAT_RATE', 1_000);
+const LAT_SECS = num('BENCH_LAT_SECS', 10);
+const FAN_SUBS = Math.round(num('BENCH_FANOUT_SUBS', 10));
+const FAN_RATE = num('BENCH_FANOUT_RATE', 200);
+const FAN_SECS = num('BENCH_FANOUT_SECS', 5);
+const BACKLOG = Math.round(num('BENCH_BACKLOG', 100_000));
+const TIMEOUT_MS = num('BENCH_TIMEOUT_S', 300) * 1000;
+const NATS_URL = process.env['BENCH_NATS_URL'] ?? '127.0.0.1:4222';
+const PG_URL = process.env['BENCH_DATABASE_URL'] || process.env['TEST_DATABASE_URL'] || undefined;
+const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'ingest,latency,fanout,catchup').split(',').map((s) => s.trim()));
+const RELAY_PROF = process.env['BENCH_RELAY_PROF'];
+/** The relay's backlog page size (DEFAULT_LIMITS.page_size); JetStream pulls in batches of the same size. */
+let PAGE = 500;
+/** Ops per thread in the generated log: a thread.opened, then messages. */
+const THREAD_LEN = 5;
+const WARMUP_OPS = 2_000;
+
+const RUN_ID = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+
+/** Cleanups of things outside this process (JetStream streams, PostgreSQL schemas), run on SIGINT/SIGTERM too. */
+const external = new Map<string, () => Promise<void>>();
+let interrupted = false;
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    if (interrupted) return;
+    interrupted = true;
+    progress(`${sig}: cleaning up`);
+    void Promise.allSettled([...external.values()].map((fn) => fn())).then(() => process.exit(130));
+  });
+}
+
+function progress(msg: string): void {
+  process.stderr.write(`sync-bench: ${msg}\n`);
+}
+
+// ---- payloads: realistic wire ops, generated once per phase, identical for both systems
+
+/** Ops are signed over their exact bytes by one workspace's genesis key (its sha256 is the workspace id). */
+const SIGNER = opSigner(generateKeyPairSync('ed25519').privateKey);
+const WORKSPACE = workspaceOfKey(SIGNER.key)!;
+const WORDS = (
+  'the relay keeps every stream gapless so a node that reconnects resumes from its cursor without loss; ' +
+  'please look at the failing migration test in store open and tell me whether the template cache is stale; ' +
+  'I rebased the branch onto main, the depth guard now refuses the thirty third hop and the fold stays pure; ' +
+  'answering the commission: the working copy is clean, tests pass locally, two warnings remain in the linter'
+).split(' ');
+const HANDLES = ['alice', 'bob', 'carol', 'dave'];
+
+type BenchOp = { id: string; text: string; bytes: Uint8Array };
+
+function sentence(seed: number): string {
+  // A signed op's envelope, key and signature alone take ~590 bytes: short messages keep ops at ~550-720.
+  const len = 3 + (seed % 18);
+  const out: string[] = [];
+  for (let i = 0; i < len; i++) out.push(WORDS[(seed * 7 + i * 13) % WORDS.length]!);
+  return out.join(' ');
+}
+
+/** `n` wire ops as one origin writes them: threads of THREAD_LEN ops (thread.opened, then message.posted). */
+function makeOps(n: number, origin = 'bench-producer'): BenchOp[] {
+  const enc = new TextEncoder();
+  const out: BenchOp[] = [];
+  const base = Date.now();
+  let thread = newThreadId();
+  for (let i = 0; i < n; i++) {
+    const k = i % THREAD_LEN;
+    if (k === 0) thread = newThreadId();
+    const author = { handle: HANDLES[(i + (k % 2)) % HANDLES.length]!, session: null };
+    const body =
+      k === 0
+        ? { parent: null, subject: sentence(i).slice(0, 80 + (i % 60)), opener: author, target: { kind: 'person', handle: 'bob' } }
+        : { message: newMessageId(), author, text: sentence(i), effect: k === 1 ? 'commission' : k % 2 === 0 ? 'answer' : 'reopen', substituted: false, refs: { working_copy: null } };
+    const op = {
+      id: newOpId(),
+      workspace: WORKSPACE,
+      origin,
+      lamport: i + 1,
+      ts: new Date(base + i).toISOString(),
+      kind: k === 0 ? 'thread.opened' : 'message.posted',
+      operation: thread,
+      thread,
+      session: null,
+      body,
+      key: SIGNER.key,
+    };
+    const text = signOp(op as Op, SIGNER).raw;
+    out.push({ id: op.id, text, bytes: enc.encode(text) });
+  }
+  return out;
+}
+
+function sizeSummary(ops: BenchOp[]): string {
+  const sizes = ops.map((o) => o.bytes.length).sort((a, b) => a - b);
+  const mean = sizes.reduce((a, b) => a + b, 0) / Math.max(1, sizes.length);
+  return `mean ${mean.toFixed(0)} B (min ${sizes[0]}, max ${sizes.at(-1)})`;
+}
+
+/** Ops valid on the wire, by kind and by signature, as the relay and the node will check them. */
+async function checkPayloads(ops: BenchOp[]): Promise<void> {
+  const checked = await checkOps(ops.map((o) => o.text));
+  const bad = checked.find((c) => !c.ok);
+  if (bad && !bad.ok) throw new Error(`a generated op does not verify: ${bad.reason} ${bad.why}`);
+  for (const o of ops.slice(0, 2 * THREAD_LEN)) {
+    const v = JSON.parse(o.text) as { kind: string; body: unknown };
+    WireOpSchema.parse(v);
+    OpPayloadSchema.parse({ kind: v.kind, body: v.body });
+  }
+}
+
+function pushFrame(id: number, ops: BenchOp[]): Buffer {
+  return Buffer.from(`{"type":"push","id":${id},"ops":[${ops.map((o) => o.text).join(',')}]}`, 'utf8');
+}
+
+// ---- timing helpers
+
+/** Rejects when `fn` has not settled within `ms`; whatever it holds is cleaned up by its owner's finally. */
+async function bounded<T>(label: string, ms: number, fn: () => Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      fn(),
+      new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${label}: timed out after ${Math.round(ms / 1000)} s`)), ms))),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The in-flight driver both systems go through: `count` sends, at most `window` unresolved at once,
+ * a new one started as soon as one resolves. Resolves to the elapsed ms.
+ */
+function windowed(label: string, count: number, window: number, send: (i: number) => Promise<void>, opsPerSend = 1): Promise<number> {
+  const t0 = performance.now();
+  let next = 0;
+  let done = 0;
+  let lastReport = t0;
+  return new Promise<number>((resolve, reject) => {
+    if (count === 0) return resolve(0);
+    const launch = () => {
+      while (next < count && next - done < window) {
+        const i = next++;
+        send(i).then(() => {
+          done += 1;
+          if (done === count) return resolve(performance.now() - t0);
+          const now = performance.now();
+          if (now - lastReport > 2_000) {
+            lastReport = now;
+            progress(`  ${label}: ${done * opsPerSend} of ${count * opsPerSend} ops acknowledged`);
+          }
+          launch();
+        }, reject);
+      }
+    };
+    launch();
+  });
+}
+
+/**
+ * The paced driver: send i is due at i/rate s after the start; sends are not held back by earlier
+ * ones. Resolves to each send's latency (ms from the moment it was sent to its resolution).
+ */
+function paced(count: number, rate: number, send: (i: number) => Promise<void>): Promise<{ lat: number[]; ms: number }> {
+  const lat: number[] = [];
+  const t0 = performance.now();
+  let next = 0;
+  let settled = 0;
+  return new Promise((resolve, reject) => {
+    if (count === 0) return resolve({ lat, ms: 0 });
+    const tick = () => {
+      const due = Math.min(count, Math.floor(((performance.now() - t0) * rate) / 1000) + 1);
+      while (next < due) {
+        const i = next++;
+        const s = performance.now();
+        send(i).then(() => {
+          lat.push(performance.now() - s);
+          if (++settled === count) resolve({ lat, ms: performance.now() - t0 });
+        }, reject);
+      }
+      if (next < count) setTimeout(tick, 1);
+    };
+    tick();
+  });
+}
+
+/** One send at a time: each latency is the service time with nothing queued ahead. */
+async function closedLoop(count: number, send: (i: number) => Promise<void>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const s = performance.now();
+    await send(i);
+    out.push(performance.now() - s);
+  }
+  return out;
+}
+
+type Lat = { n: number; p50: number; p99: number; max: number };
+function lat(samples: number[]): Lat {
+  const s = [...samples].sort((a, b) => a - b);
+  return { n: s.length, p50: percentile(s, 50), p99: percentile(s, 99), max: s.at(-1) ?? NaN };
+}
+
+// ---- our relay: a child process, and a minimal client speaking the protocol
+
+type RelayProc = { url: string; storage: string; child: ChildProcess; stop(): Promise<void> };
+const OPERATOR = randomBytes(24).toString('base64url');
+
+async function startRelayChild(env: Record<string, string>, label: string): Promise<RelayProc> {
+  const script = fileURLToPath(new URL('./sync-relay.js', import.meta.url));
+  const execArgv = RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${RELAY_PROF}`, `--cpu-prof-name=relay-${label}-${RUN_ID}.cpuprofile`] : [];
+  const child = spawn(process.execPath, [...execArgv, script], {
+    env: { ...process.env, ...env, BENCH_RELAY_OPERATOR: OPERATOR },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const first = await bounded('starting the relay', 60_000, async () => {
+    const lines = createInterface({ input: child.stdout! });
+    try {
+      for await (const line of lines) return JSON.parse(line) as { url: string; storage: string };
+    } finally {
+      lines.close();
+    }
+    throw new Error(`the relay child exited before listening (code ${child.exitCode})`);
+  }).catch(async (err: unknown) => {
+    child.kill('SIGKILL');
+    await exited;
+    throw err;
+  });
+  return {
+    ...first,
+    child,
+    stop: async () => {
+      child.stdin!.end();
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+async function createStream(base: string, name: string): Promise<string> {
+  const res = await fetch(`${base}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name }) });
+  if (res.status !== 200) throw new Error(`creating stream ${name}: HTTP ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
+type OpsEntry = { seq: number; op: Record<string, unknown> & { id: string } };
+
+const OPS_PREFIX = Buffer.from('{"type":"ops"');
+
+/** A bare protocol client: hello/welcome, push -> ack, ops pages, caught_up; answers pings. */
+class RelayConn {
+  head = 0;
+  limits: { page_size: number } = { page_size: PAGE };
+  /** Called with the receipt time (taken before parsing), the page, and the frame's text. */
+  onOps: ((t: number, ops: OpsEntry[], text: string) => void) | null = null;
+  /** Resolves on caught_up; rejects if the connection ends first (with the relay's error code when it sent one). */
+  readonly caughtUp: Promise<number>;
+  private resolveCaught!: (head: number) => void;
+  private rejectCaught!: (err: Error) => void;
+  private readonly pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
+  private failure: Error | null = null;
+  private readonly closed: Promise<void>;
+
+  private constructor(private readonly ws: WebSocket) {
+    this.caughtUp = new Promise((resolve, reject) => ((this.resolveCaught = resolve), (this.rejectCaught = reject)));
+    this.caughtUp.catch(() => undefined); // observed by whoever waits for it
+    this.closed = new Promise((resolve) => ws.once('close', () => resolve()));
+    ws.on('error', (err) => this.fail(err));
+    ws.on('close', (code, reason) => this.fail(new Error(`relay connection closed ${code} ${reason.toString()}`)));
+  }
+
+  static async open(base: string, stream: string, token: string, since: number, node = 'bench-node'): Promise<RelayConn> {
+    const ws = new WebSocket(syncUrl(base), { maxPayload: 64 * 1024 * 1024, perMessageDeflate: false });
+    const conn = new RelayConn(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.on('message', (data: Buffer) => {
+        const t = performance.now();
+        // A connection that does not read ops (a producer: the relay sends it its own ops back) skips parsing them.
+        if (conn.onOps === null && data.subarray(0, OPS_PREFIX.length).equals(OPS_PREFIX)) return;
+        const text = data.toString('utf8');
+        const f = JSON.parse(text) as { type: string; [k: string]: unknown };
+        switch (f.type) {
+          case 'welcome':
+            conn.head = f['head'] as number;
+            conn.limits = f['limits'] as { page_size: number };
+            resolve();
+            break;
+          case 'ack': {
+            const p = conn.pending.get(f['id'] as number);
+            conn.pending.delete(f['id'] as number);
+            p?.resolve();
+            break;
+          }
+          case 'ops':
+            conn.onOps?.(t, f['ops'] as OpsEntry[], text);
+            break;
+          case 'caught_up':
+            conn.resolveCaught(f['head'] as number);
+            break;
+          case 'ping':
+            ws.send(JSON.stringify({ type: 'pong', t: f['t'] }));
+            break;
+          case 'error':
+            conn.fail(new Error(`relay error ${String(f['code'])}: ${String(f['message'])}`));
+            reject(conn.failure!);
+            break;
+        }
+      });
+      ws.once('open', () => ws.send(JSON.stringify({ type: 'hello', protocol: SYNC_PROTOCOL, stream, token, node, since })));
+      ws.once('error', reject);
+      ws.once('close', () => reject(conn.failure ?? new Error('closed before welcome')));
+    });
+    return conn;
+  }
+
+  /** Sends a prebuilt push frame; resolves on its ack. */
+  push(id: number, frame: Buffer): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.ws.send(frame, { binary: false });
+    });
+  }
+
+  private fail(err: Error): void {
+    this.failure ??= err;
+    this.rejectCaught(this.failure);
+    for (const p of this.pending.values()) p.reject(this.failure);
+    this.pending.clear();
+  }
+
+  async close(): Promise<void> {
+    this.failure ??= new Error('closed by the bench');
+    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(1000);
+    const timer = setTimeout(() => this.ws.terminate(), 2_000);
+    await this.closed;
+    clearTimeout(timer);
+  }
+}
+
+// ---- JetStream
+
+type Nats = { nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager; version: string };
+
+async function natsConnect(): Promise<NatsConnection> {
+  return connect({ servers: NATS_URL, timeout: 3_000, maxReconnectAttempts: 0 });
+}
+
+async function openNats(): Promise<Nats | string> {
+  try {
+    const nc = await natsConnect();
+    const jsm = await nc.jetstreamManager({ timeout: 5_000 });
+    await jsm.getAccountInfo();
+    return { nc, js: nc.jetstream({ timeout: 30_000 }), jsm, version: nc.info?.version ?? '?' };
+  } catch (err) {
+    return `JetStream unreachable at ${NATS_URL}: ${(err as Error).message}`;
+  }
+}
+
+/** A JetStream stream of its own for one measurement (file storage, like the relay's store), deleted after. */
+async function withJsStream<T>(nats: Nats, label: string, fn: (stream: string, subject: string) => Promise<T>): Promise<T> {
+  const stream = `NEXUS_BENCH_${label.toUpperCase()}_${RUN_ID}`;
+  const subject = `nexusbench.${RUN_ID}.${label}`;
+  await nats.jsm.streams.add({ name: stream, subjects: [subject], storage: StorageType.File });
+  const drop = async () => {
+    external.delete(stream);
+    await nats.jsm.streams.delete(stream).catch((err: unknown) => progress(`could not delete JetStream stream ${stream}: ${String(err)}`));
+  };
+  external.set(stream, drop);
+  try {
+    return await fn(stream, subject);
+  } finally {
+    await drop();
+  }
+}
+
+// ---- results
+
+type Figure = { ours: number | null; js: number | null };
+const lines: string[] = [];
+const out = (s = '') => lines.push(s);
+
+function fmtRate(x: number | null): string {
+  return x === null || !Number.isFinite(x) ? 'n/a' : `${Math.round(x).toLocaleString('en-US')}/s`;
+}
+function fmtMs(x: number | null): string {
+  if (x === null || !Number.isFinite(x)) return 'n/a';
+  return x >= 100 ? `${x.toFixed(0)} ms` : x >= 10 ? `${x.toFixed(1)} ms` : `${x.toFixed(2)} ms`;
+}
+function ratio(f: Figure): string {
+  return f.ours === null || f.js === null || !(f.js > 0) ? 'n/a' : `${(f.ours / f.js).toFixed(2)}x`;
+}
+function figRow(label: string, f: Figure, fmt: (x: number | null) => string, target = ''): string {
+  return `  ${label.padEnd(50)} ${fmt(f.ours).padStart(12)} ${fmt(f.js).padStart(12)} ${ratio(f).padStart(8)}   ${target}`;
+}
+function header(title: string): void {
+  out('');
+  out(title);
+  out(`  ${''.padEnd(50)} ${'ours'.padStart(12)} ${'JetStream'.padStart(12)} ${'ours/JS'.padStart(8)}   target`);
+}
+function verdict(ok: boolean | null): string {
+  return ok === null ? '(n/a)' : ok ? 'met' : 'MISSED';
+}
+
+/** Runs one measurement; a failure or timeout is printed and becomes null, the bench goes on. */
+async function attempt<T>(label: string, fn: () => Promise<T>): Promise<T | null> {
+  try {
+    return await bounded(label, TIMEOUT_MS, fn);
+  } catch (err) {
+    progress(`${label} FAILED: ${err instanceof Error ? err.message : String(err)}`);
+    out(`  (${label} failed: ${err instanceof Error ? err.message : String(err)})`);
+    return null;
+  }
+}
+
+// ---- 1. acknowledged ingest
+
+async function oursIngest(relay: RelayProc, label: string, ops: BenchOp[], batch: number, window: number): Promise<number> {
+  const stream = `ingest-${label}-${RUN_ID}`;
+  const token = await createStream(relay.url, stream);
+  const conn = await RelayConn.open(relay.url, stream, token, 0, 'bench-producer');
+  try {
+    const frames: Buffer[] = [];
+    for (let i = 0; i * batch < ops.length; i++) frames.push(pushFrame(i + 1, ops.slice(i * batch, (i + 1) * batch)));
+    const ms = await windowed(`ours ${label}`, frames.length, window, (i) => conn.push(i + 1, frames[i]!), batch);
+    return (ops.length / ms) * 1000;
+  } finally {
+    await conn.close();
+  }
+}
+
+async function jsIngest(nats: Nats, ops: BenchOp[], window: number): Promise<number> {
+  return withJsStream(nats, 'ingest', async (_stream, subject) => {
+    const nc = await natsConnect();
+    try {
+      const js = nc.jetstream({ timeout: 30_000 });
+      const ms = await windowed('JetStream', ops.length, window, async (i) => {
+        const op = ops[i]!;
+        const ack = await js.publish(subject, op.bytes, { msgID: op.id });
+        if (ack.duplicate) throw new Error(`op ${op.id} acknowledged as a duplicate`);
+      });
+      return (ops.length / ms) * 1000;
+    } finally {
+      await nc.close();
+    }
+  });
+}
+
+// ---- 2. ack latency at a fixed rate
+
+type AckLat = { lat: Lat; rate: number; serial: Lat };
+/** Sends in a row at most this many for the closed-loop (one at a time) figure. */
+const SERIAL_OPS = 1_000;
+
+async function oursAckLatency(relay: RelayProc, label: string, count: number, rate: number): Promise<AckLat> {
+  const stream = `latency-${label}-${RUN_ID}`;
+  const token = await createStream(relay.url, stream);
+  const conn = await RelayConn.open(relay.url, stream, token, 0, 'bench-producer');
+  try {
+    let id = 0;
+    const warm = makeOps(Math.min(WARMUP_OPS, Math.ceil(rate)));
+    await closedLoop(warm.length, (i) => conn.push(++id, pushFrame(id, [warm[i]!])));
+    const serialOps = makeOps(Math.min(SERIAL_OPS, count));
+    const serialFrames = serialOps.map((o, i) => pushFrame(id + i + 1, [o]));
+    const serial = await closedLoop(serialOps.length, (i) => conn.push(++id, serialFrames[i]!));
+    const ops = makeOps(count);
+    const frames = ops.map((o, i) => pushFrame(id + i + 1, [o]));
+    const first = id + 1;
+    const r = await paced(count, rate, (i) => conn.push(first + i, frames[i]!));
+    return { lat: lat(r.lat), rate: (count / r.ms) * 1000, serial: lat(serial) };
+  } finally {
+    await conn.close();
+  }
+}
+
+async function jsAckLatency(nats: Nats, count: number, rate: number): Promise<AckLat> {
+  return withJsStream(nats, 'latency', async (_stream, subject) => {
+    const nc = await natsConnect();
+    try {
+      const js = nc.jetstream({ timeout: 30_000 });
+      const publish = async (op: BenchOp) => void (await js.publish(subject, op.bytes, { msgID: op.id }));
+      const warm = makeOps(Math.min(WARMUP_OPS, Math.ceil(rate)));
+      await closedLoop(warm.length, (i) => publish(warm[i]!));
+      const serialOps = makeOps(Math.min(SERIAL_OPS, count));
+      const serial = await closedLoop(serialOps.length, (i) => publish(serialOps[i]!));
+      const ops = makeOps(count);
+      const r = await paced(count, rate, (i) => publish(ops[i]!));
+      return { lat: lat(r.lat), rate: (count / r.ms) * 1000, serial: lat(serial) };
+    } finally {
+      await nc.close();
+    }
+  });
+}
+
+// ---- 3. fan-out
+
+/** Receipt bookkeeping shared by both systems: send time per op id, latency per receipt. */
+class FanOut {
+  readonly sentAt = new Map<string, number>();
+  readonly lat: number[] = [];
+  readonly got: number[];
+  constructor(subs: number) {
+    this.got = new Array<number>(subs).fill(0);
+  }
+  receipt(sub: number, t: number, id: string): void {
+    const s = this.sentAt.get(id);
+    if (s === undefined) return; // warm-up or someone else's op
+    this.lat.push(t - s);
+    this.got[sub]! += 1;
+  }
+  async allReceived(expected: number, ms = 15_000): Promise<void> {
+    const deadline = performance.now() + ms;
+    while (this.got.some((g) => g < expected)) {
+      if (performance.now() > deadline) throw new Error(`fan-out: receipts per subscriber ${this.got.join(',')} of ${expected}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+}
+
+async function oursFanout(relay: RelayProc, subs: number, count: number, rate: number): Promise<Lat> {
+  const stream = `fanout-${RUN_ID}`;
+  const token = await createStream(relay.url, stream);
+  const fan = new FanOut(subs);
+  const conns: RelayConn[] = [];
+  try {
+    for (let s = 0; s < subs; s++) {
+      const c = await RelayConn.open(relay.url, stream, token, 0, `bench-sub-${s}`);
+      conns.push(c);
+      c.onOps = (t, ops) => {
+        for (const o of ops) fan.receipt(s, t, o.op.id);
+      };
+      await c.caughtUp;
+    }
+    const producer = await RelayConn.open(relay.url, stream, token, 0, 'bench-producer');
+    conns.push(producer);
+    const warm = makeOps(Math.min(200, count));
+    await paced(warm.length, rate, (i) => producer.push(i + 1, pushFrame(i + 1, [warm[i]!])));
+    const ops = makeOps(count);
+    const frames = ops.map((o, i) => pushFrame(warm.length + i + 1, [o]));
+    await paced(count, rate, (i) => {
+      fan.sentAt.set(ops[i]!.id, performance.now());
+      return producer.push(warm.length + i + 1, frames[i]!);
+    });
+    await fan.allReceived(count);
+    return lat(fan.lat);
+  } finally {
+    await Promise.all(conns.map((c) => c.close()));
+  }
+}
+
+async function jsFanout(nats: Nats, subs: number, count: number, rate: number): Promise<Lat> {
+  return withJsStream(nats, 'fanout', async (stream, subject) => {
+    const fan = new FanOut(subs);
+    const conns: NatsConnection[] = [];
+    const readers: ConsumerMessages[] = [];
+    try {
+      for (let s = 0; s < subs; s++) {
+        const nc = await natsConnect();
+        conns.push(nc);
+        const js = nc.jetstream();
+        // An ordered consumer (JetStream's replaying, gapless reader), from the next op on.
+        const info = await nats.jsm.streams.info(stream);
+        const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: info.state.last_seq + 1 });
+        readers.push(
+          await consumer.consume({
+            callback: (m) => {
+              const t = performance.now();
+              fan.receipt(s, t, (JSON.parse(m.string()) as { id: string }).id);
+            },
+          }),
+        );
+      }
+      const nc = await natsConnect();
+      conns.push(nc);
+      const js = nc.jetstream({ timeout: 30_000 });
+      const warm = makeOps(Math.min(200, count));
+      await paced(warm.length, rate, async (i) => void (await js.publish(subject, warm[i]!.bytes, { msgID: warm[i]!.id })));
+      const ops = makeOps(count);
+      await paced(count, rate, async (i) => {
+        fan.sentAt.set(ops[i]!.id, performance.now());
+        await js.publish(subject, ops[i]!.bytes, { msgID: ops[i]!.id });
+      });
+      await fan.allReceived(count);
+      return lat(fan.lat);
+    } finally {
+      // Stopped before their connections close, or ordered consumers keep trying to reset.
+      await Promise.all(readers.map((r) => r.close().catch(() => undefined)));
+      await Promise.all(conns.map((c) => c.close().catch(() => undefined)));
+    }
+  });
+}
+
+// ---- 4. catch-up
+
+/** Where applying pages goes: waiting for signature checks, ingestChecked (key chain + ingestOps), the rest of the transaction. */
+class ApplyStats {
+  pages = 0;
+  verifyWaitMs = 0;
+  ingestMs = 0;
+  txMs = 0;
+  rejected = 0;
+  describe(totalMs: number): string {
+    const pct = (x: number) => `${((100 * x) / totalMs).toFixed(0)}%`;
+    return `${this.pages} pages; of the wall time: waiting on signature checks ${pct(this.verifyWaitMs)}, ingestChecked ${pct(this.ingestMs)}, cursor write + commit ${pct(this.txMs - this.ingestMs)}`;
+  }
+}
+
+/**
+ * The node's apply path, as SyncClient does it: each page's op texts are checked (signatures, on the
+ * thread pool) as soon as the page arrives, while earlier pages are stored; pages are stored in order,
+ * each with ingestChecked (key chain, then ingestOps) and the cursor write in one transaction.
+ */
+class Applier {
+  readonly stats = new ApplyStats();
+  private chain: Promise<void> = Promise.resolve();
+  private failure: unknown = null;
+  constructor(
+    private readonly db: Db,
+    private readonly key: string,
+  ) {}
+
+  page(texts: string[], lastSeq: number): void {
+    const checked = checkOps(texts);
+    this.chain = this.chain.then(() => this.apply(checked, lastSeq)).catch((err: unknown) => void (this.failure ??= err));
+  }
+
+  async done(): Promise<void> {
+    await this.chain;
+    if (this.failure) throw this.failure instanceof Error ? this.failure : new Error(String(this.failure));
+    if (this.stats.rejected > 0) throw new Error(`${this.stats.rejected} ops were refused on apply`);
+  }
+
+  private async apply(pending: Promise<CheckedOp[]>, cursor: number): Promise<void> {
+    const t0 = performance.now();
+    const checked = await pending;
+    const t1 = performance.now();
+    await this.db.transaction(async (tx: Exec) => {
+      const a = performance.now();
+      const report = await ingestChecked(tx, checked);
+      this.stats.ingestMs += performance.now() - a;
+      this.stats.rejected += Object.values(report.rejected).reduce((x, y) => x + y, 0) + report.held;
+      await writePosition(tx, this.key, { cursor, acked: 0, rejected: {} });
+    });
+    this.stats.pages += 1;
+    this.stats.verifyWaitMs += t1 - t0;
+    this.stats.txMs += performance.now() - t1;
+  }
+}
+
+/** The op texts of an `ops` frame, exactly as sent (the way SyncClient finds them). */
+function opTexts(frame: string): string[] {
+  const texts = rawElements(rawMember(frame, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
+  if (!texts || texts.some((t) => t === undefined)) throw new Error('the op texts could not be located in an ops frame');
+  return texts as string[];
+}
+
+async function countOps(store: Store): Promise<number> {
+  const r = await store.pg.query<{ n: number }>('select count(*)::int as n from ops');
+  return r.rows[0]!.n;
+}
+
+/** Says so, loudly, when a store does not hold exactly the backlog after catching up (the figure would be meaningless). */
+async function expectStored(store: Store, total: number, label: string): Promise<void> {
+  const n = await countOps(store);
+  if (n === total) return;
+  progress(`${label}: the store holds ${n} ops after catching up, expected ${total}`);
+  out(`  WARNING ${label}: the store holds ${n} ops after catching up, expected ${total}`);
+}
+
+class Stores {
+  private n = 0;
+  constructor(
+    private readonly base: string,
+    private readonly home: string,
+  ) {}
+  async fresh(): Promise<Store> {
+    const dir = join(this.base, `node-store-${++this.n}`);
+    await createStore(dir, this.home);
+    return openStore(dir);
+  }
+}
+
+async function seedOurs(relay: RelayProc, ops: BenchOp[]): Promise<{ stream: string; token: string; rate: number }> {
+  const stream = `catchup-${RUN_ID}`;
+  const token = await createStream(relay.url, stream);
+  const conn = await RelayConn.open(relay.url, stream, token, 0, 'bench-producer');
+  try {
+    const frames: Buffer[] = [];
+    for (let i = 0; i * PAGE < ops.length; i++) frames.push(pushFrame(i + 1, ops.slice(i * PAGE, (i + 1) * PAGE)));
+    const ms = await windowed('seeding our backlog', frames.length, WINDOW, (i) => conn.push(i + 1, frames[i]!), PAGE);
+    return { stream, token, rate: (ops.length / ms) * 1000 };
+  } finally {
+    await conn.close();
+  }
+}
+
+/** Reads the backlog from seq 0 with the bare client; with an Applier, each page is applied as SyncClient would. */
+async function oursCatchup(relay: RelayProc, stream: string, token: string, total: number, applier?: Applier): Promise<number> {
+  const t0 = performance.now();
+  let got = 0;
+  let lastReport = t0;
+  const conn = await RelayConn.open(relay.url, stream, token, 0, 'bench-reader');
+  try {
+    conn.onOps = (_t, ops, text) => {
+      got += ops.length;
+      if (applier) applier.page(opTexts(text), ops.at(-1)!.seq);
+      const now = performance.now();
+      if (now - lastReport > 3_000) {
+        lastReport = now;
+        progress(`  ours: ${got} of ${total} ops received`);
+      }
+    };
+    await conn.caughtUp;
+    await applier?.done();
+    if (got !== total) throw new Error(`caught up with ${got} ops, expected ${total}`);
+    return (total / (performance.now() - t0)) * 1000;
+  } finally {
+    await conn.close();
+  }
+}
+
+/** The real node client on a fresh store, until its cursor reaches the head. */
+async function oursSyncClient(relay: RelayProc, stream: string, token: string, total: number, store: Store): Promise<number> {
+  let queue: Promise<unknown> = Promise.resolve();
+  const run = <T>(fn: (db: Db) => Promise<T>): Promise<T> => {
+    const p = queue.then(() => fn(store.db));
+    queue = p.catch(() => undefined);
+    return p;
+  };
+  const client = new SyncClient({
+    binding: { relay: relay.url, stream, token, bound_at: new Date().toISOString() },
+    origin: 'bench-reader',
+    run,
+    log: (line) => progress(`  ${line}`),
+  });
+  const t0 = performance.now();
+  await client.start();
+  try {
+    for (;;) {
+      const s = await client.status();
+      if (s.cursor >= total) break;
+      if (s.refused || (s.last_error && !s.connected && s.last_error.includes('storing ops failed'))) throw new Error(`SyncClient: ${s.last_error}`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    return (total / (performance.now() - t0)) * 1000;
+  } finally {
+    await client.stop();
+  }
+}
+
+async function seedJs(nats: Nats, subject: string, ops: BenchOp[]): Promise<number> {
+  const ms = await windowed('seeding the JetStream backlog', ops.length, WINDOW * PAGE, async (i) => {
+    await nats.js.publish(subject, ops[i]!.bytes, { msgID: ops[i]!.id });
+  });
+  return (ops.length / ms) * 1000;
+}
+
+/** A pull consumer from the first message, in batches of PAGE; with an Applier, each page of PAGE is applied as SyncClient would. */
+async function jsCatchup(nats: Nats, stream: string, total: number, name: string, applier?: Applier): Promise<number> {
+  await nats.jsm.consumers.add(stream, { durable_name: name, ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.All });
+  const nc = await natsConnect();
+  try {
+    const js = nc.jetstream();
+    const t0 = performance.now();
+    const consumer = await js.consumers.get(stream, name);
+    const msgs = await consumer.consume({ max_messages: PAGE });
+    let got = 0;
+    let page: string[] = [];
+    let lastReport = t0;
+    for await (const m of msgs) {
+      const text = m.string();
+      JSON.parse(text);
+      page.push(text);
+      got += 1;
+      if (page.length === PAGE || got === total) {
+        applier?.page(page, m.seq);
+        page = [];
+        const now = performance.now();
+        if (now - lastReport > 3_000) {
+          lastReport = now;
+          progress(`  JetStream: ${got} of ${total} ops received`);
+        }
+      }
+      if (got === total) break;
+    }
+    await applier?.done();
+    const rate = (total / (performance.now() - t0)) * 1000;
+    if (got !== total) throw new Error(`consumed ${got} ops, expected ${total}`);
+    // Leaving the loop stops the pull; closing the iterator can wait on the server, so it is not awaited for long.
+    await settleWithin(msgs.close(), 2_000);
+    return rate;
+  } finally {
+    await settleWithin(nc.close(), 2_000);
+  }
+}
+
+/** Waits for `p` (ignoring its outcome) at most `ms`. */
+async function settleWithin(p: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => undefined), new Promise((r) => (timer = setTimeout(r, ms)))]);
+  clearTimeout(timer);
+}
+
+// ---- main
+
+async function main(): Promise<void> {
+  const base = mkdtempSync(join(tmpdir(), 'nexus-sync-bench-'));
+  external.set('temp dir', async () => rmSync(base, { recursive: true, force: true }));
+  const cleanup: Array<() => Promise<void>> = [];
+  let nats: Nats | string = 'not tried';
+  try {
+    nats = await openNats();
+    const n = typeof nats === 'string' ? null : nats;
+    if (!n) progress(String(nats));
+    else {
+      const natsConn = n.nc;
+      cleanup.push(() => natsConn.close());
+    }
+    progress(`starting the relay (PGlite) in a child process...`);
+    const relay = await startRelayChild({ BENCH_RELAY_DATA: join(base, 'relay') }, 'pglite');
+    cleanup.push(() => relay.stop());
+    const probe = makeOps(THREAD_LEN * 200);
+    await checkPayloads(probe);
+
+    out(`Nexus sync bench (node ${process.version}, ${process.platform}, ${cpus().length} CPUs): relay ${relay.url} in a child process vs ${n ? `NATS ${n.version} JetStream at ${NATS_URL} (file storage, msgID dedup)` : 'JetStream: n/a'}`);
+    if (!n) out(`  ${String(nats)}: ratios are n/a`);
+    out(`  ops: realistic message ops (1 in ${THREAD_LEN} thread.opened, the rest message.posted), ${sizeSummary(probe)}`);
+    out(`  the same op bytes go to both; ours pushes ${BATCH} per push with ${WINDOW} pushes in flight, JetStream keeps ${BATCH * WINDOW} publishes in flight`);
+
+    // 1. ingest
+    if (PARTS.has('ingest')) {
+      header(`1. acknowledged ingest: ${OPS.toLocaleString('en-US')} ops, one producer (ops/s, higher is better)`);
+      const ops = makeOps(OPS);
+      const warm = makeOps(Math.min(WARMUP_OPS, OPS));
+      progress(`1. ingest: ${OPS} ops, warm-up first`);
+      await attempt('warm-up ours', () => oursIngest(relay, 'warm', warm, BATCH, WINDOW));
+      const ours = await attempt('ingest ours (PGlite)', () => oursIngest(relay, 'pglite', ops, BATCH, WINDOW));
+      progress(`  ours (PGlite): ${fmtRate(ours)}`);
+      let js: number | null = null;
+      if (n) {
+        await attempt('warm-up JetStream', () => jsIngest(n, warm, BATCH * WINDOW));
+        js = await attempt('ingest JetStream', () => jsIngest(n, ops, BATCH * WINDOW));
+        progress(`  JetStream: ${fmtRate(js)}`);
+      }
+      const f = { ours, js };
+      out(figRow(`relay on PGlite, ${BATCH}/push x ${WINDOW} in flight`, f, fmtRate, `>= 0.5x JetStream: ${verdict(ours !== null && js !== null ? ours / js >= 0.5 : null)}`));
+      if (PG_URL) {
+        const schema = `nexus_sync_bench_${RUN_ID}`;
+        progress(`1. ingest on PostgreSQL (schema ${schema})`);
+        const dropSchema = async () => {
+          external.delete(schema);
+          const c = new pg.Client({ connectionString: PG_URL });
+          await c.connect();
+          await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).finally(() => c.end());
+        };
+        external.set(schema, dropSchema);
+        const pgRelay = await attempt('starting the relay on PostgreSQL', () =>
+          startRelayChild({ BENCH_RELAY_DB_URL: PG_URL, BENCH_RELAY_DB_SCHEMA: schema }, 'postgres'),
+        );
+        if (pgRelay) {
+          try {
+            await attempt('warm-up ours (PostgreSQL)', () => oursIngest(pgRelay, 'pgwarm', warm, BATCH, WINDOW));
+            const oursPg = await attempt('ingest ours (PostgreSQL)', () => oursIngest(pgRelay, 'postgres', makeOps(OPS), BATCH, WINDOW));
+            progress(`  ours (PostgreSQL): ${fmtRate(oursPg)}`);
+            out(figRow(`relay on PostgreSQL, ${BATCH}/push x ${WINDOW} in flight`, { ours: oursPg, js }, fmtRate, `>= 0.5x JetStream: ${verdict(oursPg !== null && js !== null ? oursPg / js >= 0.5 : null)}`));
+            if (PARTS.has('latency')) {
+              const count = Math.round(LAT_RATE * LAT_SECS);
+              const r = await attempt('ack latency ours (PostgreSQL)', () => oursAckLatency(pgRelay, 'postgres', count, LAT_RATE));
+              if (r) {
+                out(`  relay on PostgreSQL, ack latency at ${LAT_RATE}/s: p50 ${fmtMs(r.lat.p50)}, p99 ${fmtMs(r.lat.p99)}, max ${fmtMs(r.lat.max)} (${fmtRate(r.rate)} achieved);`);
+                out(`    one at a time: p50 ${fmtMs(r.serial.p50)}, p99 ${fmtMs(r.serial.p99)}`);
+              }
+            }
+          } finally {
+            await pgRelay.stop();
+            await dropSchema();
+          }
+        }
+      } else {
+        out('  relay on PostgreSQL: skipped (set BENCH_DATABASE_URL or TEST_DATABASE_URL)');
+      }
+    }
+
+    // 2. ack latency
+    if (PARTS.has('latency')) {
+      const count = Math.round(LAT_RATE * LAT_SECS);
+      header(`2. ack latency at ${LAT_RATE.toLocaleString('en-US')} ops/s for ${LAT_SECS} s, one op per push / publish (lower is better)`);
+      progress(`2. ack latency: ${count} ops at ${LAT_RATE}/s`);
+      const ours = await attempt('ack latency ours', () => oursAckLatency(relay, 'pglite', count, LAT_RATE));
+      progress(`  ours: p50 ${fmtMs(ours?.lat.p50 ?? null)} p99 ${fmtMs(ours?.lat.p99 ?? null)}`);
+      const js = n ? await attempt('ack latency JetStream', () => jsAckLatency(n, count, LAT_RATE)) : null;
+      if (n) progress(`  JetStream: p50 ${fmtMs(js?.lat.p50 ?? null)} p99 ${fmtMs(js?.lat.p99 ?? null)}`);
+      const p99ok = ours && js ? ours.lat.p99 / js.lat.p99 <= 2 : null;
+      out(figRow('p50', { ours: ours?.lat.p50 ?? null, js: js?.lat.p50 ?? null }, fmtMs));
+      out(figRow('p99', { ours: ours?.lat.p99 ?? null, js: js?.lat.p99 ?? null }, fmtMs, `<= 2x JetStream: ${verdict(p99ok)}`));
+      out(figRow('max', { ours: ours?.lat.max ?? null, js: js?.lat.max ?? null }, fmtMs));
+      out(figRow('rate achieved (ops sent / time to last ack)', { ours: ours?.rate ?? null, js: js?.rate ?? null }, fmtRate));
+      out(figRow(`closed loop, one at a time (${Math.min(SERIAL_OPS, count)}): p50`, { ours: ours?.serial.p50 ?? null, js: js?.serial.p50 ?? null }, fmtMs));
+      out(figRow('closed loop, one at a time: p99', { ours: ours?.serial.p99 ?? null, js: js?.serial.p99 ?? null }, fmtMs));
+    }
+
+    // 3. fan-out
+    if (PARTS.has('fanout')) {
+      const count = Math.round(FAN_RATE * FAN_SECS);
+      header(`3. fan-out: 1 producer -> ${FAN_SUBS} live subscribers, ${FAN_RATE} ops/s for ${FAN_SECS} s, publish -> receipt (lower is better)`);
+      progress(`3. fan-out: ${count} ops to ${FAN_SUBS} subscribers`);
+      const ours = await attempt('fan-out ours', () => oursFanout(relay, FAN_SUBS, count, FAN_RATE));
+      progress(`  ours: p50 ${fmtMs(ours?.p50 ?? null)} p99 ${fmtMs(ours?.p99 ?? null)}`);
+      const js = n ? await attempt('fan-out JetStream', () => jsFanout(n, FAN_SUBS, count, FAN_RATE)) : null;
+      if (n) progress(`  JetStream: p50 ${fmtMs(js?.p50 ?? null)} p99 ${fmtMs(js?.p99 ?? null)}`);
+      out(figRow(`p50 (${(ours?.n ?? count * FAN_SUBS).toLocaleString('en-US')} receipts)`, { ours: ours?.p50 ?? null, js: js?.p50 ?? null }, fmtMs, `ours < 3 ms: ${verdict(ours ? ours.p50 < 3 : null)}`));
+      out(figRow('p99', { ours: ours?.p99 ?? null, js: js?.p99 ?? null }, fmtMs));
+      out(figRow('max', { ours: ours?.max ?? null, js: js?.max ?? null }, fmtMs));
+      out(`  (ours: ${FAN_SUBS} ws clients caught up and live, the producer's own connection also receives; JetStream: ${FAN_SUBS} ordered consumers, a connection each)`);
+    }
+
+    // 4. catch-up
+    if (PARTS.has('catchup')) {
+      header(`4. catch-up of a ${BACKLOG.toLocaleString('en-US')}-op backlog into a fresh node store (ops/s, higher is better)`);
+      progress(`4. catch-up: making the node store template...`);
+      const home = join(base, 'home');
+      await storeTemplate(home);
+      const stores = new Stores(base, home);
+      const ops = makeOps(BACKLOG);
+      progress(`4. catch-up: seeding ${BACKLOG} ops into our relay and JetStream`);
+      const seeded = await attempt('seeding our backlog', () => seedOurs(relay, ops));
+      const runJs = async <T>(fn: (stream: string) => Promise<T>): Promise<T | null> => {
+        if (!n) return null;
+        return withJsStream(n, 'catchup', async (stream, subject) => {
+          const rate = await attempt('seeding the JetStream backlog', () => seedJs(n, subject, ops));
+          out(`  (seeding, ${PAGE}/push x ${WINDOW} in flight: ours ${fmtRate(seeded?.rate ?? null)}, JetStream ${fmtRate(rate)} at ${WINDOW * PAGE} publishes in flight)`);
+          return fn(stream);
+        });
+      };
+      type Catch = { wire: number | null; loop: number | null; loopStats: string; client: number | null };
+      const oursRes: Catch = { wire: null, loop: null, loopStats: '', client: null };
+      if (seeded) {
+        progress('  ours: wire only');
+        oursRes.wire = await attempt('catch-up ours, wire only', () => oursCatchup(relay, seeded.stream, seeded.token, BACKLOG));
+        progress(`  ours wire only: ${fmtRate(oursRes.wire)}`);
+        const store = await stores.fresh();
+        try {
+          const applier = new Applier(store.db, 'bench');
+          const t0 = performance.now();
+          progress('  ours: applied (the loop)');
+          oursRes.loop = await attempt('catch-up ours, applied', () => oursCatchup(relay, seeded.stream, seeded.token, BACKLOG, applier));
+          oursRes.loopStats = applier.stats.describe(performance.now() - t0);
+          await expectStored(store, BACKLOG, 'ours, applied');
+          progress(`  ours applied (loop): ${fmtRate(oursRes.loop)}; ${oursRes.loopStats}`);
+        } finally {
+          await store.close();
+        }
+        const store2 = await stores.fresh();
+        try {
+          progress('  ours: applied (SyncClient)');
+          oursRes.client = await attempt('catch-up ours, SyncClient', () => oursSyncClient(relay, seeded.stream, seeded.token, BACKLOG, store2));
+          if (oursRes.client !== null) await expectStored(store2, BACKLOG, 'ours, SyncClient');
+          progress(`  ours applied (SyncClient): ${fmtRate(oursRes.client)}`);
+        } finally {
+          await store2.close();
+        }
+      }
+      const jsRes = await runJs(async (stream) => {
+        const r: Catch = { wire: null, loop: null, loopStats: '', client: null };
+        progress('  JetStream: wire only');
+        r.wire = await attempt('catch-up JetStream, wire only', () => jsCatchup(n as Nats, stream, BACKLOG, 'wire'));
+        progress(`  JetStream wire only: ${fmtRate(r.wire)}`);
+        const store = await stores.fresh();
+        try {
+          const applier = new Applier(store.db, 'bench');
+          const t0 = performance.now();
+          progress('  JetStream: applied');
+          r.loop = await attempt('catch-up JetStream, applied', () => jsCatchup(n as Nats, stream, BACKLOG, 'applied', applier));
+          r.loopStats = applier.stats.describe(performance.now() - t0);
+          await expectStored(store, BACKLOG, 'JetStream, applied');
+          progress(`  JetStream applied: ${fmtRate(r.loop)}; ${r.loopStats}`);
+        } finally {
+          await store.close();
+        }
+        return r;
+      });
+      const target = (x: number | null) => `ours >= 5,000/s: ${verdict(x === null ? null : x >= 5_000)}`;
+      out(figRow('wire only (receive + JSON.parse, pages of 500)', { ours: oursRes.wire, js: jsRes?.wire ?? null }, fmtRate));
+      out(figRow('applied: verify + ingestChecked + cursor, tx/page', { ours: oursRes.loop, js: jsRes?.loop ?? null }, fmtRate, target(oursRes.loop)));
+      out(figRow('applied: SyncClient (ours) vs the same loop (JS)', { ours: oursRes.client, js: jsRes?.loop ?? null }, fmtRate, target(oursRes.client)));
+      if (oursRes.loopStats) out(`  (ours, applied: ${oursRes.loopStats})`);
+      if (jsRes?.loopStats) out(`  (JetStream, applied: ${jsRes.loopStats})`);
+    }
+  } finally {
+    for (const fn of cleanup.reverse()) await fn().catch((err: unknown) => progress(`cleanup: ${String(err)}`));
+    rmSync(base, { recursive: true, force: true });
+    console.log(lines.join('\n'));
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

@@ -327,6 +327,11 @@ describe('sync between real nodes through a real relay', () => {
 
     const head = await converged(nodes, relay.url, 'three', token);
     expect(head).toBe(3 * 10 * 2); // each send to a person: thread.opened + message.posted
+    // The progress view follows the node until it has caught up, then reports where it stands.
+    const watched = await nodes[0]!.nxs(['sync', 'status', '--watch', '--json']);
+    expect(watched.code, watched.stderr).toBe(0);
+    expect(watched.json).toMatchObject({ caught_up: true, lag: 0, cursor: head });
+    expect(watched.stderr).toMatch(new RegExp(`sync: ${head} of ${head} ops \\(100%\\)`));
     const [a, b, c] = await Promise.all(nodes.map(operations));
     expect(a).toHaveLength(30);
     expect(b).toEqual(a);

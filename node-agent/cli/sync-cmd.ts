@@ -55,6 +55,7 @@ async function bind(io: Io, url: string | undefined, stream: string | undefined,
   if (json) return printJson(io, out);
   io.stdout(`${ws.id} bound to stream ${stream} at ${binding.relay}${answer.ok ? ` (head ${answer.head})` : ` (not reachable now: ${answer.message})`}\n`);
   if (!socket) io.stdout('sync runs in the node: `nxs node register` and `nxs node start` here to begin\n');
+  else if (process.stderr.isTTY) await watch(io, ws, socket, true);
 }
 
 async function status(io: Io, json: boolean): Promise<void> {
@@ -97,9 +98,57 @@ async function unbind(io: Io, json: boolean): Promise<void> {
   io.stdout(removed ? `${ws.id} no longer syncs\n` : `${ws.id} was not bound\n`);
 }
 
+type Progress = { connected?: boolean; caught_up?: boolean; cursor?: number; head?: number; lag?: number; last_error?: string | null; refused?: boolean };
+
+/**
+ * Follows the node's sync of this workspace until it has caught up: one line rewritten in
+ * place on a terminal, a line every few seconds otherwise. Ends early when sync is refused.
+ */
+async function watch(io: Io, ws: Workspace, socket: string, tty: boolean, limitMs = 30 * 60_000): Promise<Progress> {
+  const started = Date.now();
+  let last: Progress = {};
+  let lastCursor = -1;
+  let lastPrint = 0;
+  let rateFrom = { t: Date.now(), cursor: 0 };
+  for (;;) {
+    last = await rpc<Progress>(socket, 'GET', `/v1/w/${ws.id}/sync`);
+    const cursor = last.cursor ?? 0;
+    const head = Math.max(last.head ?? 0, cursor);
+    const done = last.caught_up === true && (last.lag ?? 0) === 0;
+    const now = Date.now();
+    if (now - rateFrom.t >= 2_000) rateFrom = { t: now, cursor: lastCursor < 0 ? cursor : lastCursor };
+    const rate = now > rateFrom.t ? Math.round(((cursor - rateFrom.cursor) * 1000) / Math.max(1, now - rateFrom.t)) : 0;
+    const pct = head > 0 ? Math.floor((cursor * 100) / head) : 100;
+    const line = `sync: ${cursor} of ${head} ops (${pct}%)${rate > 0 ? ` · ${rate} ops/s` : ''}${last.connected ? '' : ' · connecting'}${last.last_error ? ` · ${last.last_error}` : ''}`;
+    if (tty) io.stderr(`\r${line}\x1b[K`);
+    else if (done || now - lastPrint >= 5_000) {
+      io.stderr(line + '\n');
+      lastPrint = now;
+    }
+    lastCursor = cursor;
+    if (done || last.refused || now - started > limitMs) break;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  if (tty) io.stderr('\n');
+  return last;
+}
+
 export async function syncCommand(io: Io, args: string[]): Promise<void> {
   if (args[0] === 'trust') return trustCommand(io, args.slice(1));
-  const { values, positionals } = parse(args, { json: { type: 'boolean' }, stream: { type: 'string' }, token: { type: 'string' } }, USAGE);
+  const { values, positionals } = parse(
+    args,
+    { json: { type: 'boolean' }, stream: { type: 'string' }, token: { type: 'string' }, watch: { type: 'boolean' } },
+    USAGE,
+  );
+  if (values.watch) {
+    if (positionals[0] !== 'status' || positionals.length > 1) throw new NexusError('USAGE', '--watch goes with `nxs sync status`');
+    const ws = findWorkspace(io.cwd, io.env);
+    const socket = serving(io, ws);
+    if (!socket) throw new NexusError('NOT_SERVED', 'no node serves this workspace, so nothing syncs: `nxs node register` and `nxs node start`');
+    const final = await watch(io, ws, socket, Boolean(process.stderr.isTTY));
+    if (values.json) printJson(io, final);
+    return;
+  }
   const json = values.json ?? false;
   const [verb, arg, ...rest] = positionals;
   if (rest.length > 0) throw new NexusError('USAGE', `usage: ${USAGE}`);

@@ -58,9 +58,12 @@ export type SyncClientOptions = {
 };
 
 const MAX_BACKOFF_MS = 30_000;
+/** Pages received but not yet stored before the socket stops being read. */
+const MAX_WAITING_PAGES = 8;
 
 export class SyncClient {
   private ws: WebSocket | null = null;
+  private waitingPages = 0;
   private stopped = false;
   private refused = false;
   private connected = false;
@@ -255,10 +258,19 @@ export class SyncClient {
     const last = rows[rows.length - 1]!.seq;
     this.head = Math.max(this.head, last);
     const checked = checkOps(texts as string[]);
+    // Backpressure: with enough pages waiting to be stored, stop reading the socket. The relay's
+    // own send buffer then fills and it stops paging, so a long catch-up never sits in memory whole.
+    const ws = this.ws;
+    this.waitingPages++;
+    if (this.waitingPages >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
     this.ingest = this.ingest
       .then(async () => this.take(last, await checked))
       .catch((err: unknown) => {
         this.fail(`storing ops failed: ${String(err)}`);
+      })
+      .finally(() => {
+        this.waitingPages--;
+        if (this.waitingPages <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
       });
   }
 

@@ -44,6 +44,7 @@ export {
   STAMP_DEFAULT_TTL_SEC,
   STAMP_DEPTH_CAP,
   STAMP_MAX_CHARS,
+  STAMP_MAX_KEYS,
   STAMP_MAX_TTL_SEC,
   STAMP_TYP,
 } from './stamp.js';

@@ -64,6 +64,9 @@ export type SignStampOptions = {
   jti?: string;
 };
 
+/** The most keys (genesis included) one trust entry may offer; a longer list fails closed as UNTRUSTED. */
+export const STAMP_MAX_KEYS = 16;
+
 /** The stable refusal codes of `verifyStamp`. */
 export const STAMP_CODES = [
   'STAMP_MALFORMED',
@@ -89,9 +92,11 @@ export type StampVerdict =
 export type VerifyStampOptions = {
   /**
    * The receiver's trust entries: the public key it holds for `iss`, or null when it does not
-   * trust `iss`. A lookup that throws counts as "not trusted".
+   * trust `iss`. A list is the genesis key first (it must derive `iss`), then the keys the receiver
+   * has verified as certified by `iss`'s rotation chain; any of them may verify the stamp (at most
+   * STAMP_MAX_KEYS are tried). An empty list counts as "not trusted"; so does a lookup that throws.
    */
-  trust: (iss: WorkspaceId) => PublicJwk | null;
+  trust: (iss: WorkspaceId) => readonly PublicJwk[] | PublicJwk | null;
   /** The receiving workspace's id: the stamp's `aud` must be exactly this. */
   audience: string;
   /** The verification time (default: now). */
@@ -284,34 +289,53 @@ async function check(token: unknown, opts: VerifyStampOptions): Promise<StampVer
   // 3. The signature segment: exactly 64 bytes, canonically encoded (no malleable trailing bits).
   if (decodeSegment(s, 'signature', 'STAMP_FORGED').length !== 64) refuse('STAMP_FORGED', 'the signature is not 64 bytes');
 
-  // 4. The key: from the receiver's trust entries only.
-  let trusted: PublicJwk;
+  // 4. The keys: from the receiver's trust entries only. The genesis key (first) must derive `iss`;
+  // only then may the keys its rotation chain certified be tried as well.
+  let trusted: PublicJwk[];
   try {
     const entry = opts.trust(iss);
     if (entry === null || entry === undefined) refuse('STAMP_UNTRUSTED', `workspace ${iss} is not trusted here`);
-    trusted = parsePublicJwk(entry);
-    if (idOfKey(trusted) !== iss) refuse('STAMP_UNTRUSTED', `the trust entry for ${iss} holds another workspace's key`);
+    const list: readonly unknown[] = Array.isArray(entry) ? entry : [entry];
+    if (list.length === 0) refuse('STAMP_UNTRUSTED', `workspace ${iss} is not trusted here`);
+    if (list.length > STAMP_MAX_KEYS) refuse('STAMP_UNTRUSTED', `the trust entry for ${iss} offers more than ${STAMP_MAX_KEYS} keys`);
+    const genesis = parsePublicJwk(list[0]);
+    if (idOfKey(genesis) !== iss) refuse('STAMP_UNTRUSTED', `the trust entry for ${iss} holds another workspace's key`);
+    trusted = [genesis];
+    for (const extra of list.slice(1)) {
+      const jwk = parsePublicJwk(extra);
+      if (!trusted.some((k) => k.x === jwk.x)) trusted.push(jwk);
+    }
   } catch (err) {
     if (err instanceof Refusal) throw err;
     refuse('STAMP_UNTRUSTED', `the trust entry for ${iss} could not be read`);
   }
 
-  // 5. Signature and registered claims, by jose, with every option pinned.
+  // 5. Signature and registered claims, by jose, with every option pinned. A key whose signature
+  // does not hold gives way to the next; any other refusal (expiry, audience...) is final.
   const now = opts.now ?? new Date();
   const tolerance = opts.clockToleranceSec ?? STAMP_DEFAULT_CLOCK_TOLERANCE_SEC;
   if (!Number.isFinite(tolerance) || tolerance < 0) refuse('STAMP_MALFORMED', 'the clock tolerance is not a non-negative number');
-  try {
-    await jwtVerify(token, await verificationKey(trusted), {
-      algorithms: [STAMP_ALG],
-      audience: opts.audience,
-      issuer: iss,
-      typ: STAMP_TYP,
-      requiredClaims: [...CLAIM_MEMBERS],
-      clockTolerance: tolerance,
-      currentDate: now,
-    });
-  } catch (err) {
-    throw fromJose(err);
+  let verifiedBy: PublicJwk | null = null;
+  for (const key of trusted) {
+    try {
+      await jwtVerify(token, await verificationKey(key), {
+        algorithms: [STAMP_ALG],
+        audience: opts.audience,
+        issuer: iss,
+        typ: STAMP_TYP,
+        requiredClaims: [...CLAIM_MEMBERS],
+        clockTolerance: tolerance,
+        currentDate: now,
+      });
+      verifiedBy = key;
+      break;
+    } catch (err) {
+      if (err instanceof joseErrors.JWSSignatureVerificationFailed) continue;
+      throw fromJose(err);
+    }
+  }
+  if (verifiedBy === null) {
+    refuse('STAMP_FORGED', trusted.length === 1 ? 'the signature does not verify with the trusted key' : 'the signature does not verify with any trusted key');
   }
   const verified = claims as StampClaims;
 
@@ -331,8 +355,8 @@ async function check(token: unknown, opts: VerifyStampOptions): Promise<StampVer
 }
 
 /**
- * Verifies a commission stamp for the workspace `audience`. The key is the one `trust` holds for
- * the stamp's `iss`; nothing inside the token (kid, jwk, jku, x5u, ...) ever names a key. Never
+ * Verifies a commission stamp for the workspace `audience`. The key is one `trust` holds for the
+ * stamp's `iss` (its genesis key, or a key its rotation chain certified); nothing inside the token (kid, jwk, jku, x5u, ...) ever names a key. Never
  * throws: every outcome is a verdict, refusals with a stable code.
  */
 export async function verifyStamp(token: unknown, opts: VerifyStampOptions): Promise<StampVerdict> {

@@ -165,6 +165,22 @@ describe('cross-workspace commissions on one node (no relay)', () => {
     expect(sent.code).toBe(2);
     expect(sent.json.error.code).toBe('UNKNOWN_RECIPIENT');
   });
+
+  // Last in this block: A signs with its rotated key from here on.
+  it('after `nxs key rotate` in A, its stamps (signed by the new key) are still admitted by B', async () => {
+    const rotated = await a.nxs(['key', 'rotate', '--json']);
+    expect(rotated.code, rotated.stdout + rotated.stderr).toBe(0);
+    expect(rotated.json.key).not.toBe(rotated.json.previous_key);
+    const before = b.sessionDirs().length;
+    const sent = await a.nxc(['send', `${b.id}/reviewer`, '--subject', 'after rotation', 'please review again', '--json']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    const row = await until('the answer in A', async () => {
+      const r = await rowOf(a, sent.json.thread);
+      return r?.state === 'answered' ? r : undefined;
+    });
+    expect(row).toMatchObject({ escalated: false, rejected_code: null, answered_by: `${b.short}/reviewer`, session: { depth: 1 } });
+    expect(b.sessionDirs()).toHaveLength(before + 1);
+  });
 });
 
 // ---- across a relay

@@ -28,6 +28,7 @@ import { workspacePaths, type WorkspacePaths } from '../node-agent/paths.js';
 import {
   addTrust,
   admitStamp,
+  chainFrom,
   FileSeenStore,
   findTrust,
   listTrust,
@@ -398,6 +399,77 @@ describe('a commission stamp', () => {
 
   it('checks depth against the same cap as the depth guard', () => {
     expect(STAMP_DEPTH_CAP).toBe(DEPTH_CAP);
+  });
+});
+
+// ---- after `nxs key rotate`: A signs with a key its rotation chain certified, its id stays the genesis key's
+
+const A2 = generateWorkspaceKey();
+const A3 = generateWorkspaceKey();
+/** A after rotations: same id (the genesis key's), another private key. */
+const rotated = (next: WorkspaceKey): WorkspaceKey => ({ ...A, privateKey: next.privateKey });
+
+describe('a stamp signed by a rotated key', () => {
+  it('verifies when the receiver offers the chain key after the trusted genesis key', async () => {
+    const token = await signStamp(rotated(A2), request(), { now: NOW });
+    const verdict = await verifyStamp(token, opts({ trust: (iss) => (iss === A.id ? [A.publicJwk, A2.publicJwk] : null) }));
+    expect(verdict).toMatchObject({ ok: true, sessionDepth: 4, claims: { iss: A.id } });
+    // The genesis key still verifies what it signs, with the chain offered too.
+    expect(await verifyStamp(await signStamp(A, request(), { now: NOW }), opts({ trust: () => [A.publicJwk, A2.publicJwk] }))).toMatchObject({ ok: true });
+  });
+
+  it('is FORGED when the chain key is not offered, or another key is', async () => {
+    const token = await signStamp(rotated(A2), request(), { now: NOW });
+    expect(await verifyStamp(token, opts())).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    expect(await verifyStamp(token, opts({ trust: () => [A.publicJwk] }))).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    expect(await verifyStamp(token, opts({ trust: () => [A.publicJwk, A3.publicJwk, C.publicJwk] }))).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+  });
+
+  it('gains nothing from extra keys when iss is untrusted or its genesis key does not derive iss', async () => {
+    const token = await signStamp(rotated(A2), request(), { now: NOW });
+    // No genesis key for iss: the extra key alone is no trust entry.
+    expect(await verifyStamp(token, opts({ trust: () => null }))).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    expect(await verifyStamp(token, opts({ trust: () => [] }))).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    // The signing key first (it does not derive A's id), or another workspace's genesis key first.
+    expect(await verifyStamp(token, opts({ trust: () => [A2.publicJwk] }))).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    expect(await verifyStamp(token, opts({ trust: () => [C.publicJwk, A2.publicJwk] }))).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    // D signs with a key offered as a "chain key" of untrusted D: still untrusted.
+    const fromD = await signStamp({ ...D, privateKey: A2.privateKey }, request({}, D), { now: NOW });
+    expect(await verifyStamp(fromD, opts({ trust: (iss) => (iss === D.id ? null : [A.publicJwk, A2.publicJwk]) }))).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    // A key offered for A does not vouch for C's stamp signed with it.
+    const asC = await signStamp({ ...C, privateKey: A2.privateKey }, request({}, C), { now: NOW });
+    expect(await verifyStamp(asC, opts({ trust: (iss) => (iss === A.id ? [A.publicJwk, A2.publicJwk] : (TRUST.get(iss) ?? null)) }))).toMatchObject({
+      ok: false,
+      code: 'STAMP_FORGED',
+    });
+  });
+
+  it('keeps final refusals final: an expired stamp from a chain key is EXPIRED, not FORGED', async () => {
+    const token = await signStamp(rotated(A2), request(), { now: new Date(NOW.getTime() - 7200_000), ttlSec: 600 });
+    expect(await verifyStamp(token, opts({ trust: () => [A.publicJwk, A2.publicJwk] }))).toMatchObject({ ok: false, code: 'STAMP_EXPIRED' });
+  });
+
+  it('offers, on admission, only chain keys reachable from the trusted genesis key, and nothing once trust is removed', async () => {
+    const paths = receiver();
+    addTrust(paths, { workspace: A.id, key: A.publicJwk, name: 'asker' });
+    const link = (key: WorkspaceKey, by: WorkspaceKey) => ({ key: key.publicJwk.x, signedBy: by.publicJwk.x });
+    const chain = [link(A2, A), link(A3, A2)];
+    const byA3 = async () => signStamp(rotated(A3), request(), { now: NOW });
+    expect(chainFrom(A.publicJwk.x, chain)).toEqual([A2.publicJwk.x, A3.publicJwk.x]);
+    expect(chainFrom(A.publicJwk.x, [link(A3, A2)])).toEqual([]);
+    // A3 certified by A2, itself certified by the genesis key: admitted.
+    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: (iss) => (iss === A.id ? chain : []) })).toMatchObject({ ok: true });
+    // No chain, or a link that does not start at the genesis key: forged.
+    expect(await admitStamp(paths, await byA3(), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: () => [link(A3, A2)] })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: () => [link(A3, D)] })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    // Trust removed: everything from A is refused at once, the chain notwithstanding.
+    removeTrust(paths, A.id);
+    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: () => chain })).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    expect(await admitStamp(paths, await signStamp(A, request(), { now: NOW }), { now: NOW, certified: () => chain })).toMatchObject({
+      ok: false,
+      code: 'STAMP_UNTRUSTED',
+    });
   });
 });
 

@@ -21,6 +21,7 @@ import {
 } from '../log/index.js';
 import { readSpec, sessionDir } from '../sessions/index.js';
 import { tables } from '../store/index.js';
+import { certifiedKeys } from '../keys/index.js';
 import { admitStamp, resolveAlias } from '../trust/index.js';
 import type { CallerClaim, EngineDeps } from './context.js';
 import {
@@ -316,7 +317,13 @@ export function createEngine(deps: EngineDeps) {
     if (!before || before.session !== null || before.rejected) return null;
     let refusal: { code: string; message: string } | null = null;
     let depth = 0;
-    const verdict = await admitStamp(workspace.paths, op.body.stamp, { now: deps.now() });
+    // The asker's key chain as this node verified it: a stamp signed after `nxs key rotate` verifies
+    // with a key certified from the trusted genesis key. A chain that cannot be read offers none.
+    const chain = await certifiedKeys(db, op.workspace).catch(() => []);
+    const verdict = await admitStamp(workspace.paths, op.body.stamp, {
+      now: deps.now(),
+      certified: (iss) => (iss === op.workspace ? chain : []),
+    });
     if (!verdict.ok) refusal = { code: verdict.code, message: verdict.message };
     else {
       const c = verdict.claims;

@@ -47,6 +47,19 @@ async function chain(db: Exec, workspace: string): Promise<KeyHistoryEntry[]> {
   return rows.map((r) => ({ key: r.key, signed_by: r.signedBy, op: r.op, lamport: r.lamport, ts: r.ts }));
 }
 
+/**
+ * The keys this node has verified as certified for `workspace` by its rotation ops (rows of
+ * `workspace_keys`, oldest first): what a stamp from that workspace may be checked against besides
+ * its trusted genesis key.
+ */
+export async function certifiedKeys(db: Exec, workspace: string): Promise<Array<{ key: string; signedBy: string }>> {
+  return db
+    .select({ key: tables.workspaceKeys.key, signedBy: tables.workspaceKeys.signedBy })
+    .from(tables.workspaceKeys)
+    .where(eq(tables.workspaceKeys.workspace, workspace))
+    .orderBy(asc(tables.workspaceKeys.lamport));
+}
+
 export async function keyReport(deps: KeyDeps): Promise<KeyReport> {
   const genesis = deps.keys.genesisJwk();
   const signer = deps.keys.signer;

@@ -154,7 +154,9 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       const held = new Set(
         (await to.store.db.select({ id: tables.operations.id }).from(tables.operations).where(inArray(tables.operations.id, operations))).map((r) => r.id),
       );
-      const wanted = ops.filter((o) => addressed.has(o.op.operation) || held.has(o.op.operation));
+      // Key rotations always: they are the sender's key chain, without which its later ops (and the
+      // stamps they carry) cannot be placed here.
+      const wanted = ops.filter((o) => addressed.has(o.op.operation) || held.has(o.op.operation) || o.op.kind === 'workspace.key_rotated');
       if (wanted.length === 0) return false;
       const checked = await checkOps(wanted.map((o) => o.raw));
       const report = await to.store.db.transaction((tx) => ingestChecked(tx, checked));

@@ -285,4 +285,19 @@ describe('cross-workspace commissions across a relay (two nodes)', () => {
       return oa !== undefined && JSON.stringify(oa) === JSON.stringify(ob) ? true : undefined;
     });
   });
+
+  it('once B no longer trusts A, A’s commission across the relay is refused: STAMP_UNTRUSTED in A’s status, no session in B', async () => {
+    const removed = await b.nxs(['sync', 'trust', 'remove', '--workspace', a.id, '--json']);
+    expect(removed.code, removed.stdout + removed.stderr).toBe(0);
+    const before = b.sessionDirs().length;
+    const sent = await a.nxc(['send', `${b.id}/reviewer`, '--subject', 'untrusted', 'please', '--json']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    const row = await until('the refusal to reach A', async () => {
+      const r = await rowOf(a, sent.json.thread);
+      return r?.rejected_code ? r : undefined;
+    });
+    expect(row).toMatchObject({ state: 'answered', escalated: true, rejected_code: 'STAMP_UNTRUSTED', session: null });
+    expect(b.sessionDirs()).toHaveLength(before);
+    await trust(b, a);
+  });
 });

@@ -18,6 +18,7 @@ import {
   type OperationState,
   type SessionState,
   type ThreadState,
+  newSessionState,
 } from '../log/index.js';
 import { readSpec, sessionDir } from '../sessions/index.js';
 import { tables } from '../store/index.js';
@@ -141,20 +142,7 @@ export function createEngine(deps: EngineDeps) {
         });
         const id = newSessionId();
         plan.drafts.push({ operation, thread, session: id, kind: 'session.created', body: { role: persona.role, handle, depth } });
-        session = {
-          id,
-          thread,
-          role: persona.role,
-          handle,
-          depth,
-          turn: 0,
-          in_turn: false,
-          turn_started_at: 0,
-          declaration_hash: null,
-          last_outcome: null,
-          last_answer_at: 0,
-          last_input_at: 0,
-        };
+        session = newSessionState({ id, thread, role: persona.role, handle, depth });
       } else {
         if (!Handle.safeParse(to).success || to.includes('/')) {
           throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(input.to)} is neither a declared persona nor a person's handle`);
@@ -353,20 +341,7 @@ export function createEngine(deps: EngineDeps) {
       const id = newSessionId();
       const handle = `${workspace.short}/${target.role}`;
       plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body: { role: target.role, handle, depth } });
-      const session: SessionState = {
-        id,
-        thread: op.thread!,
-        role: target.role,
-        handle,
-        depth,
-        turn: 0,
-        in_turn: false,
-        turn_started_at: 0,
-        declaration_hash: null,
-        last_outcome: null,
-        last_answer_at: 0,
-        last_input_at: 0,
-      };
+      const session = newSessionState({ id, thread: op.thread!, role: target.role, handle, depth });
       await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
       await appendOps(tx, writer, plan.drafts);
       return plan;

@@ -55,6 +55,20 @@ export type OperationState = {
   head: { lamport: number; workspace: string; id: string } | null;
 };
 
+/** A session as `session.created` makes it: anchored at its depth, no turn run yet. */
+export function newSessionState(s: Pick<SessionState, 'id' | 'thread' | 'role' | 'handle' | 'depth'>): SessionState {
+  return {
+    ...s,
+    turn: 0,
+    in_turn: false,
+    turn_started_at: 0,
+    declaration_hash: null,
+    last_outcome: null,
+    last_answer_at: 0,
+    last_input_at: 0,
+  };
+}
+
 export function emptyOperation(id: string): OperationState {
   return { id, threads: {}, sessions: {}, head: null };
 }
@@ -181,20 +195,7 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
     }
     case 'session.created': {
       if (op.session === null || op.thread === null || state.sessions[op.session]) break;
-      state.sessions[op.session] = {
-        id: op.session,
-        thread: op.thread,
-        role: op.body.role,
-        handle: op.body.handle,
-        depth: op.body.depth,
-        turn: 0,
-        in_turn: false,
-        turn_started_at: 0,
-        declaration_hash: null,
-        last_outcome: null,
-        last_answer_at: 0,
-        last_input_at: 0,
-      };
+      state.sessions[op.session] = newSessionState({ id: op.session, thread: op.thread, role: op.body.role, handle: op.body.handle, depth: op.body.depth });
       const t = state.threads[op.thread];
       if (t) state.threads[op.thread] = { ...t, session: op.session };
       break;

@@ -165,27 +165,27 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
   const ops = drafts.map(
     (d) => ({ id: ulid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts, kind: d.kind, operation: d.operation, thread: d.thread, session: d.session, body: d.body, key: signer.key }) as Op,
   );
-  await db.insert(tables.ops).values(
-    ops.map((op) => {
-      const { raw, sig } = signOp(op, signer);
-      return {
-        id: op.id,
-        workspace: op.workspace,
-        origin: op.origin,
-        lamport: op.lamport,
-        ts: op.ts,
-        kind: op.kind,
-        operation: op.operation,
-        thread: op.thread,
-        session: op.session,
-        body: op.body,
-        key: op.key,
-        sig,
-        raw,
-      };
-    }),
-  );
+  await db.insert(tables.ops).values(ops.map((op) => opRow({ ...op, ...signOp(op, signer) })));
   return { ops, states: await foldInto(db, ops) };
+}
+
+/** The stored row of an op; its signature and exact text travel with it when it has them. */
+function opRow(op: Op & { key?: string | null; sig?: string | null; raw?: string | null }): typeof tables.ops.$inferInsert {
+  return {
+    id: op.id,
+    workspace: op.workspace,
+    origin: op.origin,
+    lamport: op.lamport,
+    ts: op.ts,
+    kind: op.kind,
+    operation: op.operation,
+    thread: op.thread,
+    session: op.session,
+    body: op.body,
+    key: op.key ?? null,
+    sig: op.sig ?? null,
+    raw: op.raw ?? null,
+  };
 }
 
 /**
@@ -203,21 +203,7 @@ export async function ingestOps(db: Exec, incoming: readonly IncomingOp[]): Prom
   const fresh = incoming.filter((op) => !known.has(op.id) && !seen.has(op.id) && seen.add(op.id));
   if (fresh.length === 0) return [];
   await db.insert(tables.ops).values(
-    fresh.map((op) => ({
-      id: op.id,
-      workspace: op.workspace,
-      origin: op.origin,
-      lamport: op.lamport,
-      ts: op.ts,
-      kind: op.kind,
-      operation: op.operation,
-      thread: op.thread,
-      session: op.session,
-      body: op.body,
-      key: op.key ?? null,
-      sig: op.sig ?? null,
-      raw: op.raw ?? null,
-    })),
+    fresh.map(opRow),
   );
   await foldInto(db, fresh);
   return fresh;

@@ -102,3 +102,16 @@ export async function runCommand(io: Io, json: boolean, body: () => Promise<void
 export function printJson(io: Io, value: unknown): void {
   io.stdout(JSON.stringify(value, null, 2) + '\n');
 }
+
+/** Runs the subcommand named first on the command line; no name prints the help and exits 2. */
+export async function dispatch(io: Io, commands: Record<string, (io: Io, args: string[]) => Promise<void>>, help: string): Promise<number> {
+  const [command, ...args] = io.argv;
+  const wantsJson = io.argv.includes('--json');
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    io.stdout(help);
+    return command === undefined ? 2 : 0;
+  }
+  const run = commands[command];
+  if (!run) return runCommand(io, wantsJson, async () => Promise.reject(new NexusError('USAGE', `unknown command "${command}"\n${help}`)));
+  return runCommand(io, wantsJson, () => run(io, args));
+}

@@ -5,7 +5,7 @@ import { routed } from '../host/remote.js';
 import { isRegistered, nodePaths, runningNode } from '../node/files.js';
 import { loadPersona } from '../personas/index.js';
 import { findWorkspace, type Workspace } from '../workspace/index.js';
-import { callerFromEnv, messageText, parse, printJson, processIo, runCommand, type Io } from './io.js';
+import { callerFromEnv, dispatch, messageText, parse, printJson, processIo, type Io } from './io.js';
 import { renderReceipt, renderStatus, renderThread } from './render.js';
 
 const HELP = `nxc: talk to personas and people in a Nexus workspace
@@ -125,16 +125,8 @@ function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warni
 
 const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { send, reply, status, threads, tick };
 
-export async function main(io: Io): Promise<number> {
-  const [command, ...args] = io.argv;
-  const wantsJson = io.argv.includes('--json');
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    io.stdout(HELP);
-    return command === undefined ? 2 : 0;
-  }
-  const run = COMMANDS[command];
-  if (!run) return runCommand(io, wantsJson, async () => Promise.reject(new NexusError('USAGE', `unknown command "${command}"\n${HELP}`)));
-  return runCommand(io, wantsJson, () => run(io, args));
+export function main(io: Io): Promise<number> {
+  return dispatch(io, COMMANDS, HELP);
 }
 
 export async function run(): Promise<void> {

@@ -2,7 +2,7 @@
 import { NexusError } from '../../protocol/errors.js';
 import { listPersonas } from '../personas/index.js';
 import { findWorkspace, initWorkspace } from '../workspace/index.js';
-import { parse, printJson, processIo, runCommand, type Io } from './io.js';
+import { dispatch, parse, printJson, processIo, type Io } from './io.js';
 import { keyCommand } from './key-cmd.js';
 import { nodeCommand } from './node-cmd.js';
 import { syncCommand } from './sync-cmd.js';
@@ -61,16 +61,8 @@ async function personas(io: Io, args: string[]): Promise<void> {
 
 const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { init, personas, key: keyCommand, node: nodeCommand, sync: syncCommand };
 
-export async function main(io: Io): Promise<number> {
-  const [command, ...args] = io.argv;
-  const wantsJson = io.argv.includes('--json');
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    io.stdout(HELP);
-    return command === undefined ? 2 : 0;
-  }
-  const run = COMMANDS[command];
-  if (!run) return runCommand(io, wantsJson, async () => Promise.reject(new NexusError('USAGE', `unknown command "${command}"\n${HELP}`)));
-  return runCommand(io, wantsJson, () => run(io, args));
+export function main(io: Io): Promise<number> {
+  return dispatch(io, COMMANDS, HELP);
 }
 
 export async function run(): Promise<void> {

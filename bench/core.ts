@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { newMessageId, newThreadId } from '../protocol/ids.js';
 import { hostFor, realDeps } from '../node-agent/host/index.js';
+import { addToRegistry, nodePaths } from '../node-agent/node/files.js';
+import { startNode } from '../node-agent/node/index.js';
 import { KeyRing } from '../node-agent/keys/index.js';
 import { appendOps, type OpDraft } from '../node-agent/log/index.js';
 import { packageRoot } from '../node-agent/paths.js';
@@ -99,6 +101,19 @@ async function main(): Promise<void> {
   });
   const roundRef = { ...cliRef, median: cliRef.median * 2, p99: cliRef.p99 * 2, mean: cliRef.mean * 2 };
 
+  // The same commands with a node serving the workspace: each one is a request on its socket.
+  // The node runs in this process, which only awaits the CLI children, so it is free to answer.
+  addToRegistry(nodePaths(home), workspace.id, root);
+  const node = await startNode({ home, log: () => undefined });
+  const nodeRound = await sample(CLI_N, async (i) => {
+    const sent = JSON.parse((await nxc(['send', '@bob', '--subject', `node ${i}`, '--json', 'ping'], 'alice')).stdout) as { thread: string };
+    await nxc(['reply', '--thread', sent.thread, '--json', 'pong'], 'bob');
+  });
+  const nodeStatus = await sample(CLI_N, async () => {
+    await nxc(['status', '--json'], 'alice');
+  });
+  await node.close();
+
   store = await openStore(workspace.paths.store);
   const counts = await store.pg.query<{ threads: number; open: number }>(
     `select (select count(*) from ops where kind = 'thread.opened')::int as threads, (select count(*) from operations where not finished)::int as open`,
@@ -112,6 +127,9 @@ async function main(): Promise<void> {
   console.log(row('nxc send + nxc reply round trip', cliRound, roundRef));
   console.log(row('nxc status --json', cliStatus, cliRef));
   console.log('  (round-trip ratio is against two reference commands)');
+  console.log('\nthrough the CLI with a node serving the workspace (a request on its socket per command):');
+  console.log(row('nxc send + nxc reply round trip', nodeRound, roundRef));
+  console.log(row('nxc status --json', nodeStatus, cliRef));
   console.log('\nin process (store open, engine only):');
   console.log(row('reference: raw insert + select on the same store', rawRef));
   console.log(row('engine send + reply round trip', engineRound, rawRef));

@@ -10,23 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldOperation } from '../node-agent/log/index.js';
 import type { Op } from '../protocol/ops.js';
 import { makeWorkspace, REPO, type TestWorkspace } from './helpers/workspace.js';
+import { sleep, until } from './helpers/until.js';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(200);
-  }
-}
 
 type Row = { thread: string; to: string; state: string; escalated: boolean; answered_by: string | null; rejected_code: string | null; session: { handle: string; depth: number; turn: number } | null };
 type StatusOp = { operation: string; finished: boolean; threads: Row[] };

@@ -30,6 +30,7 @@ import { createStore, openStore, tables, type Store } from '../node-agent/store/
 import { initWorkspace, type Workspace } from '../node-agent/workspace/index.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { sleep, until } from './helpers/until.js';
 
 const HOME = inject('nexusHome');
 let base: string;
@@ -421,22 +422,6 @@ describe('mutated signed texts (fast-check)', () => {
 // ---------------------------------------------------------------------------------------------
 
 const OPERATOR = 'signing-test-operator-token-0123456789';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await check();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(200);
-  }
-}
 
 type Status = { connected: boolean; cursor: number; head: number; outbox: number; in_flight: number; rejected: Record<string, number>; pending: number };
 

@@ -14,7 +14,7 @@ import { importJWK, jwtVerify } from 'jose';
 import { generateWorkspaceKey, signStamp, STAMP_TYP, verifyStamp, writeWorkspaceKey, type VerifyStampOptions } from '../crypto/index.js';
 import { newThreadId } from '../protocol/ids.js';
 import { workspacePaths } from '../node-agent/paths.js';
-import { addTrust, admitStamp, seenStampStore } from '../node-agent/trust/index.js';
+import { addTrust, admitStamp, seenStampStore } from '../node-agent/capabilities/trust/index.js';
 
 const SECS = Number(process.env['BENCH_STAMP_SECS'] ?? 5);
 const ADMIT_N = Number(process.env['BENCH_STAMP_ADMIT'] ?? 2000);

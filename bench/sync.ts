@@ -30,10 +30,10 @@ import { checkOps, opSigner, signOp, workspaceOfKey, type CheckedOp } from '../c
 import { newMessageId, newOpId, newThreadId } from '../protocol/ids.js';
 import { OpPayloadSchema, type Op } from '../protocol/ops.js';
 import { rawElements, rawMember, SYNC_PROTOCOL, syncUrl, WireOpSchema } from '../protocol/sync.js';
-import { ingestChecked, type Exec } from '../node-agent/log/index.js';
-import { createStore, openStore, storeTemplate, type Db, type Store } from '../node-agent/store/index.js';
-import { SyncClient } from '../node-agent/sync/index.js';
-import { writePosition } from '../node-agent/sync/state.js';
+import { ingestChecked, type Exec } from '../node-agent/kernel/index.js';
+import { createStore, openStore, storeTemplate, type Db, type Store } from '../node-agent/adapters/store/index.js';
+import { SyncClient } from '../node-agent/host/sync/index.js';
+import { writePosition } from '../node-agent/host/sync/state.js';
 import { percentile } from './stats.js';
 
 // ---- knobs

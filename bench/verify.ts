@@ -16,9 +16,9 @@ import { CompactSign, compactVerify, importJWK } from 'jose';
 import { checkOps, checkOpsSync, openOp, opSigner, publicKeyObject, signOp, workspaceOfKey, type OpSigner } from '../crypto/index.js';
 import { newMessageId, newOpId, newThreadId } from '../protocol/ids.js';
 import type { Op } from '../protocol/ops.js';
-import { ingestChecked, ingestOps, type Exec, type IncomingOp } from '../node-agent/log/index.js';
-import { createStore, openStore, storeTemplate, type Store } from '../node-agent/store/index.js';
-import { writePosition } from '../node-agent/sync/state.js';
+import { ingestChecked, ingestOps, type Exec, type IncomingOp } from '../node-agent/kernel/index.js';
+import { createStore, openStore, storeTemplate, type Store } from '../node-agent/adapters/store/index.js';
+import { writePosition } from '../node-agent/host/sync/state.js';
 
 function num(name: string, dflt: number): number {
   const raw = process.env[name];

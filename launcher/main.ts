@@ -6,11 +6,11 @@ import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { startNode } from '../node-agent/node/index.js';
-import { addToRegistry, nodePaths, runningNode } from '../node-agent/node/files.js';
+import { startNode } from '../node-agent/host/node/index.js';
+import { addToRegistry, nodePaths, runningNode } from '../node-agent/host/node/files.js';
 import { nexusHome, packageRoot } from '../node-agent/paths.js';
-import { writeBinding } from '../node-agent/sync/index.js';
-import { initWorkspace } from '../node-agent/workspace/index.js';
+import { writeBinding } from '../node-agent/host/sync/index.js';
+import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { DEFAULT_RELAY_PORT, startRelay, type Relay } from '../server/index.js';
 
 const home = nexusHome();

@@ -21,8 +21,8 @@ import {
   loadOperation,
   openSubRounds,
   type OperationState,
-} from '../node-agent/log/index.js';
-import { createStore, openStore, tables, type Store } from '../node-agent/store/index.js';
+} from '../node-agent/kernel/index.js';
+import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
 
 // ---------------------------------------------------------------------------------------------
 // Building realistic op sequences: a small simulator that emits what the engine would emit.

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { DIRTY_NOTE, describeWorkingCopy, readWorkingCopy } from '../node-agent/git/index.js';
+import { DIRTY_NOTE, describeWorkingCopy, readWorkingCopy } from '../node-agent/adapters/git/index.js';
 import { WorkingCopySchema, type WorkingCopy } from '../protocol/working-copy.js';
 
 const execFileAsync = promisify(execFile);

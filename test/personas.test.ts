@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isNexusError, type NexusError } from '../protocol/errors.js';
-import { declarationHash, listPersonas, loadPersona, PERSONA_MAX_BYTES } from '../node-agent/personas/index.js';
+import { declarationHash, listPersonas, loadPersona, PERSONA_MAX_BYTES } from '../node-agent/adapters/personas/index.js';
 
 const roots: string[] = [];
 

@@ -1,7 +1,7 @@
 // What a session reads: text from another workspace is wrapped as data, under a boundary no text contains.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { buildPrompt, pickBoundary, type PromptInput } from '../node-agent/sessions/index.js';
+import { buildPrompt, pickBoundary, type PromptInput } from '../node-agent/adapters/sessions/index.js';
 
 function input(messages: PromptInput['messages'], rounds: PromptInput['rounds'] = []): PromptInput {
   return {

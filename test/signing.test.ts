@@ -25,9 +25,9 @@ import {
 } from '../crypto/index.js';
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
 import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
-import { appendOps, ingestChecked, pendingCount, type IngestReport } from '../node-agent/log/index.js';
-import { createStore, openStore, tables, type Store } from '../node-agent/store/index.js';
-import { initWorkspace, type Workspace } from '../node-agent/workspace/index.js';
+import { appendOps, ingestChecked, pendingCount, type IngestReport } from '../node-agent/kernel/index.js';
+import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
+import { initWorkspace, type Workspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 import { sleep, until } from './helpers/until.js';

@@ -23,7 +23,7 @@ import {
 } from '../crypto/index.js';
 import { NexusError } from '../protocol/errors.js';
 import { newThreadId } from '../protocol/ids.js';
-import { DEPTH_CAP } from '../node-agent/depth/index.js';
+import { DEPTH_CAP } from '../node-agent/capabilities/threads/depth.js';
 import { workspacePaths, type WorkspacePaths } from '../node-agent/paths.js';
 import {
   addTrust,
@@ -37,7 +37,7 @@ import {
   seenFile,
   seenStampStore,
   trustResolver,
-} from '../node-agent/trust/index.js';
+} from '../node-agent/capabilities/trust/index.js';
 
 // ---- the cast: A asks (trusted), B receives, C is another trusted workspace, D is trusted by nobody
 

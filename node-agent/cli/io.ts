@@ -2,8 +2,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isNexusError, NexusError } from '../../protocol/errors.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
-import type { CallerClaim } from '../chat/index.js';
-import { parseHopClaim } from '../depth/index.js';
+import type { CallerClaim } from '../capabilities/threads/index.js';
+import { parseHopClaim } from '../capabilities/threads/depth.js';
 
 /**
  * The most stdin may hold: the engine's message limit (MAX_MESSAGE_BYTES in chat/engine.ts), which

@@ -1,9 +1,9 @@
 // `nxs key show | rotate`: the workspace's signing keys, through the node when it serves the workspace.
 import { NexusError } from '../../protocol/errors.js';
-import type { KeyReport, RotateResult } from '../keys/rotate.js';
-import { isRegistered, nodePaths, runningNode } from '../node/files.js';
-import { isUnreachable, rpc } from '../rpc/client.js';
-import { findWorkspace, type Workspace } from '../workspace/index.js';
+import type { KeyReport, RotateResult } from '../capabilities/keys/rotate.js';
+import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
+import { isUnreachable, rpc } from '../host/rpc/client.js';
+import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { parse, printJson, type Io } from './io.js';
 
 const USAGE = 'nxs key show [--json] | nxs key rotate [--json]';

@@ -3,10 +3,10 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
-import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../node/files.js';
+import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
 import { packageRoot } from '../paths.js';
-import { isUnreachable, rpc } from '../rpc/client.js';
-import { findWorkspace } from '../workspace/index.js';
+import { isUnreachable, rpc } from '../host/rpc/client.js';
+import { findWorkspace } from '../adapters/workspace/index.js';
 import { parse, printJson, type Io } from './io.js';
 
 const USAGE = 'nxs node run | start [--tick-ms N] | stop | status | register | unregister [--json]';
@@ -26,7 +26,7 @@ async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: numbe
 }
 
 async function run(io: Io, tickMs: number | undefined): Promise<void> {
-  const { startNode } = await import('../node/index.js');
+  const { startNode } = await import('../host/node/index.js');
   const node = await startNode({
     home: homeOf(io).home,
     log: (l) => io.stderr(`${new Date().toISOString()} ${l}\n`),

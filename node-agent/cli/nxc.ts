@@ -2,9 +2,9 @@
 import { NexusError } from '../../protocol/errors.js';
 import type { Warning } from '../../protocol/receipts.js';
 import { routed } from '../host/remote.js';
-import { isRegistered, nodePaths, runningNode } from '../node/files.js';
-import { loadPersona } from '../personas/index.js';
-import { findWorkspace, type Workspace } from '../workspace/index.js';
+import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
+import { loadPersona } from '../adapters/personas/index.js';
+import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { callerFromEnv, dispatch, messageText, parse, printJson, processIo, type Io } from './io.js';
 import { renderReceipt, renderStatus, renderThread } from './render.js';
 

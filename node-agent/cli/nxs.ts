@@ -1,7 +1,7 @@
 // nxs: workspace setup. init, personas list.
 import { NexusError } from '../../protocol/errors.js';
-import { listPersonas } from '../personas/index.js';
-import { findWorkspace, initWorkspace } from '../workspace/index.js';
+import { listPersonas } from '../adapters/personas/index.js';
+import { findWorkspace, initWorkspace } from '../adapters/workspace/index.js';
 import { dispatch, parse, printJson, processIo, type Io } from './io.js';
 import { keyCommand } from './key-cmd.js';
 import { nodeCommand } from './node-cmd.js';

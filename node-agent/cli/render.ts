@@ -1,6 +1,6 @@
 // Human-readable renderings of receipts, status reports and threads. --json prints the objects instead.
 import type { Receipt, StatusReport, StatusRow, ThreadView } from '../../protocol/receipts.js';
-import { describeWorkingCopy } from '../git/index.js';
+import { describeWorkingCopy } from '../adapters/git/index.js';
 
 export function renderReceipt(r: Receipt): string {
   const lines = [`posted ${r.message} in ${r.thread} (operation ${r.operation})`];

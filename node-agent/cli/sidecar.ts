@@ -5,8 +5,8 @@ import { delimiter, dirname, join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
 import { routed } from '../host/remote.js';
 import { packageRoot } from '../paths.js';
-import { baseEnvironment, doneMarker, SessionSpecSchema } from '../sessions/index.js';
-import { findWorkspace } from '../workspace/index.js';
+import { baseEnvironment, doneMarker, SessionSpecSchema } from '../adapters/sessions/index.js';
+import { findWorkspace } from '../adapters/workspace/index.js';
 
 /** After a stop request, how long the runtime gets before it is killed outright. */
 const KILL_GRACE_MS = 5_000;

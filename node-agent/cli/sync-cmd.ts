@@ -2,10 +2,10 @@
 import WebSocket from 'ws';
 import { NexusError } from '../../protocol/errors.js';
 import { FromRelaySchema, SYNC_PROTOCOL, syncUrl } from '../../protocol/sync.js';
-import { nodePaths, originId, runningNode, isRegistered } from '../node/files.js';
-import { rpc } from '../rpc/client.js';
-import { checkRelayUrl, readBinding, removeBinding, writeBinding, type Binding } from '../sync/binding.js';
-import { findWorkspace, type Workspace } from '../workspace/index.js';
+import { nodePaths, originId, runningNode, isRegistered } from '../host/node/files.js';
+import { rpc } from '../host/rpc/client.js';
+import { checkRelayUrl, readBinding, removeBinding, writeBinding, type Binding } from '../host/sync/binding.js';
+import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { parse, printJson, type Io } from './io.js';
 import { trustCommand } from './trust-cmd.js';
 
@@ -67,8 +67,8 @@ async function status(io: Io, json: boolean): Promise<void> {
   else if (socket) report = { ...(await rpc<Record<string, unknown>>(socket, 'GET', `/v1/w/${ws.id}/sync`)), node_running: true };
   else {
     const { withDirectHost } = await import('../host/direct.js');
-    const { readPosition, outboxSize, positionKey } = await import('../sync/state.js');
-    const { pendingCount } = await import('../log/index.js');
+    const { readPosition, outboxSize, positionKey } = await import('../host/sync/state.js');
+    const { pendingCount } = await import('../kernel/index.js');
     const origin = originId(nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined).home);
     report = await withDirectHost(ws, async (h) => {
       const pos = await readPosition(h.deps.db, positionKey(binding.relay, binding.stream));

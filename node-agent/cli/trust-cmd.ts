@@ -1,7 +1,7 @@
 // `nxs sync trust ...`: the workspaces whose stamped commissions this workspace admits.
 import { NexusError } from '../../protocol/errors.js';
-import { addTrust, listTrust, removeTrust, type TrustEntry } from '../trust/index.js';
-import { findWorkspace } from '../workspace/index.js';
+import { addTrust, listTrust, removeTrust, type TrustEntry } from '../capabilities/trust/index.js';
+import { findWorkspace } from '../adapters/workspace/index.js';
 import { parse, printJson, type Io } from './io.js';
 
 export const TRUST_USAGE =

@@ -1,12 +1,12 @@
 // The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
-import { createEngine, statusReport, threadView, type Engine, type EngineDeps } from '../chat/index.js';
-import { readWorkingCopy } from '../git/index.js';
-import { KeyRing, keyReport, rotateKey, type KeyReport, type RotateResult } from '../keys/index.js';
-import { originId } from '../node/files.js';
-import { loadPersona } from '../personas/index.js';
-import { launchTurn, processAlive } from '../sessions/index.js';
-import { openStore } from '../store/index.js';
-import type { Workspace } from '../workspace/index.js';
+import { createEngine, statusReport, threadView, type Engine, type EngineDeps } from '../capabilities/threads/index.js';
+import { readWorkingCopy } from '../adapters/git/index.js';
+import { KeyRing, keyReport, rotateKey, type KeyReport, type RotateResult } from '../capabilities/keys/index.js';
+import { originId } from './node/files.js';
+import { loadPersona } from '../adapters/personas/index.js';
+import { launchTurn, processAlive } from '../adapters/sessions/index.js';
+import { openStore } from '../adapters/store/index.js';
+import type { Workspace } from '../adapters/workspace/index.js';
 
 export type Host = {
   engine: Engine;

@@ -1,10 +1,10 @@
 // Chooses the host for a command: the running node over its socket when it serves the workspace,
 // otherwise the store opened directly. This module must not load PGlite: the direct host is imported lazily.
 import type { Receipt, StatusReport, ThreadView, Warning } from '../../protocol/receipts.js';
-import type { CallerClaim, ReplyInput, SendInput, TurnEnd } from '../chat/index.js';
-import { isRegistered, nodePaths, runningNode } from '../node/files.js';
-import { isUnreachable, rpc } from '../rpc/client.js';
-import type { Workspace } from '../workspace/index.js';
+import type { CallerClaim, ReplyInput, SendInput, TurnEnd } from '../capabilities/threads/index.js';
+import { isRegistered, nodePaths, runningNode } from './node/files.js';
+import { isUnreachable, rpc } from './rpc/client.js';
+import type { Workspace } from '../adapters/workspace/index.js';
 
 export type { CallerClaim };
 

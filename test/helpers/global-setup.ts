@@ -10,7 +10,7 @@ export default async function setup(project: TestProject): Promise<void> {
   // One NEXUS_HOME for the whole run: its store template is made once and copied by every workspace.
   const home = join(tmpdir(), `nexus-test-home-${process.pid}`);
   mkdirSync(home, { recursive: true });
-  const { storeTemplate } = await import('../../node-agent/store/index.js');
+  const { storeTemplate } = await import('../../node-agent/adapters/store/index.js');
   await storeTemplate(home);
   project.provide('nexusHome', home);
 }

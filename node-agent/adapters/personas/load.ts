@@ -1,0 +1,208 @@
+// Reads persona declaration files from a workspace, validates them, and gives each a stable hash.
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
+import type { z } from 'zod';
+import { NexusError } from '../../../protocol/errors.js';
+import {
+  PERSONA_DIR,
+  PERSONA_MAX_BYTES,
+  PersonaDeclarationSchema,
+  ROLE_PATTERN,
+  type NormalisedPersona,
+  type Persona,
+  type PersonaProblem,
+} from '../../../protocol/persona.js';
+
+const EXTENSIONS = ['.yaml', '.yml'] as const;
+
+// Legitimate declarations have no use for aliases; a handful is tolerated, a bomb is not.
+const MAX_ALIAS_COUNT = 10;
+
+type Outcome = { persona: Persona } | { problems: PersonaProblem[] };
+
+/** Serialises with object keys sorted at every depth, so key order and formatting cannot matter. */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * `sha256:<hex>` of the canonical JSON of a normalised declaration, role included.
+ * `file` and `hash` are ignored if present, so a full `Persona` may be passed: renaming
+ * `.yaml` to `.yml` is not a change of persona.
+ */
+export function declarationHash(normalised: NormalisedPersona & { role: string }): string {
+  const { file: _file, hash: _hash, ...semantic } = normalised as Partial<Persona>;
+  return `sha256:${createHash('sha256').update(canonicalJson(semantic)).digest('hex')}`;
+}
+
+/** The message every host shows; tests assert `details`, people read this. */
+function problemMessage(p: PersonaProblem): string {
+  return p.field === null ? `${p.file}: ${p.reason}` : `${p.file}: field "${p.field}": ${p.reason}`;
+}
+
+function invalid(p: PersonaProblem): NexusError {
+  return new NexusError('PERSONA_INVALID', problemMessage(p), { file: p.file, field: p.field, reason: p.reason });
+}
+
+/** Finds the dotted path of the map key starting at `offset`, so a duplicate key names its field. */
+function keyPathAt(node: unknown, offset: number, trail: string[]): string[] | null {
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      const key = isScalar(pair.key) ? String(pair.key.value) : '?';
+      if (isNode(pair.key) && pair.key.range?.[0] === offset) return [...trail, key];
+      const found = keyPathAt(pair.value, offset, [...trail, key]);
+      if (found !== null) return found;
+    }
+  } else if (isSeq(node)) {
+    for (const [i, item] of node.items.entries()) {
+      const found = keyPathAt(item, offset, [...trail, String(i)]);
+      if (found !== null) return found;
+    }
+  }
+  return null;
+}
+
+function zodProblems(file: string, issues: z.core.$ZodIssue[]): PersonaProblem[] {
+  return issues.map((issue) => {
+    const trail = issue.path.map(String);
+    if (issue.code === 'unrecognized_keys') {
+      const keys = issue.keys.map((k) => `"${k}"`).join(', ');
+      const noun = issue.keys.length > 1 ? 'keys' : 'key';
+      const field = [...trail, issue.keys[0] ?? '?'].join('.');
+      return { file, field, reason: `unknown ${noun} ${keys}; check the spelling` };
+    }
+    return { file, field: trail.length === 0 ? null : trail.join('.'), reason: issue.message };
+  });
+}
+
+/** Parses and validates one file's text. Pure apart from the hash, so it is easy to reason about. */
+function parseDeclaration(file: string, role: string, text: string): Outcome {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
+  if (doc.errors.length > 0) {
+    return {
+      problems: doc.errors.map((err) => {
+        const line = lineCounter.linePos(err.pos[0]).line;
+        const keyPath = err.code === 'DUPLICATE_KEY' ? keyPathAt(doc.contents, err.pos[0], []) : null;
+        const what = err.code === 'DUPLICATE_KEY' ? 'duplicate key' : 'YAML syntax error';
+        return { file, field: keyPath?.join('.') ?? null, reason: `${what} at line ${line}: ${err.message}` };
+      }),
+    };
+  }
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (err) {
+    return { problems: [{ file, field: null, reason: `YAML could not be expanded: ${(err as Error).message}` }] };
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    const reason =
+      data == null ? 'the file is empty; expected a mapping of fields' : 'expected a mapping of fields at the top level';
+    return { problems: [{ file, field: null, reason }] };
+  }
+  const parsed = PersonaDeclarationSchema.safeParse(data, {
+    // Zod's default for a missing key reads "expected string, received undefined".
+    error: (iss) => (iss.code === 'invalid_type' && iss.input === undefined ? 'is required' : undefined),
+  });
+  if (!parsed.success) return { problems: zodProblems(file, parsed.error.issues) };
+  const normalised = { ...parsed.data, role };
+  return { persona: { ...normalised, file, hash: declarationHash(normalised) } };
+}
+
+async function readDeclaration(workspaceRoot: string, file: string, role: string): Promise<Outcome> {
+  const absolute = path.join(workspaceRoot, ...file.split('/'));
+  if (!ROLE_PATTERN.test(role)) {
+    const reason = `"${role}" is not a valid role name (a lowercase letter, then up to 39 of [a-z0-9_-]); rename the file`;
+    return { problems: [{ file, field: null, reason }] };
+  }
+  try {
+    // Checked before reading so a huge file is never pulled into memory.
+    const { size } = await stat(absolute);
+    if (size > PERSONA_MAX_BYTES) {
+      const reason = `the file is ${size} bytes; the limit is ${PERSONA_MAX_BYTES}`;
+      return { problems: [{ file, field: null, reason }] };
+    }
+    const buffer = await readFile(absolute);
+    if (buffer.length > PERSONA_MAX_BYTES) {
+      const reason = `the file is larger than the ${PERSONA_MAX_BYTES}-byte limit`;
+      return { problems: [{ file, field: null, reason }] };
+    }
+    return parseDeclaration(file, role, buffer.toString('utf8'));
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    return { problems: [{ file, field: null, reason: `the file cannot be read (${code})` }] };
+  }
+}
+
+/** Declaration files grouped by role (file stem), from a directory listing rather than path joins,
+ *  so a role argument like "../x" can never reach outside the folder. */
+async function filesByRole(workspaceRoot: string): Promise<Map<string, string[]>> {
+  let entries;
+  try {
+    entries = await readdir(path.join(workspaceRoot, PERSONA_DIR), { withFileTypes: true });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
+    throw err;
+  }
+  const byRole = new Map<string, string[]>();
+  for (const entry of entries) {
+    const ext = EXTENSIONS.find((e) => entry.name.endsWith(e));
+    if (ext === undefined || !(entry.isFile() || entry.isSymbolicLink())) continue;
+    const role = entry.name.slice(0, -ext.length);
+    byRole.set(role, [...(byRole.get(role) ?? []), `${PERSONA_DIR}/${entry.name}`].sort());
+  }
+  return byRole;
+}
+
+function load(workspaceRoot: string, role: string, files: string[]): Promise<Outcome> {
+  const [first, second] = files;
+  if (first === undefined) throw new Error('unreachable: a role with no files');
+  if (second !== undefined) {
+    const reason = `role "${role}" is declared twice (${files.join(' and ')}); keep one`;
+    return Promise.resolve({ problems: [{ file: first, field: null, reason }] });
+  }
+  return readDeclaration(workspaceRoot, first, role);
+}
+
+/**
+ * Loads the persona for `role`.
+ * @returns null when no declaration file exists for that role.
+ * @throws NexusError PERSONA_INVALID (first problem found) when the file is bad, the file name is
+ *   not a valid role, or both `<role>.yaml` and `<role>.yml` exist.
+ */
+export async function loadPersona(workspaceRoot: string, role: string): Promise<Persona | null> {
+  const files = (await filesByRole(workspaceRoot)).get(role);
+  if (files === undefined) return null;
+  const outcome = await load(workspaceRoot, role, files);
+  if ('persona' in outcome) return outcome.persona;
+  const [problem] = outcome.problems;
+  throw invalid(problem ?? { file: files[0] ?? PERSONA_DIR, field: null, reason: 'invalid' });
+}
+
+/**
+ * Loads every declaration in the workspace, sorted by role. A bad file never hides the others:
+ * all its problems land in `errors` and the good personas are still returned.
+ * A workspace without the folder has no personas.
+ */
+export async function listPersonas(
+  workspaceRoot: string,
+): Promise<{ personas: Persona[]; errors: PersonaProblem[] }> {
+  const byRole = [...(await filesByRole(workspaceRoot))].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const outcomes = await Promise.all(byRole.map(([role, files]) => load(workspaceRoot, role, files)));
+  const personas: Persona[] = [];
+  const errors: PersonaProblem[] = [];
+  for (const outcome of outcomes) {
+    if ('persona' in outcome) personas.push(outcome.persona);
+    else errors.push(...outcome.problems);
+  }
+  return { personas, errors };
+}

@@ -1,0 +1,81 @@
+// Starts a session turn: a detached sidecar process that runs the persona's runtime and reports its end.
+import { spawn } from 'node:child_process';
+import { openSync, closeSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../../paths.js';
+import { writeSpec, type SessionSpec } from './spec.js';
+
+export type TurnLaunch = { spec: SessionSpec; prompt: string; dir: string };
+export type LaunchResult = { sidecarPid: number; runtimePid: number | null; error: string | null };
+
+/** How long a launch waits for the sidecar to report the runtime's pid. */
+const REPORT_TIMEOUT_MS = 15_000;
+
+export function sidecarScript(): string {
+  return join(packageRoot(), 'dist', 'node-agent', 'cli', 'sidecar.js');
+}
+
+/** The environment a session's processes inherit: ours, less any NXC_* identity of the caller. */
+export function baseEnvironment(env: NodeJS.ProcessEnv = process.env): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith('NXC_')) out[k] = v;
+  return out;
+}
+
+export function startedMarker(dir: string, turn: number): string {
+  return join(dir, `turn-${turn}.started`);
+}
+
+export function doneMarker(dir: string, turn: number): string {
+  return join(dir, `turn-${turn}.done`);
+}
+
+/**
+ * Writes the turn's spec and prompt, then starts its sidecar detached (it outlives
+ * the command that launched it) and waits only for the runtime's pid.
+ */
+export async function launchTurn(launch: TurnLaunch): Promise<LaunchResult> {
+  const { spec, dir } = launch;
+  const specFile = writeSpec(dir, spec, launch.prompt);
+  writeFileSync(startedMarker(dir, spec.turn), new Date().toISOString() + '\n');
+  const logFd = openSync(join(dir, `turn-${spec.turn}.sidecar.log`), 'a', 0o600);
+  let child;
+  try {
+    child = spawn(process.execPath, [sidecarScript(), specFile], {
+      cwd: spec.workspace_dir,
+      detached: true,
+      stdio: ['ignore', 'pipe', logFd],
+      env: baseEnvironment(),
+    });
+  } finally {
+    closeSync(logFd);
+  }
+  const sidecarPid = child.pid ?? -1;
+  const report = await new Promise<{ runtimePid: number | null; error: string | null }>((resolve) => {
+    let buffer = '';
+    const timer = setTimeout(() => resolve({ runtimePid: null, error: 'the sidecar did not report in time' }), REPORT_TIMEOUT_MS);
+    const done = (r: { runtimePid: number | null; error: string | null }) => {
+      clearTimeout(timer);
+      resolve(r);
+    };
+    child.on('error', (err) => done({ runtimePid: null, error: `the sidecar could not start: ${err.message}` }));
+    child.on('exit', (code) => done({ runtimePid: null, error: `the sidecar exited early (${code ?? 'signal'})` }));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      buffer += chunk.toString('utf8');
+      const nl = buffer.indexOf('\n');
+      if (nl < 0) return;
+      try {
+        const msg = JSON.parse(buffer.slice(0, nl)) as { runtime_pid?: number; error?: string };
+        done({ runtimePid: msg.runtime_pid ?? null, error: msg.error ?? null });
+      } catch {
+        done({ runtimePid: null, error: 'the sidecar sent an unreadable report' });
+      }
+    });
+  });
+  child.removeAllListeners('exit');
+  child.stdout?.destroy();
+  child.unref();
+  // A turn that never started is over as far as anyone waiting on this folder is concerned.
+  if (report.error !== null) writeFileSync(doneMarker(dir, spec.turn), JSON.stringify({ error: report.error }) + '\n');
+  return { sidecarPid, ...report };
+}

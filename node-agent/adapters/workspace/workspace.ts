@@ -1,0 +1,99 @@
+// A workspace: a folder with a private .nxs/ (store, key pair, config). Made by `nxs init`, found by walking up.
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { z } from 'zod';
+import { generateWorkspaceKey, writeWorkspaceKey } from '../../../crypto/index.js';
+import { NexusError } from '../../../protocol/errors.js';
+import { WorkspaceId, workspaceShort } from '../../../protocol/ids.js';
+import { workspacePaths, type WorkspacePaths } from '../../paths.js';
+
+const ConfigSchema = z.object({
+  version: z.literal(1),
+  workspace: WorkspaceId,
+  name: z.string(),
+  created_at: z.string(),
+});
+
+export type Workspace = {
+  id: WorkspaceId;
+  /** The four characters that prefix this workspace's session handles, as in `ab12/coder`. */
+  short: string;
+  name: string;
+  paths: WorkspacePaths;
+};
+
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$/;
+
+function readConfig(paths: WorkspacePaths): Workspace {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(readFileSync(paths.config, 'utf8'));
+  } catch (err) {
+    throw new NexusError('STORE_FAILED', `${paths.config} is unreadable: ${String(err)}`);
+  }
+  const parsed = ConfigSchema.safeParse(raw);
+  if (!parsed.success) throw new NexusError('STORE_FAILED', `${paths.config} is not a valid workspace config`);
+  return { id: parsed.data.workspace, short: workspaceShort(parsed.data.workspace), name: parsed.data.name, paths };
+}
+
+/**
+ * Finds the workspace for `start`: NXC_WORKSPACE_DIR when set (sessions get it),
+ * otherwise the nearest folder at or above `start` holding `.nxs/config.json`.
+ */
+export function findWorkspace(start: string, env: NodeJS.ProcessEnv = process.env): Workspace {
+  const pinned = env['NXC_WORKSPACE_DIR'];
+  if (pinned) {
+    const paths = workspacePaths(resolve(pinned));
+    if (!existsSync(paths.config)) throw new NexusError('NOT_A_WORKSPACE', `NXC_WORKSPACE_DIR=${pinned} is not a workspace`);
+    return readConfig(paths);
+  }
+  let dir = resolve(start);
+  for (;;) {
+    const paths = workspacePaths(dir);
+    if (existsSync(paths.config)) return readConfig(paths);
+    const up = dirname(dir);
+    if (up === dir) {
+      throw new NexusError('NOT_A_WORKSPACE', `no workspace at or above ${resolve(start)}; run \`nxs init\` in the project folder`);
+    }
+    dir = up;
+  }
+}
+
+export type InitResult = { created: boolean; workspace: Workspace };
+
+/**
+ * Makes `root` a workspace. Everything is built in a temporary folder and renamed
+ * into place, so a crash leaves either no workspace or a whole one. A second run
+ * changes nothing and says so.
+ */
+export async function initWorkspace(root: string, opts: { name?: string; home?: string } = {}): Promise<InitResult> {
+  const paths = workspacePaths(resolve(root));
+  if (existsSync(paths.config)) return { created: false, workspace: readConfig(paths) };
+  const name = opts.name ?? basename(paths.root);
+  if (!NAME_RE.test(name)) {
+    throw new NexusError('USAGE', `workspace name ${JSON.stringify(name)} is not valid: letters, digits, space, . _ - (up to 64)`);
+  }
+  if (existsSync(paths.nxs)) {
+    throw new NexusError('USAGE', `${paths.nxs} exists but holds no workspace config; move it away and run init again`);
+  }
+  const tmp = join(paths.root, `.nxs.tmp-${process.pid}`);
+  rmSync(tmp, { recursive: true, force: true });
+  try {
+    mkdirSync(tmp, { mode: 0o700 });
+    // The folder ignores itself, so it never reaches git whatever the repository's own .gitignore says.
+    writeFileSync(join(tmp, '.gitignore'), '*\n');
+    const key = generateWorkspaceKey();
+    writeWorkspaceKey(join(tmp, 'keys'), key);
+    // Loaded here only: finding a workspace must not load PGlite (the node's RPC path stays light).
+    const { createStore } = await import('../store/index.js');
+    await createStore(join(tmp, 'store'), opts.home);
+    mkdirSync(join(tmp, 'sessions'), { mode: 0o700 });
+    const config = { version: 1 as const, workspace: key.id, name, created_at: new Date().toISOString() };
+    writeFileSync(join(tmp, 'config.json'), JSON.stringify(config, null, 2) + '\n');
+    renameSync(tmp, paths.nxs);
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+  return { created: true, workspace: readConfig(paths) };
+}

@@ -1,0 +1,124 @@
+// `nxs key show` and `nxs key rotate`: the workspace's keys, and moving to a new one as a signed op.
+import { generateKeyPairSync } from 'node:crypto';
+import { basename } from 'node:path';
+import { and, asc, eq } from 'drizzle-orm';
+import { archivedKeyFiles, commitNextKey, discardNextKey, publicKeyText, readNextKey, writeNextKey, type PublicJwk } from '../../../crypto/index.js';
+import { WORKSPACE_OPERATION } from '../../../protocol/ops.js';
+import type { EngineDeps } from '../threads/context.js';
+import { appendOps, type Exec } from '../../kernel/index.js';
+import { tables } from '../../adapters/store/index.js';
+
+export type KeyDeps = Pick<EngineDeps, 'db' | 'workspace' | 'keys' | 'origin' | 'now'>;
+
+/** One key of the workspace's chain: the genesis key (no op), then each key a rotation op certified. */
+export type KeyHistoryEntry = { key: string; signed_by: string | null; op: string | null; lamport: number | null; ts: string | null };
+
+export type KeyReport = {
+  workspace: string;
+  short: string;
+  /** The genesis public key: the workspace id is derived from it, so another workspace can check the pair. */
+  public_jwk: PublicJwk;
+  /** The key that signs this workspace's ops now (base64url of its 32 raw bytes), and as a JWK. */
+  key: string;
+  signing_jwk: PublicJwk;
+  /** Rotations so far (0: still the genesis key). */
+  generation: number;
+  history: KeyHistoryEntry[];
+  /** Archived private keys kept in .nxs/keys (workspace.key.<n>, mode 600). */
+  archived_keys: number;
+  /** A rotation was interrupted after its new key was written; `nxs key rotate` finishes or redoes it. */
+  rotation_in_progress: boolean;
+};
+
+export type RotateResult = {
+  workspace: string;
+  previous_key: string;
+  key: string;
+  /** The `workspace.key_rotated` op, signed by the previous key. */
+  op: string;
+  /** Where the previous private key is kept. */
+  archived_as: string;
+  /** True when this call finished a rotation an earlier, interrupted call had committed. */
+  resumed: boolean;
+};
+
+async function chain(db: Exec, workspace: string): Promise<KeyHistoryEntry[]> {
+  const rows = await db.select().from(tables.workspaceKeys).where(eq(tables.workspaceKeys.workspace, workspace)).orderBy(asc(tables.workspaceKeys.lamport));
+  return rows.map((r) => ({ key: r.key, signed_by: r.signedBy, op: r.op, lamport: r.lamport, ts: r.ts }));
+}
+
+/**
+ * The keys this node has verified as certified for `workspace` by its rotation ops (rows of
+ * `workspace_keys`, oldest first): what a stamp from that workspace may be checked against besides
+ * its trusted genesis key.
+ */
+export async function certifiedKeys(db: Exec, workspace: string): Promise<Array<{ key: string; signedBy: string }>> {
+  return db
+    .select({ key: tables.workspaceKeys.key, signedBy: tables.workspaceKeys.signedBy })
+    .from(tables.workspaceKeys)
+    .where(eq(tables.workspaceKeys.workspace, workspace))
+    .orderBy(asc(tables.workspaceKeys.lamport));
+}
+
+export async function keyReport(deps: KeyDeps): Promise<KeyReport> {
+  const genesis = deps.keys.genesisJwk();
+  const signer = deps.keys.signer;
+  const history = [{ key: genesis.x, signed_by: null, op: null, lamport: null, ts: null }, ...(await chain(deps.db, deps.workspace.id))];
+  return {
+    workspace: deps.workspace.id,
+    short: deps.workspace.short,
+    public_jwk: genesis,
+    key: signer.key,
+    signing_jwk: { kty: 'OKP', crv: 'Ed25519', x: signer.key },
+    generation: history.length - 1,
+    history,
+    archived_keys: archivedKeyFiles(deps.keys.dir).length,
+    rotation_in_progress: readNextKey(deps.keys.dir) !== null,
+  };
+}
+
+async function certified(db: Exec, workspace: string, key: string): Promise<string | null> {
+  const rows = await db
+    .select({ op: tables.workspaceKeys.op })
+    .from(tables.workspaceKeys)
+    .where(and(eq(tables.workspaceKeys.workspace, workspace), eq(tables.workspaceKeys.key, key)));
+  return rows[0]?.op ?? null;
+}
+
+/**
+ * Moves the workspace to a new Ed25519 key. Crash-safe order: (1) the new private key is written as
+ * workspace.key.next; (2) the `workspace.key_rotated` op naming it is committed, signed by the current
+ * key; (3) the current key is kept as workspace.key.<n> and the new one renamed over workspace.key;
+ * (4) this process signs with the new key. A crash before (2) leaves the old key in force and the
+ * next call discards the orphan; a crash after (2) leaves the old key signing (it stays valid) and
+ * the next call only finishes (3). The engine runs this alone in its command queue.
+ */
+export async function rotateKey(deps: KeyDeps): Promise<RotateResult> {
+  const { dir } = deps.keys;
+  const ws = deps.workspace.id;
+  const current = deps.keys.signer;
+
+  const leftover = readNextKey(dir);
+  if (leftover !== null) {
+    const key = publicKeyText(leftover);
+    const op = await certified(deps.db, ws, key);
+    if (op !== null) {
+      const archived = commitNextKey(dir);
+      deps.keys.reload();
+      return { workspace: ws, previous_key: current.key, key, op, archived_as: basename(archived), resumed: true };
+    }
+    discardNextKey(dir);
+  }
+
+  const { privateKey } = generateKeyPairSync('ed25519');
+  const next = publicKeyText(privateKey);
+  writeNextKey(dir, privateKey);
+  const author = { workspace: ws, origin: deps.origin, now: deps.now, signer: current };
+  const { ops } = await deps.db.transaction((tx) =>
+    appendOps(tx, author, [{ operation: WORKSPACE_OPERATION, thread: null, session: null, kind: 'workspace.key_rotated', body: { new_key: next } }]),
+  );
+  const archived = commitNextKey(dir);
+  const now = deps.keys.reload();
+  if (now.key !== next) throw new Error('rotateKey: the key folder does not hold the new key after the switch');
+  return { workspace: ws, previous_key: current.key, key: next, op: ops[0]!.id, archived_as: basename(archived), resumed: false };
+}

@@ -1,0 +1,33 @@
+// What the chat engine needs from its host, passed in as one object: no module-level state.
+import type { Persona } from '../../../protocol/persona.js';
+import type { WorkingCopy } from '../../../protocol/working-copy.js';
+import type { KeyRing } from '../keys/ring.js';
+import type { Db } from '../../adapters/store/index.js';
+import type { Workspace } from '../../adapters/workspace/index.js';
+import type { TurnLaunch, LaunchResult } from '../../adapters/sessions/index.js';
+
+export type EngineDeps = {
+  db: Db;
+  workspace: Workspace;
+  /** Names this machine's node in the ops it writes. */
+  origin: string;
+  /** The workspace's signing key: every op the engine appends is signed with its current key. */
+  keys: KeyRing;
+  now: () => Date;
+  /** Starts one session turn's process; returns its pids. */
+  launch: (turn: TurnLaunch) => Promise<LaunchResult>;
+  /** Whether a local process is still alive. */
+  alive: (pid: number) => boolean;
+  readWorkingCopy: (dir: string) => Promise<WorkingCopy | null>;
+  loadPersona: (root: string, role: string) => Promise<Persona | null>;
+};
+
+/** Who runs a command, as the environment claims it. Parsed once at the edge. */
+export type CallerClaim = {
+  /** NXC_ACTOR: a person's handle, or a session's handle. */
+  actor: string;
+  /** NXC_SESSION: the session the caller runs in, if any. */
+  session: string | null;
+  /** NXC_HOP: a depth claim that can raise, never lower, the anchored depth. */
+  hop: number | null;
+};

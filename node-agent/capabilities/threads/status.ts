@@ -1,0 +1,108 @@
+// Reading the truth: `nxc status` grouped by operation, and one thread with its messages.
+import { asc, eq } from 'drizzle-orm';
+import { NexusError } from '../../../protocol/errors.js';
+import type { StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
+import { isFinished, loadOperation, openSubRounds, operationOfThread, threadOps, type OperationState, type ThreadState } from '../../kernel/index.js';
+import { tables } from '../../adapters/store/index.js';
+import type { EngineDeps } from './context.js';
+
+/** The root of an operation: the thread with no parent (its id is the operation's id). */
+function rootOf(state: OperationState): ThreadState | undefined {
+  return state.threads[state.id] ?? Object.values(state.threads).find((t) => t.parent === null);
+}
+
+function statusRow(state: OperationState, t: ThreadState, finished: boolean): StatusRow {
+  const s = t.session === null ? undefined : state.sessions[t.session];
+  const isRoot = t.id === rootOf(state)?.id;
+  return {
+    thread: t.id,
+    parent: t.parent,
+    subject: t.subject,
+    opener: t.opener.handle,
+    to: t.target.handle,
+    state: t.state,
+    escalated: t.escalated,
+    substituted: t.substituted,
+    waiting_on_sub_round: t.state === 'open' && s !== undefined && !s.in_turn && openSubRounds(state, s.id).length > 0,
+    // Nobody waits inside the flow: only the root of a finished operation, opened by a person, awaits one.
+    awaiting_human: finished && isRoot && t.opener.session === null,
+    answered_by: t.answered_by,
+    session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn } : null,
+    messages: t.messages,
+    updated: t.updated_ts,
+    working_copy: t.last_message?.working_copy ?? null,
+    rejected_code: t.rejected?.code ?? null,
+  };
+}
+
+/** Orders a thread tree depth-first from its root, so rows read as the chain they are. */
+function treeOrder(state: OperationState): ThreadState[] {
+  const children = new Map<string | null, ThreadState[]>();
+  for (const t of Object.values(state.threads)) {
+    const key = t.parent !== null && state.threads[t.parent] ? t.parent : null;
+    children.set(key, [...(children.get(key) ?? []), t]);
+  }
+  const out: ThreadState[] = [];
+  const walk = (parent: string | null) => {
+    for (const t of (children.get(parent) ?? []).sort((a, b) => (a.id < b.id ? -1 : 1))) {
+      out.push(t);
+      walk(t.id);
+    }
+  };
+  walk(null);
+  return out;
+}
+
+export function operationReport(state: OperationState, finished: boolean): StatusOperation {
+  const root = rootOf(state);
+  const threads = treeOrder(state).map((t) => statusRow(state, t, finished));
+  return {
+    operation: state.id,
+    subject: root?.subject ?? null,
+    opener: root?.opener.handle ?? '',
+    finished,
+    threads,
+    open: threads.filter((r) => r.state === 'open').length,
+  };
+}
+
+export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Promise<StatusReport> {
+  const q = deps.db.select().from(tables.operations);
+  const rows = await (opts.all ? q : q.where(eq(tables.operations.finished, false))).orderBy(asc(tables.operations.openedLamport));
+  const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
+  const notes: string[] = [];
+  if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
+  return {
+    workspace: { id: deps.workspace.id, name: deps.workspace.name },
+    operations: rows.map((r) => operationReport(r.state as OperationState, r.finished)),
+    worker_names_a_working_copy: wc !== null,
+    // Sessions run as local child processes here, so their liveness is always answerable.
+    worker_answers_liveness: true,
+    notes,
+  };
+}
+
+export async function threadView(deps: EngineDeps, thread: string): Promise<ThreadView> {
+  const opId = await operationOfThread(deps.db, thread);
+  if (opId === null) throw new NexusError('UNKNOWN_THREAD', `no thread ${thread} in this workspace`);
+  const state = await loadOperation(deps.db, opId);
+  const finished = isFinished(state);
+  const t = state.threads[thread]!;
+  const messages = (await threadOps(deps.db, thread)).flatMap((op) =>
+    op.kind === 'message.posted'
+      ? [
+          {
+            message: op.body.message,
+            author: op.body.author.handle,
+            session: op.body.author.session,
+            effect: op.body.effect,
+            substituted: op.body.substituted,
+            ts: op.ts,
+            text: op.body.text,
+            refs: op.body.refs,
+          },
+        ]
+      : [],
+  );
+  return { thread: statusRow(state, t, finished), operation: opId, messages };
+}

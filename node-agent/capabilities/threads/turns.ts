@@ -1,0 +1,315 @@
+// Session turns: deciding who wakes (inside the command's transaction) and starting them (after commit).
+import { and, eq, isNull } from 'drizzle-orm';
+import { NexusError } from '../../../protocol/errors.js';
+import type { Author, MessageEffect } from '../../../protocol/ops.js';
+import type { Warning, Woke } from '../../../protocol/receipts.js';
+import type { WorkingCopy } from '../../../protocol/working-copy.js';
+import { newMessageId } from '../../../protocol/ids.js';
+import {
+  lastDeclaration,
+  openSubRounds,
+  threadOps,
+  type Exec,
+  type OpDraft,
+  type OperationState,
+  type SessionState,
+  type ThreadState,
+} from '../../kernel/index.js';
+import { buildPrompt, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
+import { tables } from '../../adapters/store/index.js';
+import type { EngineDeps } from './context.js';
+
+export type TurnReason = 'commissioned' | 'answered' | 'follow_up';
+
+/** A turn decided inside a transaction, to be started once it commits. */
+export type PlannedTurn = {
+  session: SessionState;
+  operation: string;
+  turn: number;
+  reason: TurnReason;
+  declarationHash: string;
+};
+
+export type Plan = { drafts: OpDraft[]; turns: PlannedTurn[]; warnings: Warning[] };
+
+export function emptyPlan(): Plan {
+  return { drafts: [], turns: [], warnings: [] };
+}
+
+/** The message draft every post goes through, so the handover record is never forgotten. */
+export function messageDraft(
+  operation: string,
+  thread: string,
+  author: Author,
+  text: string,
+  effect: MessageEffect,
+  workingCopy: WorkingCopy | null,
+  substituted = false,
+): OpDraft {
+  return {
+    operation,
+    thread,
+    session: author.session,
+    kind: 'message.posted',
+    body: { message: newMessageId(), author, text, effect, substituted, refs: { working_copy: workingCopy } },
+  };
+}
+
+/**
+ * Plans a new turn for `session` (the store's anchored depth goes with it unchanged).
+ * A session whose process still lives is not started twice: the caller gets the reason instead.
+ */
+export async function planTurn(
+  deps: EngineDeps,
+  db: Exec,
+  state: OperationState,
+  session: SessionState,
+  reason: TurnReason,
+  plan: Plan,
+  alreadyRunningClass: Warning['class'],
+): Promise<void> {
+  if (!session.handle.startsWith(`${deps.workspace.short}/`)) {
+    // A session of another workspace, known here through sync: only its own node may start it.
+    plan.warnings.push({
+      class: 'step_skipped',
+      reason: 'foreign_session',
+      session: session.id,
+      thread: session.thread,
+      role: session.role,
+      message: `${session.handle} belongs to another workspace; only its own node starts it`,
+    });
+    return;
+  }
+  if (session.in_turn || plan.turns.some((t) => t.session.id === session.id)) {
+    plan.warnings.push({
+      class: alreadyRunningClass,
+      reason: 'already_running',
+      session: session.id,
+      thread: session.thread,
+      role: session.role,
+      message: `${session.handle} (${session.id}) still has a live process; the message is posted, and the session is started again when its current turn ends if it still owes an answer`,
+    });
+    return;
+  }
+  let persona;
+  try {
+    persona = await deps.loadPersona(deps.workspace.paths.root, session.role);
+  } catch (err) {
+    if (!(err instanceof NexusError)) throw err;
+    plan.warnings.push({
+      class: 'step_skipped',
+      reason: 'persona_invalid',
+      role: session.role,
+      session: session.id,
+      thread: session.thread,
+      message: `${session.role} was not started: ${err.message}`,
+    });
+    return;
+  }
+  if (persona === null) {
+    plan.warnings.push({
+      class: 'step_skipped',
+      reason: 'persona_missing',
+      role: session.role,
+      session: session.id,
+      thread: session.thread,
+      message: `${session.role} was not started: its declaration is gone from .nxs-personas/`,
+    });
+    return;
+  }
+  const previous = await lastDeclaration(db, deps.workspace.id, session.role);
+  if (previous !== null && previous !== persona.hash) {
+    plan.warnings.push({
+      class: 'declaration_changed',
+      role: session.role,
+      session: session.id,
+      declaration: { hash: persona.hash, previous_hash: previous },
+      message: `${session.role} starts under a declaration that differs from its previous run (${previous.slice(7, 19)} -> ${persona.hash.slice(7, 19)})`,
+    });
+  }
+  const turn = session.turn + 1;
+  plan.drafts.push({
+    operation: state.id,
+    thread: session.thread,
+    session: session.id,
+    kind: 'session.turn_started',
+    body: { role: session.role, turn, reason, declaration_hash: persona.hash },
+  });
+  plan.turns.push({ session, operation: state.id, turn, reason, declarationHash: persona.hash });
+}
+
+/**
+ * What discharging `thread` (an answer or a hand-back) sets in motion: the session
+ * that commissioned it is started again, at the depth it already had, once none
+ * of its rounds is still open.
+ */
+export async function planRequesterWake(deps: EngineDeps, db: Exec, state: OperationState, thread: ThreadState, plan: Plan): Promise<void> {
+  const requester = thread.opener.session === null ? undefined : state.sessions[thread.opener.session];
+  // A requester of another workspace is woken by its own node when the answer reaches it.
+  if (!requester || !requester.handle.startsWith(`${deps.workspace.short}/`)) return;
+  const owes = state.threads[requester.thread];
+  if (!owes || owes.state !== 'open') return;
+  const stillOpen = openSubRounds(state, requester.id).filter((t) => t.id !== thread.id);
+  if (stillOpen.length > 0) return;
+  await planTurn(deps, db, state, requester, 'answered', plan, 'requester_not_woken');
+}
+
+/** Starts the planned turns' processes. A start that fails is recorded and reported, never thrown. */
+export async function startTurns(deps: EngineDeps, turns: PlannedTurn[], warnings: Warning[]): Promise<Woke[]> {
+  const woke: Woke[] = [];
+  for (const t of turns) {
+    const result = await startTurn(deps, t);
+    if (result.error === null) {
+      woke.push({
+        session: t.session.id,
+        handle: t.session.handle,
+        role: t.session.role,
+        depth: t.session.depth,
+        turn: t.turn,
+        thread: t.session.thread,
+        pid: result.runtimePid,
+      });
+    } else {
+      warnings.push({
+        class: 'step_skipped',
+        reason: 'start_failed',
+        role: t.session.role,
+        session: t.session.id,
+        thread: t.session.thread,
+        message: `${t.session.handle} could not be started: ${result.error}. The message is posted and the thread is still owed.`,
+      });
+    }
+  }
+  return woke;
+}
+
+async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid: number | null; error: string | null }> {
+  const { workspace } = deps;
+  const s = t.session;
+  const persona = await deps.loadPersona(workspace.paths.root, s.role).catch(() => null);
+  const dir = sessionDir(workspace.paths.sessions, s.id);
+  let error: string | null = null;
+  let runtimePid: number | null = null;
+  let sidecarPid: number | null = null;
+  if (persona === null || persona.hash !== t.declarationHash) {
+    error = 'its declaration changed or vanished while the command ran';
+  } else {
+    const replyOnly = Array.isArray(persona.tools) && persona.tools.length === 0 && persona.permissions !== 'bypassPermissions';
+    const allowed = persona.tools === undefined ? null : persona.tools.length === 0 ? [REPLY_ONLY_TOOL] : persona.tools;
+    const prompt = await composePrompt(deps, t, persona.system_prompt, replyOnly);
+    const env: Record<string, string> = {
+      NXC_SESSION: s.id,
+      NXC_THREAD: s.thread,
+      NXC_HOP: String(s.depth),
+      NXC_ACTOR: s.handle,
+      NXC_WORKSPACE: workspace.id,
+      NXC_WORKSPACE_DIR: workspace.paths.root,
+      NXC_TURN: String(t.turn),
+      NXC_MODEL: persona.model,
+    };
+    if (allowed !== null) env['NXC_ALLOWED_TOOLS'] = allowed.join(',');
+    const spec: SessionSpec = {
+      session: s.id,
+      turn: t.turn,
+      reason: t.reason,
+      workspace: workspace.id,
+      workspace_dir: workspace.paths.root,
+      operation: t.operation,
+      thread: s.thread,
+      role: s.role,
+      handle: s.handle,
+      depth: s.depth,
+      declaration: {
+        file: persona.file,
+        hash: persona.hash,
+        model: persona.model,
+        tools: persona.tools ?? null,
+        permissions: persona.permissions,
+        working_tree: persona.working_tree,
+        timeout_ms: persona.timeout_ms,
+        command: persona.runtime.command,
+      },
+      allowed_tools: allowed,
+      reply_only: replyOnly,
+      env,
+      prompt_file: `${dir}/turn-${t.turn}.prompt`,
+      transcript_file: `${dir}/turn-${t.turn}.log`,
+      written_at: deps.now().toISOString(),
+    };
+    const launched = await deps.launch({ spec, prompt, dir });
+    sidecarPid = launched.sidecarPid > 0 ? launched.sidecarPid : null;
+    runtimePid = launched.runtimePid;
+    error = launched.error;
+  }
+  await deps.db
+    .insert(tables.sessionProcs)
+    .values({
+      session: s.id,
+      turn: t.turn,
+      sidecarPid,
+      runtimePid,
+      startedAt: deps.now().toISOString(),
+      endedAt: error === null ? null : deps.now().toISOString(),
+    })
+    .onConflictDoNothing();
+  return { runtimePid, error };
+}
+
+async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: string, replyOnly: boolean): Promise<string> {
+  const { db, workspace } = deps;
+  const ops = await threadOps(db, t.session.thread);
+  const messages = ops.flatMap((op) =>
+    op.kind === 'message.posted'
+      ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted, foreign: op.workspace !== workspace.id }]
+      : [],
+  );
+  const opened = ops.find((op) => op.kind === 'thread.opened');
+  const subject = opened?.kind === 'thread.opened' ? opened.body.subject : null;
+  const state = (await db.select().from(tables.operations).where(eq(tables.operations.id, t.operation)))[0]?.state as
+    | OperationState
+    | undefined;
+  const rounds = [];
+  for (const th of Object.values(state?.threads ?? {})) {
+    if (th.opener.session !== t.session.id) continue;
+    const last = th.state === 'answered' ? (await threadOps(db, th.id)).filter((op) => op.kind === 'message.posted').at(-1) : undefined;
+    rounds.push({
+      thread: th.id,
+      to: th.target.handle,
+      answered_by: th.answered_by,
+      escalated: th.escalated,
+      text: last?.kind === 'message.posted' ? last.body.text : null,
+      foreign: last !== undefined && last.workspace !== workspace.id,
+    });
+  }
+  return buildPrompt({
+    handle: t.session.handle,
+    session: t.session.id,
+    turn: t.turn,
+    workspace: { id: workspace.id, name: workspace.name },
+    thread: t.session.thread,
+    subject,
+    depth: t.session.depth,
+    system_prompt: systemPrompt,
+    messages,
+    rounds,
+    reply_only: replyOnly,
+  });
+}
+
+/** Turns this machine started whose sidecar is gone without reporting: they ended, badly. */
+export async function unreportedDeadTurns(deps: EngineDeps): Promise<Array<{ session: string; turn: number }>> {
+  const rows = await deps.db.select().from(tables.sessionProcs).where(isNull(tables.sessionProcs.endedAt));
+  return rows.filter((r) => r.sidecarPid === null || !deps.alive(r.sidecarPid)).map((r) => ({ session: r.session, turn: r.turn }));
+}
+
+export async function markProcessEnded(
+  db: Exec,
+  session: string,
+  turn: number,
+  end: { exitCode: number | null; signal: string | null; at: string },
+): Promise<void> {
+  await db
+    .update(tables.sessionProcs)
+    .set({ endedAt: end.at, exitCode: end.exitCode, signal: end.signal })
+    .where(and(eq(tables.sessionProcs.session, session), eq(tables.sessionProcs.turn, turn)));
+}

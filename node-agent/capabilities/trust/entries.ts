@@ -1,0 +1,199 @@
+// The workspaces this one trusts to commission its personas (.nxs/trust.json, mode 600).
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import { parsePublicJwk, workspaceIdFromPublicJwk, WORKSPACE_PUB_FILE, type PublicJwk } from '../../../crypto/index.js';
+import { NexusError } from '../../../protocol/errors.js';
+import { WorkspaceId } from '../../../protocol/ids.js';
+import type { WorkspacePaths } from '../../paths.js';
+import { readJsonFile, withFileLock, writeJsonFileAtomic } from './files.js';
+
+/** One trusted workspace: its id, its public key (whose id it is), an optional alias, when it was added. */
+export type TrustEntry = {
+  workspace: WorkspaceId;
+  key: PublicJwk;
+  name: string | null;
+  added_at: string;
+};
+
+/** An alias: a lowercase letter, then up to 39 of [a-z0-9._-]; never something that reads as a workspace id. */
+const ALIAS_RE = /^[a-z][a-z0-9._-]{0,39}$/;
+const WORKSPACE_ID_RE = /^[a-z2-7]{26}$/;
+const FILE_VERSION = 1;
+/** A public JWK file is about 100 bytes; anything much larger is not one. */
+const KEY_FILE_MAX_BYTES = 64 * 1024;
+
+export function trustFile(paths: Pick<WorkspacePaths, 'nxs'>): string {
+  return join(paths.nxs, 'trust.json');
+}
+
+function corrupt(paths: Pick<WorkspacePaths, 'nxs'>, why: string): never {
+  throw new NexusError('STORE_FAILED', `${trustFile(paths)} is not a valid trust file (${why}); fix it or move it away`);
+}
+
+function parseEntry(paths: Pick<WorkspacePaths, 'nxs'>, raw: unknown): TrustEntry {
+  if (typeof raw !== 'object' || raw === null) corrupt(paths, 'an entry is not an object');
+  const r = raw as Record<string, unknown>;
+  const ws = WorkspaceId.safeParse(r['workspace']);
+  if (!ws.success) corrupt(paths, 'an entry has no valid workspace id');
+  let key: PublicJwk;
+  try {
+    key = parsePublicJwk(r['key']);
+  } catch {
+    corrupt(paths, `the key of ${ws.data} is not an Ed25519 public JWK`);
+  }
+  if (workspaceIdFromPublicJwk(key) !== ws.data) corrupt(paths, `the key of ${ws.data} is another workspace's key`);
+  const name = r['name'] ?? null;
+  if (name !== null && (typeof name !== 'string' || !ALIAS_RE.test(name))) corrupt(paths, `the alias of ${ws.data} is not valid`);
+  if (typeof r['added_at'] !== 'string') corrupt(paths, `${ws.data} has no added_at`);
+  return { workspace: ws.data, key, name, added_at: r['added_at'] };
+}
+
+/** Every trust entry, in the order they were added. A missing file is no entries; a damaged one is STORE_FAILED. */
+export function listTrust(paths: Pick<WorkspacePaths, 'nxs'>): TrustEntry[] {
+  const raw = readJsonFile(trustFile(paths));
+  if (raw === null) return [];
+  if (typeof raw !== 'object' || Array.isArray(raw) || (raw as { version?: unknown }).version !== FILE_VERSION) corrupt(paths, 'no version 1');
+  const list = (raw as { trusted?: unknown }).trusted;
+  if (!Array.isArray(list)) corrupt(paths, '"trusted" is not a list');
+  const entries = list.map((e) => parseEntry(paths, e));
+  const ids = new Set(entries.map((e) => e.workspace));
+  const names = entries.flatMap((e) => (e.name === null ? [] : [e.name]));
+  if (ids.size !== entries.length || new Set(names).size !== names.length) corrupt(paths, 'a workspace or alias appears twice');
+  return entries;
+}
+
+function writeTrust(paths: Pick<WorkspacePaths, 'nxs'>, entries: TrustEntry[]): void {
+  writeJsonFileAtomic(trustFile(paths), { version: FILE_VERSION, trusted: entries });
+}
+
+/** The trust entry named by a workspace id or an alias, or null. */
+export function findTrust(paths: Pick<WorkspacePaths, 'nxs'>, idOrAlias: string): TrustEntry | null {
+  const entries = listTrust(paths);
+  return entries.find((e) => e.workspace === idOrAlias) ?? entries.find((e) => e.name === idOrAlias) ?? null;
+}
+
+/** The workspace id a trusted id or alias names, or null when neither is known here. */
+export function resolveAlias(paths: Pick<WorkspacePaths, 'nxs'>, idOrAlias: string): WorkspaceId | null {
+  return findTrust(paths, idOrAlias)?.workspace ?? null;
+}
+
+/**
+ * The trusted key for `iss`, read afresh on every call (a removal takes effect at once), in the
+ * shape `verifyStamp` asks for. Throws STORE_FAILED on a damaged file; `verifyStamp` treats that
+ * as "not trusted".
+ */
+export function trustResolver(paths: Pick<WorkspacePaths, 'nxs'>): (iss: WorkspaceId) => PublicJwk | null {
+  return (iss) => listTrust(paths).find((e) => e.workspace === iss)?.key ?? null;
+}
+
+/** This workspace's own id, from its public key file. */
+export function selfId(paths: Pick<WorkspacePaths, 'keys'>): WorkspaceId {
+  const file = join(paths.keys, WORKSPACE_PUB_FILE);
+  try {
+    return workspaceIdFromPublicJwk(JSON.parse(readFileSync(file, 'utf8')));
+  } catch {
+    throw new NexusError('STORE_FAILED', `${file} is missing or not a valid public key`);
+  }
+}
+
+/**
+ * A key as given on the command line: a JWK object, its JSON text (starting with `{`), or the path
+ * of a file holding it (relative to `cwd`). Throws USAGE when it is none of these or not exactly an
+ * Ed25519 public JWK (a private key is refused without echoing it).
+ */
+export function readKeyArgument(key: unknown, cwd: string = process.cwd()): PublicJwk {
+  let jwk: unknown = key;
+  if (typeof key === 'string') {
+    const text = key.trim();
+    if (text.startsWith('{')) {
+      try {
+        jwk = JSON.parse(text);
+      } catch {
+        throw new NexusError('USAGE', '--key looks like JSON but does not parse; give the public JWK or the path of a file holding it');
+      }
+    } else {
+      const file = isAbsolute(text) ? text : resolve(cwd, text);
+      if (text === '' || !existsSync(file)) throw new NexusError('USAGE', `--key ${JSON.stringify(key)} is neither a JWK (JSON) nor an existing file`);
+      const stat = statSync(file);
+      if (!stat.isFile() || stat.size > KEY_FILE_MAX_BYTES) throw new NexusError('USAGE', `${file} is not a small file holding a public JWK`);
+      try {
+        jwk = JSON.parse(readFileSync(file, 'utf8'));
+      } catch {
+        throw new NexusError('USAGE', `${file} does not hold a JSON public JWK`);
+      }
+    }
+  }
+  return parsePublicJwk(jwk);
+}
+
+export type AddTrustInput = {
+  /** The workspace id to trust. */
+  workspace: string;
+  /** Its public key: a JWK object, JSON text, or a file path (see readKeyArgument). */
+  key: unknown;
+  /** An alias for it. */
+  name?: string | null;
+  /** Where a relative key path is resolved (default: the process's cwd). */
+  cwd?: string;
+};
+
+export type AddTrustResult = {
+  /** False when the workspace was already trusted with this key: then nothing changed but, maybe, the alias. */
+  added: boolean;
+  /** True when an existing entry only had its alias set or changed. */
+  renamed: boolean;
+  entry: TrustEntry;
+};
+
+/**
+ * Trusts `workspace`, whose public key `key` is. Refused: a workspace id that is not one (USAGE),
+ * a key that is not an Ed25519 public JWK (USAGE), a key whose id is not `workspace`
+ * (TRUST_KEY_MISMATCH), this workspace itself (USAGE), an alias that is not valid or already names
+ * another entry (USAGE). Trusting the same workspace again changes nothing (`added: false`); with
+ * a new `name` it sets the alias (`renamed: true`).
+ */
+export function addTrust(paths: Pick<WorkspacePaths, 'nxs' | 'keys'>, input: AddTrustInput): AddTrustResult {
+  const ws = WorkspaceId.safeParse(input.workspace);
+  if (!ws.success) throw new NexusError('USAGE', `${JSON.stringify(input.workspace)} is not a workspace id (26 characters a-z2-7)`);
+  const key = readKeyArgument(input.key, input.cwd);
+  const keyId = workspaceIdFromPublicJwk(key);
+  if (keyId !== ws.data) {
+    throw new NexusError('TRUST_KEY_MISMATCH', `that key belongs to workspace ${keyId}, not ${ws.data}; nothing was trusted`, {
+      workspace: ws.data,
+      key_workspace: keyId,
+    });
+  }
+  if (ws.data === selfId(paths)) throw new NexusError('USAGE', `${ws.data} is this workspace; it needs no trust entry for itself`);
+  const name = input.name ?? null;
+  if (name !== null && (!ALIAS_RE.test(name) || WORKSPACE_ID_RE.test(name))) {
+    throw new NexusError('USAGE', `alias ${JSON.stringify(name)} is not valid: a lowercase letter, then up to 39 of a-z 0-9 . _ - (and not a workspace id)`);
+  }
+  return withFileLock(trustFile(paths), () => {
+    const entries = listTrust(paths);
+    const owner = name === null ? undefined : entries.find((e) => e.name === name);
+    if (owner !== undefined && owner.workspace !== ws.data) {
+      throw new NexusError('USAGE', `alias ${JSON.stringify(name)} already names ${owner.workspace}`, { alias: name, workspace: owner.workspace });
+    }
+    const existing = entries.find((e) => e.workspace === ws.data);
+    if (existing !== undefined) {
+      if (name === null || name === existing.name) return { added: false, renamed: false, entry: existing };
+      const entry = { ...existing, name };
+      writeTrust(paths, entries.map((e) => (e.workspace === ws.data ? entry : e)));
+      return { added: false, renamed: true, entry };
+    }
+    const entry: TrustEntry = { workspace: ws.data, key, name, added_at: new Date().toISOString() };
+    writeTrust(paths, [...entries, entry]);
+    return { added: true, renamed: false, entry };
+  });
+}
+
+/** Stops trusting the workspace named by id or alias; returns its entry. Unknown: UNKNOWN_TRUST. */
+export function removeTrust(paths: Pick<WorkspacePaths, 'nxs'>, idOrAlias: string): TrustEntry {
+  return withFileLock(trustFile(paths), () => {
+    const entries = listTrust(paths);
+    const entry = entries.find((e) => e.workspace === idOrAlias) ?? entries.find((e) => e.name === idOrAlias);
+    if (entry === undefined) throw new NexusError('UNKNOWN_TRUST', `no trusted workspace or alias ${JSON.stringify(idOrAlias)}`);
+    writeTrust(paths, entries.filter((e) => e.workspace !== entry.workspace));
+    return entry;
+  });
+}

@@ -1,0 +1,306 @@
+// The node: one background service per NEXUS_HOME. It holds the stores of its registered workspaces
+// open, serves them over a Unix socket, and keeps the clock (a ticker that settles dead turns).
+import { createAdaptorServer } from '@hono/node-server';
+import type { Server } from 'node:http';
+import { existsSync, rmSync } from 'node:fs';
+import lockfile from 'proper-lockfile';
+import { mkdirSync } from 'node:fs';
+import { and, asc, eq, gt, inArray, isNotNull } from 'drizzle-orm';
+import { checkOps } from '../../../crypto/index.js';
+import { NexusError } from '../../../protocol/errors.js';
+import type { Op } from '../../../protocol/ops.js';
+import { ingestChecked, rowToOp } from '../../kernel/index.js';
+import { hostFor, realDeps, type Host } from '../index.js';
+import { rpcApp } from '../rpc/server.js';
+import { openStore, tables, type Store } from '../../adapters/store/index.js';
+import { readBinding, SyncClient } from '../sync/index.js';
+import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
+import { addToRegistry, NODE_LOCK_STALE_MS, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
+
+type Served = {
+  workspace: Workspace;
+  store: Store;
+  host: Host;
+  queue: Promise<unknown>;
+  sync: SyncClient | null;
+  /** local_seq of the last op this workspace wrote that was offered to the other workspaces served here. */
+  delivered: number;
+  /** A delivery pass is running; another is wanted after it. */
+  delivering: boolean;
+  deliverAgain: boolean;
+};
+
+/** How many own ops one local delivery pass reads at a time. */
+const DELIVERY_PAGE = 500;
+
+export type NodeOptions = { home?: string; tickMs?: number; log?: (line: string) => void };
+
+export type RunningNode = { paths: NodePaths; socket: string; pid: number; close: () => Promise<void>; closed: Promise<void> };
+
+/** How often the ticker looks for turns whose process died without reporting. */
+const DEFAULT_TICK_MS = 30_000;
+
+export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
+  const paths = nodePaths(opts.home);
+  const log = opts.log ?? ((line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
+  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  let releaseNodeLock: () => Promise<void>;
+  // A live node on record: refuse at once. None on record, yet the lock is held: either a node is
+  // starting, or one was killed and its lock is not stale yet; wait long enough for a dead one's lock
+  // to go stale and be taken over, so `nxs node start` right after a crash succeeds.
+  const recorded = runningNode(paths);
+  const retries = recorded ? 0 : { retries: Math.ceil((NODE_LOCK_STALE_MS * 1.3) / 100), minTimeout: 100, maxTimeout: 100, factor: 1 };
+  try {
+    releaseNodeLock = await lockfile.lock(paths.lock, {
+      realpath: false,
+      lockfilePath: `${paths.lock}.lock`,
+      stale: NODE_LOCK_STALE_MS,
+      update: NODE_LOCK_STALE_MS / 4,
+      retries,
+    });
+  } catch {
+    const first = runningNode(paths);
+    throw new NexusError(
+      'NODE_RUNNING',
+      first
+        ? `a node already runs for ${paths.home}: pid ${first.pid}, started ${first.started_at}, socket ${first.socket}`
+        : `a node is starting or running for ${paths.home} (its lock is held)`,
+      first ? { pid: first.pid, socket: first.socket } : {},
+    );
+  }
+
+  const served = new Map<string, Served>();
+  const origin = originId(paths.home);
+  const startedAt = new Date().toISOString();
+
+  async function serve(root: string): Promise<Served> {
+    const workspace = findWorkspace(root, {});
+    const existing = served.get(workspace.id);
+    if (existing) return existing;
+    const store = await openStore(workspace.paths.store, { waitMs: 30_000 });
+    const entry: Served = {
+      workspace,
+      store,
+      host: hostFor(realDeps(workspace, store.db)),
+      queue: Promise.resolve(),
+      sync: null,
+      delivered: 0,
+      delivering: false,
+      deliverAgain: false,
+    };
+    served.set(workspace.id, entry);
+    log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
+    await startSync(entry);
+    for (const other of served.values()) deliverFrom(other);
+    return entry;
+  }
+
+  /**
+   * Local delivery between the workspaces this node serves, with no relay: the ops `from` wrote
+   * that concern another served workspace (a thread addressed to it, or an operation it already
+   * holds) are taken in there as their signed wire texts, verified exactly as synced ops are, and
+   * that workspace reacts to them (admits a commission, wakes a requester). Runs after every
+   * command and reaction; passes on one workspace never overlap.
+   */
+  function deliverFrom(from: Served): void {
+    if (from.delivering) {
+      from.deliverAgain = true;
+      return;
+    }
+    // With one workspace served there is nobody to deliver to; the mark stays, so a workspace
+    // registered later is offered everything it may need.
+    if (served.get(from.workspace.id) !== from || served.size < 2) return;
+    from.delivering = true;
+    void (async () => {
+      try {
+        for (;;) {
+          const after = from.delivered;
+          const rows = await inQueue(from, () =>
+            from.store.db
+              .select()
+              .from(tables.ops)
+              .where(and(eq(tables.ops.workspace, from.workspace.id), gt(tables.ops.localSeq, after), isNotNull(tables.ops.raw)))
+              .orderBy(asc(tables.ops.localSeq))
+              .limit(DELIVERY_PAGE),
+          );
+          if (rows.length === 0) break;
+          const ops = rows.map((r) => ({ op: rowToOp(r), raw: r.raw! }));
+          for (const to of [...served.values()]) {
+            if (to === from) continue;
+            await deliverTo(to, ops).catch((err: unknown) => log(`delivery from ${from.workspace.id} to ${to.workspace.id} failed: ${String(err)}`));
+          }
+          from.delivered = Math.max(from.delivered, rows[rows.length - 1]!.localSeq);
+          if (rows.length < DELIVERY_PAGE) break;
+        }
+      } catch (err) {
+        log(`delivery from ${from.workspace.id} failed: ${String(err)}`);
+      } finally {
+        from.delivering = false;
+        if (from.deliverAgain) {
+          from.deliverAgain = false;
+          deliverFrom(from);
+        }
+      }
+    })();
+  }
+
+  async function deliverTo(to: Served, ops: Array<{ op: Op; raw: string }>): Promise<void> {
+    const addressed = new Set<string>();
+    for (const { op } of ops) {
+      if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === to.workspace.id) addressed.add(op.operation);
+    }
+    const reacted = await inQueue(to, async () => {
+      const operations = [...new Set(ops.map((o) => o.op.operation))];
+      const held = new Set(
+        (await to.store.db.select({ id: tables.operations.id }).from(tables.operations).where(inArray(tables.operations.id, operations))).map((r) => r.id),
+      );
+      // Key rotations always: they are the sender's key chain, without which its later ops (and the
+      // stamps they carry) cannot be placed here.
+      const wanted = ops.filter((o) => addressed.has(o.op.operation) || held.has(o.op.operation) || o.op.kind === 'workspace.key_rotated');
+      if (wanted.length === 0) return false;
+      const checked = await checkOps(wanted.map((o) => o.raw));
+      const report = await to.store.db.transaction((tx) => ingestChecked(tx, checked));
+      if (report.refusals.length > 0) log(`local delivery to ${to.workspace.id}: ${report.refusals.length} op(s) refused or held`);
+      if (report.fresh.length === 0) return false;
+      await to.host.engine.react(report.fresh);
+      return true;
+    });
+    if (reacted) {
+      to.sync?.kick();
+      deliverFrom(to);
+    }
+  }
+
+  /** Runs store work in the workspace's queue, after whatever command is in progress. */
+  function inQueue<T>(entry: Served, fn: () => Promise<T>): Promise<T> {
+    const run = entry.queue.then(fn);
+    entry.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** (Re)starts the workspace's sync client from its binding; none when it is not bound. */
+  async function startSync(entry: Served): Promise<void> {
+    await entry.sync?.stop();
+    entry.sync = null;
+    const binding = readBinding(entry.workspace.paths);
+    if (binding === null) return;
+    entry.sync = new SyncClient({
+      binding,
+      origin,
+      workspace: entry.workspace.id,
+      signer: () => entry.host.deps.keys.signer,
+      run: (fn) => inQueue(entry, () => fn(entry.store.db)),
+      // Foreign ops just stored: commissions addressed here are admitted, answers wake requesters.
+      onIngested: (ops) => {
+        void inQueue(entry, () => entry.host.engine.react(ops))
+          .then(() => {
+            entry.sync?.kick();
+            deliverFrom(entry);
+          })
+          .catch((err: unknown) => log(`${entry.workspace.id}: reacting to synced ops failed: ${String(err)}`));
+      },
+      log: (line) => log(`${entry.workspace.id}: ${line}`),
+    });
+    await entry.sync.start();
+    log(`${entry.workspace.id} syncs with stream ${binding.stream} at ${binding.relay}`);
+  }
+
+  for (const w of readRegistry(paths).workspaces) {
+    await serve(w.root).catch((err: unknown) => log(`cannot serve ${w.id} at ${w.root}: ${String(err)}`));
+  }
+
+  /** Commands on one workspace run one at a time, exactly as the store lock orders them without a node. */
+  function withHost<T>(id: string, fn: (host: Host) => Promise<T>): Promise<T> {
+    const entry = served.get(id);
+    if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`));
+    return inQueue(entry, () => fn(entry.host)).finally(() => {
+      entry.sync?.kick();
+      deliverFrom(entry);
+    });
+  }
+
+  let stopping: Promise<void> | undefined;
+  let resolveClosed!: () => void;
+  const closed = new Promise<void>((r) => (resolveClosed = r));
+  let server: Server;
+  const close = (): Promise<void> => {
+    stopping ??= (async () => {
+      clearInterval(ticker);
+      await new Promise<void>((r) => server.close(() => r()));
+      for (const entry of served.values()) {
+        await entry.sync?.stop();
+        await entry.queue;
+        await entry.store.close().catch(() => undefined);
+      }
+      rmSync(paths.socket, { force: true });
+      rmSync(paths.info, { force: true });
+      await releaseNodeLock().catch(() => undefined);
+      log('node stopped');
+      resolveClosed();
+    })();
+    return stopping;
+  };
+
+  const app = rpcApp({
+    withHost,
+    info: () => ({
+      pid: process.pid,
+      started_at: startedAt,
+      home: paths.home,
+      socket: paths.socket,
+      workspaces: [...served.values()].map((s) => ({ id: s.workspace.id, name: s.workspace.name, root: s.workspace.paths.root })),
+    }),
+    register: async (root) => {
+      const entry = await serve(root);
+      addToRegistry(paths, entry.workspace.id, entry.workspace.paths.root);
+      return { workspace: entry.workspace.id, serving: true };
+    },
+    unregister: async (id) => {
+      const entry = served.get(id);
+      removeFromRegistry(paths, id);
+      if (entry) {
+        served.delete(id);
+        await entry.sync?.stop();
+        await entry.queue;
+        await entry.store.close();
+      }
+      return { workspace: id, serving: false };
+    },
+    shutdown: () => void close(),
+    syncStatus: async (id) => {
+      const entry = served.get(id);
+      if (!entry) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`);
+      return entry.sync ? entry.sync.status() : { bound: false };
+    },
+    syncReload: async (id) => {
+      const entry = served.get(id);
+      if (!entry) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`);
+      await startSync(entry);
+      return entry.sync ? entry.sync.status() : { bound: false };
+    },
+  });
+
+  rmSync(paths.socket, { force: true });
+  server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(paths.socket, () => resolve());
+  });
+  writeInfo(paths, { pid: process.pid, started_at: startedAt, socket: paths.socket, home: paths.home });
+
+  // A workspace whose previous tick has not finished is skipped, so ticks never pile up in its queue.
+  const ticking = new Set<string>();
+  const ticker = setInterval(() => {
+    for (const id of served.keys()) {
+      if (ticking.has(id)) continue;
+      ticking.add(id);
+      void withHost(id, (h) => h.tick())
+        .catch((err: unknown) => log(`tick of ${id} failed: ${String(err)}`))
+        .finally(() => ticking.delete(id));
+    }
+  }, opts.tickMs ?? DEFAULT_TICK_MS);
+  ticker.unref();
+  log(`node ${process.pid} listening on ${paths.socket}; ${served.size} workspace(s); tick every ${opts.tickMs ?? DEFAULT_TICK_MS} ms`);
+  if (!existsSync(paths.socket)) throw new NexusError('INTERNAL', 'the node socket vanished');
+  return { paths, socket: paths.socket, pid: process.pid, close, closed };
+}

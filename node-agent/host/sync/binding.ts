@@ -1,0 +1,51 @@
+// A workspace's binding to a relay stream (.nxs/sync.json, mode 600: it holds the stream token).
+import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { z } from 'zod';
+import { NexusError } from '../../../protocol/errors.js';
+import { syncUrl } from '../../../protocol/sync.js';
+import type { WorkspacePaths } from '../../paths.js';
+
+export const BindingSchema = z.object({
+  relay: z.string(),
+  stream: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/),
+  token: z.string().min(1).max(512),
+  bound_at: z.string(),
+});
+export type Binding = z.infer<typeof BindingSchema>;
+
+function file(paths: WorkspacePaths): string {
+  return join(paths.nxs, 'sync.json');
+}
+
+export function readBinding(paths: WorkspacePaths): Binding | null {
+  if (!existsSync(file(paths))) return null;
+  try {
+    return BindingSchema.parse(JSON.parse(readFileSync(file(paths), 'utf8')));
+  } catch {
+    throw new NexusError('STORE_FAILED', `${file(paths)} is not a valid sync binding; run \`nxs sync unbind\` and bind again`);
+  }
+}
+
+/** Checks a relay base URL (http, https, ws or wss) and returns it normalised. */
+export function checkRelayUrl(raw: string): string {
+  try {
+    syncUrl(raw);
+    return raw.replace(/\/+$/, '');
+  } catch {
+    throw new NexusError('USAGE', `${JSON.stringify(raw)} is not a relay URL: give the base URL \`nxs relay serve\` printed (http:// or ws://)`);
+  }
+}
+
+export function writeBinding(paths: WorkspacePaths, binding: Binding): void {
+  const target = file(paths);
+  const tmp = `${target}.tmp-${process.pid}`;
+  writeFileSync(tmp, JSON.stringify(binding, null, 2) + '\n', { mode: 0o600 });
+  renameSync(tmp, target);
+}
+
+export function removeBinding(paths: WorkspacePaths): boolean {
+  if (!existsSync(file(paths))) return false;
+  rmSync(file(paths));
+  return true;
+}

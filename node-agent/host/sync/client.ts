@@ -1,0 +1,364 @@
+// The node's sync client for one workspace: pushes its outbox, takes in the stream, and keeps going
+// across disconnects (backoff with jitter; unacknowledged ops are pushed again after every reconnect).
+import WebSocket from 'ws';
+import { checkOps, type CheckedOp, type OpSigner } from '../../../crypto/index.js';
+import {
+  DEFAULT_LIMITS,
+  FromRelaySchema,
+  OpsPageSchema,
+  rawElements,
+  rawMember,
+  SYNC_ERROR_TABLE,
+  SYNC_PROTOCOL,
+  syncUrl,
+  type FromNode,
+  type Limits,
+} from '../../../protocol/sync.js';
+import { ingestChecked, pendingCount, signLegacyOps, type Exec, type IngestReport } from '../../kernel/index.js';
+import type { Op } from '../../../protocol/ops.js';
+import type { Db } from '../../adapters/store/index.js';
+import type { Binding } from './binding.js';
+import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
+
+export type SyncStatus = {
+  bound: true;
+  relay: string;
+  stream: string;
+  connected: boolean;
+  caught_up: boolean;
+  cursor: number;
+  head: number;
+  lag: number;
+  outbox: number;
+  in_flight: number;
+  received: number;
+  pushed: number;
+  /** Ops refused on arrival, by reason (malformed, bad_signature, bad_body): never stored, never folded. */
+  rejected: Record<string, number>;
+  /** Ops held because their signing key is not (yet) certified for their workspace (unknown_key). */
+  pending: number;
+  last_error: string | null;
+  refused: boolean;
+};
+
+export type SyncClientOptions = {
+  binding: Binding;
+  /** This node's origin: ops carrying it were authored here and belong in the outbox. */
+  origin: string;
+  /** The workspace and its current signing key: ops it wrote before signing existed are signed when first pushed. */
+  workspace?: string;
+  signer?: () => OpSigner;
+  /** Runs store work in the workspace's command queue, so sync never interleaves with a command. */
+  run: <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
+  log: (line: string) => void;
+  /** Called (outside the store work) with the ops each page newly stored, so the node can react to them. */
+  onIngested?: (ops: Op[]) => void;
+  /** Batches in flight before waiting for acks. */
+  window?: number;
+};
+
+const MAX_BACKOFF_MS = 30_000;
+/** Pages received but not yet stored before the socket stops being read. */
+const MAX_WAITING_PAGES = 8;
+
+export class SyncClient {
+  private ws: WebSocket | null = null;
+  private waitingPages = 0;
+  private stopped = false;
+  private refused = false;
+  private connected = false;
+  private caughtUp = false;
+  private attempt = 0;
+  private limits: Limits = DEFAULT_LIMITS;
+  private head = 0;
+  private position: SyncPosition = { cursor: 0, acked: 0, rejected: {} };
+  private sentUpTo = 0;
+  private inFlight = new Map<number, number>(); // batch id -> highest local_seq in it
+  private nextBatch = 1;
+  private pumping = false;
+  private pumpAgain = false;
+  /** Counts connections closed: a pump that sees it move knows its connection went while it read. */
+  private epoch = 0;
+  private ingest: Promise<void> = Promise.resolve();
+  private received = 0;
+  private pushed = 0;
+  private lastError: string | null = null;
+  private outboxCount = 0;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private silenceTimer: NodeJS.Timeout | null = null;
+
+  private readonly key: string;
+
+  constructor(private readonly opts: SyncClientOptions) {
+    this.key = positionKey(opts.binding.relay, opts.binding.stream);
+  }
+
+  async start(): Promise<void> {
+    this.position = await this.opts.run((db) => readPosition(db, this.key));
+    this.sentUpTo = this.position.acked;
+    this.connect();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    this.ws?.terminate();
+    await this.ingest;
+  }
+
+  /** Something was written locally: push it when the connection allows. */
+  kick(): void {
+    void this.pump();
+  }
+
+  async status(): Promise<SyncStatus> {
+    const [outboxCount, pending] = await this.opts.run(async (db) => [await outboxSize(db, this.opts.origin, this.position.acked), await pendingCount(db)] as const);
+    this.outboxCount = outboxCount;
+    return {
+      bound: true,
+      relay: this.opts.binding.relay,
+      stream: this.opts.binding.stream,
+      connected: this.connected,
+      caught_up: this.caughtUp,
+      cursor: this.position.cursor,
+      head: Math.max(this.head, this.position.cursor),
+      lag: Math.max(0, this.head - this.position.cursor),
+      outbox: this.outboxCount,
+      in_flight: this.inFlight.size,
+      received: this.received,
+      pushed: this.pushed,
+      rejected: this.position.rejected,
+      pending,
+      last_error: this.lastError,
+      refused: this.refused,
+    };
+  }
+
+  private send(frame: FromNode): void {
+    this.ws?.send(JSON.stringify(frame));
+  }
+
+  private connect(): void {
+    if (this.stopped || this.refused) return;
+    const ws = new WebSocket(syncUrl(this.opts.binding.relay), { maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
+    this.ws = ws;
+    ws.on('open', () => {
+      this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.opts.binding.stream, token: this.opts.binding.token, node: this.opts.origin, since: this.position.cursor });
+      this.armSilence();
+    });
+    ws.on('message', (data, isBinary) => {
+      this.armSilence();
+      if (isBinary) return this.fail('the relay sent a binary frame');
+      this.onFrame(data.toString());
+    });
+    ws.on('close', (code, reason) => {
+      if (this.ws !== ws) return;
+      this.epoch++;
+      this.connected = false;
+      this.caughtUp = false;
+      this.inFlight.clear();
+      this.sentUpTo = this.position.acked;
+      if (code !== 1000 && this.lastError === null) this.lastError = `closed ${code} ${reason.toString()}`.trim();
+      this.scheduleReconnect();
+    });
+    ws.on('error', (err) => {
+      this.lastError = err.message;
+    });
+  }
+
+  /** A connection that has said nothing for two ping intervals is dead: drop it and reconnect. */
+  private armSilence(): void {
+    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    this.silenceTimer = setTimeout(() => this.ws?.terminate(), this.limits.ping_interval_ms + this.limits.ping_timeout_ms + 5_000);
+    this.silenceTimer.unref();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.stopped || this.refused) return;
+    const base = Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(this.attempt, 8));
+    this.attempt++;
+    const delay = base * (0.5 + Math.random());
+    this.reconnectTimer = setTimeout(() => this.connect(), delay);
+    this.reconnectTimer.unref();
+  }
+
+  private fail(message: string): void {
+    this.lastError = message;
+    this.ws?.terminate();
+  }
+
+  private onFrame(text: string): void {
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      return this.fail('the relay sent a frame that is not JSON');
+    }
+    if (typeof json === 'object' && json !== null && (json as { type?: unknown }).type === 'ops') return this.onOps(text, json);
+    const parsed = FromRelaySchema.safeParse(json);
+    if (!parsed.success) return this.fail(`the relay sent an invalid frame: ${parsed.error.issues[0]?.message ?? ''}`);
+    const frame = parsed.data;
+    switch (frame.type) {
+      case 'welcome':
+        this.connected = true;
+        this.attempt = 0;
+        this.lastError = null;
+        this.limits = frame.limits;
+        this.head = frame.head;
+        void this.pump();
+        break;
+      case 'ops':
+        break; // handled by onOps
+      case 'caught_up':
+        this.head = Math.max(this.head, frame.head);
+        void this.ingest.then(() => {
+          this.caughtUp = true;
+        });
+        break;
+      case 'ack': {
+        const upTo = this.inFlight.get(frame.id);
+        this.inFlight.delete(frame.id);
+        this.head = Math.max(this.head, frame.head);
+        if (upTo !== undefined && upTo > this.position.acked) {
+          this.position = { ...this.position, acked: upTo };
+          const pos = this.position;
+          void this.opts.run((db) => writePosition(db, this.key, pos)).then(() => this.pump());
+        } else void this.pump();
+        break;
+      }
+      case 'error': {
+        this.lastError = `${frame.code}: ${frame.message}`;
+        if (!SYNC_ERROR_TABLE[frame.code].retry) {
+          this.refused = true;
+          this.opts.log(`sync refused by the relay: ${this.lastError}`);
+        }
+        break;
+      }
+      case 'ping':
+        this.send({ type: 'pong', t: frame.t });
+        break;
+      case 'pong':
+        break;
+    }
+  }
+
+  /**
+   * An `ops` frame: each op's exact text is taken from the frame text (never re-serialised) and its
+   * signature checked at once on a worker thread, while earlier pages are still being stored; the
+   * page is then stored in arrival order. A bad op costs only itself, never the page or the connection.
+   */
+  private onOps(text: string, json: unknown): void {
+    const page = OpsPageSchema.safeParse(json);
+    if (!page.success) return this.fail(`the relay sent an invalid ops frame: ${page.error.issues[0]?.message ?? ''}`);
+    const rows = page.data.ops;
+    if (rows.length === 0) return;
+    const texts = rawElements(rawMember(text, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
+    if (!texts || texts.length !== rows.length || texts.some((t) => t === undefined)) return this.fail('the op texts could not be located in an ops frame');
+    const last = rows[rows.length - 1]!.seq;
+    this.head = Math.max(this.head, last);
+    const checked = checkOps(texts as string[]);
+    // Backpressure: with enough pages waiting to be stored, stop reading the socket. The relay's
+    // own send buffer then fills and it stops paging, so a long catch-up never sits in memory whole.
+    const ws = this.ws;
+    this.waitingPages++;
+    if (this.waitingPages >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
+    this.ingest = this.ingest
+      .then(async () => this.take(last, await checked))
+      .catch((err: unknown) => {
+        this.fail(`storing ops failed: ${String(err)}`);
+      })
+      .finally(() => {
+        this.waitingPages--;
+        if (this.waitingPages <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
+      });
+  }
+
+  /** Stores a page of checked stream ops and moves the cursor past them, in one transaction. */
+  private async take(lastSeq: number, checked: CheckedOp[]): Promise<void> {
+    let next: SyncPosition = this.position;
+    let report: IngestReport | undefined;
+    await this.opts.run((db) =>
+      db.transaction(async (tx: Exec) => {
+        report = await ingestChecked(tx, checked);
+        const rejected = { ...this.position.rejected };
+        for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
+        next = { ...this.position, cursor: Math.max(lastSeq, this.position.cursor), rejected };
+        await writePosition(tx, this.key, next);
+      }),
+    );
+    this.position = { ...next, acked: this.position.acked };
+    this.received += checked.length;
+    if (report && report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
+    if (report && report.refusals.length > 0) {
+      const shown = report.refusals.slice(0, 5).map((r) => `${r.id ?? '?'} ${r.reason}: ${r.why}`);
+      this.opts.log(
+        `sync ${this.opts.binding.stream}: ${report.refusals.length - report.held} op(s) refused, ${report.held} held pending; ${shown.join('; ')}${report.refusals.length > 5 ? '; ...' : ''}`,
+      );
+    }
+    if (report && report.released > 0) this.opts.log(`sync ${this.opts.binding.stream}: ${report.released} pending op(s) taken in after a key rotation`);
+    if (this.received % 10_000 < checked.length) this.opts.log(`sync ${this.opts.binding.stream}: ${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`);
+  }
+
+  /**
+   * Sends outbox batches while the window allows. One pump runs at a time; a call that finds one
+   * running makes it go round again, so rows written (or a connection opened) meanwhile never wait
+   * for the next command.
+   */
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    if (!this.connected || this.stopped) return;
+    this.pumping = true;
+    try {
+      const window = this.opts.window ?? 4;
+      while (this.connected && this.inFlight.size < window) {
+        const epoch = this.epoch;
+        const after = this.sentUpTo;
+        const rows = await this.opts.run(async (db) => {
+          const rows = await outbox(db, this.opts.origin, after, this.limits.max_ops_per_push);
+          const unsigned = rows.filter((r) => r.raw === null).map((r) => r.id);
+          if (unsigned.length > 0 && this.opts.signer && this.opts.workspace) {
+            const texts = await signLegacyOps(db, this.opts.workspace, this.opts.signer(), unsigned);
+            for (const r of rows) if (r.raw === null) r.raw = texts.get(r.id) ?? null;
+          }
+          return rows;
+        });
+        // The connection dropped while the outbox was read (and may be back already): these rows belong
+        // to no connection. Marking them sent would skip them on the next one, so read again from its mark.
+        if (this.epoch !== epoch || this.sentUpTo !== after) continue;
+        if (rows.length === 0) break;
+        // Each op goes out as the exact text stored when it was signed: the frame is built around them.
+        const texts: string[] = [];
+        let bytes = 64;
+        let last = this.sentUpTo;
+        for (const r of rows) {
+          if (r.raw === null) {
+            // Not signed and not ours to sign: no receiver would take it in, so it is never pushed.
+            this.opts.log(`sync ${this.opts.binding.stream}: op ${r.id} has no signed text; not pushed`);
+            last = r.localSeq;
+            continue;
+          }
+          const size = Buffer.byteLength(r.raw) + 1;
+          if (texts.length > 0 && bytes + size > this.limits.max_frame_bytes - 1024) break;
+          texts.push(r.raw);
+          bytes += size;
+          last = r.localSeq;
+        }
+        const id = this.nextBatch++;
+        this.inFlight.set(id, last);
+        this.sentUpTo = last;
+        this.ws?.send(`{"type":"push","id":${id},"ops":[${texts.join(',')}]}`);
+        this.pushed += texts.length;
+      }
+    } finally {
+      this.pumping = false;
+      if (this.pumpAgain) {
+        this.pumpAgain = false;
+        void this.pump();
+      }
+    }
+  }
+}

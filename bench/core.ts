@@ -12,6 +12,7 @@ import { addToRegistry, nodePaths } from '../node-agent/host/node/files.js';
 import { startNode } from '../node-agent/host/node/index.js';
 import { KeyRing } from '../node-agent/capabilities/keys/index.js';
 import { appendOps, type OpDraft } from '../node-agent/kernel/index.js';
+import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { packageRoot } from '../node-agent/paths.js';
 import { openStore } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
@@ -41,7 +42,7 @@ async function main(): Promise<void> {
   process.stderr.write(`seeding ${THREADS} threads...`);
   const seedStart = performance.now();
   let store = await openStore(workspace.paths.store);
-  const writer = { workspace: workspace.id, origin: 'bench', now: () => new Date(), signer: new KeyRing(workspace.paths.keys, workspace.id).signer };
+  const writer = { workspace: workspace.id, origin: 'bench', now: () => new Date(), signer: new KeyRing(workspace.paths.keys, workspace.id).signer, projections: PROJECTIONS };
   for (let done = 0; done < THREADS; ) {
     const batch = Math.min(500, THREADS - done);
     await store.db.transaction(async (tx) => {

@@ -31,6 +31,7 @@ import { newMessageId, newOpId, newThreadId } from '../protocol/ids.js';
 import { OpPayloadSchema, type Op } from '../protocol/ops.js';
 import { rawElements, rawMember, SYNC_PROTOCOL, syncUrl, WireOpSchema } from '../protocol/sync.js';
 import { ingestChecked, type Exec } from '../node-agent/kernel/index.js';
+import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { createStore, openStore, storeTemplate, type Db, type Store } from '../node-agent/adapters/store/index.js';
 import { SyncClient } from '../node-agent/host/sync/index.js';
 import { writePosition } from '../node-agent/host/sync/state.js';
@@ -688,7 +689,7 @@ class Applier {
     const t1 = performance.now();
     await this.db.transaction(async (tx: Exec) => {
       const a = performance.now();
-      const report = await ingestChecked(tx, checked);
+      const report = await ingestChecked(tx, checked, { projections: PROJECTIONS });
       this.stats.ingestMs += performance.now() - a;
       this.stats.rejected += Object.values(report.rejected).reduce((x, y) => x + y, 0) + report.held;
       await writePosition(tx, this.key, { cursor, acked: 0, rejected: {} });
@@ -782,6 +783,7 @@ async function oursSyncClient(relay: RelayProc, stream: string, token: string, t
   const client = new SyncClient({
     binding: { relay: relay.url, stream, token, bound_at: new Date().toISOString() },
     origin: 'bench-reader',
+    projections: PROJECTIONS,
     run,
     log: (line) => progress(`  ${line}`),
   });

@@ -17,6 +17,7 @@ import { checkOps, checkOpsSync, openOp, opSigner, publicKeyObject, signOp, work
 import { newMessageId, newOpId, newThreadId } from '../protocol/ids.js';
 import type { Op } from '../protocol/ops.js';
 import { ingestChecked, ingestOps, type Exec, type IncomingOp } from '../node-agent/kernel/index.js';
+import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { createStore, openStore, storeTemplate, type Store } from '../node-agent/adapters/store/index.js';
 import { writePosition } from '../node-agent/host/sync/state.js';
 
@@ -148,7 +149,7 @@ async function catchUp(home: string, base: string, texts: string[]): Promise<voi
     for (const [i, page] of pages.entries()) {
       const ops = page.map((t) => ({ ...(JSON.parse(t) as Op), raw: t }) as IncomingOp);
       await store.db.transaction(async (tx: Exec) => {
-        await ingestOps(tx, ops);
+        await ingestOps(tx, ops, PROJECTIONS);
         await writePosition(tx, 'bench', { cursor: (i + 1) * PAGE, acked: 0, rejected: {} });
       });
     }
@@ -162,7 +163,7 @@ async function catchUp(home: string, base: string, texts: string[]): Promise<voi
     for (const [i, page] of pages.entries()) {
       const checked = await checkOps(page);
       await store.db.transaction(async (tx: Exec) => {
-        const r = await ingestChecked(tx, checked);
+        const r = await ingestChecked(tx, checked, { projections: PROJECTIONS });
         if (Object.keys(r.rejected).length > 0 || r.held > 0) throw new Error('bench: an op was refused');
         await writePosition(tx, 'bench', { cursor: (i + 1) * PAGE, acked: 0, rejected: {} });
       });
@@ -181,7 +182,7 @@ async function catchUp(home: string, base: string, texts: string[]): Promise<voi
       const checked = await inFlight.shift()!;
       if (i + AHEAD < pages.length) inFlight.push(checkOps(pages[i + AHEAD]!));
       await store.db.transaction(async (tx: Exec) => {
-        const r = await ingestChecked(tx, checked);
+        const r = await ingestChecked(tx, checked, { projections: PROJECTIONS });
         if (Object.keys(r.rejected).length > 0 || r.held > 0) throw new Error('bench: an op was refused');
         await writePosition(tx, 'bench', { cursor: (i + 1) * PAGE, acked: 0, rejected: {} });
       });

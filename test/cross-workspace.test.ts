@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldOperation } from '../node-agent/kernel/index.js';
+import { foldOperation } from '../node-agent/capabilities/threads/index.js';
 import type { Op } from '../protocol/ops.js';
 import { makeWorkspace, REPO, type TestWorkspace } from './helpers/workspace.js';
 import { sleep, until } from './helpers/until.js';

@@ -10,18 +10,18 @@ import { opSigner } from '../crypto/index.js';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
 import { compareOps } from '../protocol/ops.js';
+import { appendOps, ingestOps as ingestInto } from '../node-agent/kernel/index.js';
+import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import {
-  appendOps,
   appliesInOrder,
   applyOp,
   emptyOperation,
   foldOperation,
-  ingestOps,
   isFinished,
   loadOperation,
   openSubRounds,
   type OperationState,
-} from '../node-agent/kernel/index.js';
+} from '../node-agent/capabilities/threads/index.js';
 import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -461,6 +461,8 @@ describe('the fold, case by case', () => {
 
 // ---------------------------------------------------------------------------------------------
 // The store: appendOps and ingestOps on a real PGlite store
+
+const ingestOps = (db: Parameters<typeof ingestInto>[0], ops: Parameters<typeof ingestInto>[1]) => ingestInto(db, ops, PROJECTIONS);
 // ---------------------------------------------------------------------------------------------
 
 describe('appendOps and ingestOps on a real store', () => {
@@ -558,8 +560,8 @@ describe('appendOps and ingestOps on a real store', () => {
     const ahead = ops.map((op) => ({ ...op, lamport: op.lamport + 1_000_000 }) as Op);
     await ingestOps(store.db, ahead);
     const maxBefore = Math.max(...(await store.db.select({ l: tables.ops.lamport }).from(tables.ops)).map((r) => r.l));
-    const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z'), signer: opSigner(generateKeyPairSync('ed25519').privateKey) };
-    const { ops: appended, states } = await store.db.transaction((tx) =>
+    const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z'), signer: opSigner(generateKeyPairSync('ed25519').privateKey), projections: PROJECTIONS };
+    const appended = await store.db.transaction((tx) =>
       appendOps(tx, author, [
         {
           operation: root,
@@ -579,12 +581,12 @@ describe('appendOps and ingestOps on a real store', () => {
     );
     expect(appended.map((op) => op.lamport)).toEqual([maxBefore + 1, maxBefore + 2]);
     const expected = foldOperation(root, [...ahead, ...appended]);
-    expect(states.get(root)).toEqual(expected);
+    expect(await loadOperation(store.db, root)).toEqual(expected);
     expect((await row(root))?.state).toEqual(expected);
     expect(expected.threads[root]!.state).toBe('open');
     expect(expected.sessions[ahead[1]!.session!]).toMatchObject({ turn: 2, in_turn: true });
     expect((await row(root))?.finished).toBe(false);
     // Appending nothing writes nothing.
-    expect(await appendOps(store.db, author, [])).toEqual({ ops: [], states: new Map() });
+    expect(await appendOps(store.db, author, [])).toEqual([]);
   });
 });

@@ -26,6 +26,7 @@ import {
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
 import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
 import { appendOps, ingestChecked, pendingCount, type IngestReport } from '../node-agent/kernel/index.js';
+import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
 import { initWorkspace, type Workspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
@@ -81,7 +82,7 @@ async function rawTexts(store: Store): Promise<string[]> {
 /** What a receiving node does with texts off the wire: check them (thread pool), then take them in, in one transaction. */
 async function deliver(store: Store, texts: string[]): Promise<IngestReport> {
   const checked = await checkOps(texts);
-  return store.db.transaction((tx) => ingestChecked(tx, checked));
+  return store.db.transaction((tx) => ingestChecked(tx, checked, { projections: PROJECTIONS }));
 }
 
 async function opIds(store: Store): Promise<Set<string>> {
@@ -315,7 +316,7 @@ describe('key rotation', () => {
     const nextKey = opSigner(next).key;
     writeNextKey(b.workspace.paths.keys, next);
     await b.store.db.transaction((tx) =>
-      appendOps(tx, { workspace: b.workspace.id, origin: 'crash', now: () => new Date(), signer: old }, [
+      appendOps(tx, { workspace: b.workspace.id, origin: 'crash', now: () => new Date(), signer: old, projections: PROJECTIONS }, [
         { operation: WORKSPACE_OPERATION, thread: null, session: null, kind: 'workspace.key_rotated', body: { new_key: nextKey } },
       ]),
     );
@@ -357,7 +358,7 @@ describe('mutated signed texts (fast-check)', () => {
   async function neverAccepted(mutated: string[]): Promise<void> {
     const checked = await checkOps(mutated);
     for (const c of checked) expect(c.ok).toBe(false);
-    const report = await receiver.db.transaction((tx) => ingestChecked(tx, checked));
+    const report = await receiver.db.transaction((tx) => ingestChecked(tx, checked, { projections: PROJECTIONS }));
     expect(report.fresh).toEqual([]);
     expect(report.held).toBe(0);
   }

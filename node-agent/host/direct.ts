@@ -5,6 +5,7 @@ import { KeyRing, keyReport, rotateKey, type KeyReport, type RotateResult } from
 import { originId } from './node/files.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { launchTurn, processAlive } from '../adapters/sessions/index.js';
+import { PROJECTIONS } from '../capabilities/index.js';
 import { openStore } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 
@@ -27,6 +28,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     origin: originId(),
     keys: new KeyRing(workspace.paths.keys, workspace.id),
     now: () => new Date(),
+    projections: PROJECTIONS,
     launch: launchTurn,
     alive: processAlive,
     readWorkingCopy,

@@ -1,18 +1,4 @@
-// The op log's public door: append, ingest, and read folds.
-export * from './fold.js';
-export {
-  appendOps,
-  ingestOps,
-  lastDeclaration,
-  loadOperation,
-  operationOfSession,
-  operationOfThread,
-  rowToOp,
-  threadOps,
-  type Author,
-  type Exec,
-  type IncomingOp,
-  type OpDraft,
-  type Tx,
-} from './log.js';
-export { ingestChecked, pendingCount, signLegacyOps, type IngestReport, type OpRefusal } from './signed.js';
+// The kernel's public door: appending and ingesting signed ops, and the projections they feed.
+export { appendOps, ingestOps, rowToOp, type Author, type Exec, type IncomingOp, type OpDraft, type Tx } from './log.js';
+export { project, type Projection } from './projections.js';
+export { ingestChecked, pendingCount, signLegacyOps, type IngestOptions, type IngestReport, type OpRefusal } from './signed.js';

@@ -5,6 +5,7 @@ import { openOp, signOp, workspaceOfKey, type CheckedOp, type OpSigner, type Ver
 import { OpPayloadSchema, WORKSPACE_OPERATION, type Op } from '../../protocol/ops.js';
 import { tables } from '../adapters/store/index.js';
 import { ingestOps, type Exec, type IncomingOp } from './log.js';
+import type { Projection } from './projections.js';
 
 /** Why an op was not folded. `unknown_key` ops are held (pending), the others are dropped. */
 export type OpRefusal = 'malformed' | 'bad_signature' | 'bad_body';
@@ -111,7 +112,10 @@ const incoming = (c: Candidate): IncomingOp => ({ ...c.op, raw: c.raw, sig: c.si
  * cannot be placed are held in `pending_ops` (`unknown_key`) and taken in once a rotation op
  * certifies their key. Call inside a transaction. Never throws for bad input.
  */
-export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], now: Date = new Date()): Promise<IngestReport> {
+export type IngestOptions = { projections: readonly Projection[]; now?: Date };
+
+export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opts: IngestOptions): Promise<IngestReport> {
+  const now = opts.now ?? new Date();
   const report: IngestReport = { fresh: [], rejected: {}, held: 0, released: 0, refusals: [] };
   const refuse = (reason: OpRefusal, id: string | null, why: string) => {
     report.rejected[reason] = (report.rejected[reason] ?? 0) + 1;
@@ -131,7 +135,7 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], now
 
   const chain = await KeyChain.load(db, candidates.map((c) => c.op.workspace));
   const { accepted, held, rotated } = place(chain, candidates);
-  report.fresh = await ingestOps(db, accepted.map(incoming));
+  report.fresh = await ingestOps(db, accepted.map(incoming), opts.projections);
 
   if (held.length > 0) {
     const ids = held.map((c) => c.op.id);
@@ -164,7 +168,7 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], now
     }
     const round = place(chain, waiting);
     for (const c of round.accepted) released.add(c.op.id);
-    if (round.accepted.length > 0) report.fresh.push(...(await ingestOps(db, round.accepted.map(incoming))));
+    if (round.accepted.length > 0) report.fresh.push(...(await ingestOps(db, round.accepted.map(incoming), opts.projections)));
     if (released.size > 0) await db.delete(tables.pendingOps).where(inArray(tables.pendingOps.id, [...released]));
     report.released += round.accepted.length;
     workspaces = round.rotated;

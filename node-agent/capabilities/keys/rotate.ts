@@ -4,11 +4,11 @@ import { basename } from 'node:path';
 import { and, asc, eq } from 'drizzle-orm';
 import { archivedKeyFiles, commitNextKey, discardNextKey, publicKeyText, readNextKey, writeNextKey, type PublicJwk } from '../../../crypto/index.js';
 import { WORKSPACE_OPERATION } from '../../../protocol/ops.js';
-import type { EngineDeps } from '../threads/context.js';
+import type { EngineDeps } from '../context.js';
 import { appendOps, type Exec } from '../../kernel/index.js';
 import { tables } from '../../adapters/store/index.js';
 
-export type KeyDeps = Pick<EngineDeps, 'db' | 'workspace' | 'keys' | 'origin' | 'now'>;
+export type KeyDeps = Pick<EngineDeps, 'db' | 'workspace' | 'keys' | 'origin' | 'now' | 'projections'>;
 
 /** One key of the workspace's chain: the genesis key (no op), then each key a rotation op certified. */
 export type KeyHistoryEntry = { key: string; signed_by: string | null; op: string | null; lamport: number | null; ts: string | null };
@@ -113,8 +113,8 @@ export async function rotateKey(deps: KeyDeps): Promise<RotateResult> {
   const { privateKey } = generateKeyPairSync('ed25519');
   const next = publicKeyText(privateKey);
   writeNextKey(dir, privateKey);
-  const author = { workspace: ws, origin: deps.origin, now: deps.now, signer: current };
-  const { ops } = await deps.db.transaction((tx) =>
+  const author = { workspace: ws, origin: deps.origin, now: deps.now, signer: current, projections: deps.projections };
+  const ops = await deps.db.transaction((tx) =>
     appendOps(tx, author, [{ operation: WORKSPACE_OPERATION, thread: null, session: null, kind: 'workspace.key_rotated', body: { new_key: next } }]),
   );
   const archived = commitNextKey(dir);

@@ -8,23 +8,14 @@ import { ROLE_PATTERN } from '../../../protocol/persona.js';
 import type { Receipt, Warning } from '../../../protocol/receipts.js';
 import { callerDepth, commissionDepth } from './depth.js';
 import { describeWorkingCopy } from '../../adapters/git/index.js';
-import {
-  appendOps,
-  loadOperation,
-  openSubRounds,
-  operationOfSession,
-  operationOfThread,
-  type Exec,
-  type OperationState,
-  type SessionState,
-  type ThreadState,
-  newSessionState,
-} from '../../kernel/index.js';
+import { appendOps, type Exec } from '../../kernel/index.js';
+import { loadOperation, operationOfSession, operationOfThread } from './operations.js';
+import { openSubRounds, type OperationState, type SessionState, type ThreadState, newSessionState } from './fold.js';
 import { readSpec, sessionDir } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import { certifiedKeys } from '../keys/index.js';
 import { admitStamp, resolveAlias } from '../trust/index.js';
-import type { CallerClaim, EngineDeps } from './context.js';
+import type { CallerClaim, EngineDeps } from '../context.js';
 import {
   emptyPlan,
   markProcessEnded,
@@ -92,6 +83,7 @@ export function createEngine(deps: EngineDeps) {
     workspace: workspace.id,
     origin: deps.origin,
     now: deps.now,
+    projections: deps.projections,
     get signer() {
       return deps.keys.signer;
     },
@@ -479,9 +471,9 @@ export function createEngine(deps: EngineDeps) {
         kind: 'session.turn_ended',
         body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut },
       });
-      const { states } = await appendOps(tx, writer, plan.drafts);
+      await appendOps(tx, writer, plan.drafts);
       // Input that arrived while the process lived (an answer, a follow-up) starts it again now.
-      const after = states.get(opId)!;
+      const after = await loadOperation(tx, opId);
       const s2 = after.sessions[s.id]!;
       const owes = after.threads[s.thread]!.state === 'open';
       if (owes && openSubRounds(after, s.id).length === 0 && s2.last_input_at > s2.turn_started_at) {

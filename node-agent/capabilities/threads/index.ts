@@ -1,4 +1,14 @@
-// The chat engine's public door.
-export type { CallerClaim, EngineDeps } from './context.js';
+// The threads capability's public door: the chat engine, its pure operation fold, status and views.
+export type { CallerClaim, EngineDeps } from '../context.js';
 export { createEngine, MAX_MESSAGE_BYTES, type Engine, type ReplyInput, type SendInput, type TurnEnd } from './engine.js';
+export * from './fold.js';
+export {
+  lastDeclaration,
+  loadOperation,
+  operationOfSession,
+  operationOfThread,
+  operationsProjection,
+  personaRunsProjection,
+  threadOps,
+} from './operations.js';
 export { operationReport, statusReport, threadView } from './status.js';

@@ -2,9 +2,10 @@
 import { asc, eq } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import type { StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
-import { isFinished, loadOperation, openSubRounds, operationOfThread, threadOps, type OperationState, type ThreadState } from '../../kernel/index.js';
+import { loadOperation, operationOfThread, threadOps } from './operations.js';
+import { isFinished, openSubRounds, type OperationState, type ThreadState } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
-import type { EngineDeps } from './context.js';
+import type { EngineDeps } from '../context.js';
 
 /** The root of an operation: the thread with no parent (its id is the operation's id). */
 function rootOf(state: OperationState): ThreadState | undefined {

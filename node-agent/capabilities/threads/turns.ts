@@ -5,19 +5,12 @@ import type { Author, MessageEffect } from '../../../protocol/ops.js';
 import type { Warning, Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { newMessageId } from '../../../protocol/ids.js';
-import {
-  lastDeclaration,
-  openSubRounds,
-  threadOps,
-  type Exec,
-  type OpDraft,
-  type OperationState,
-  type SessionState,
-  type ThreadState,
-} from '../../kernel/index.js';
+import { type Exec, type OpDraft } from '../../kernel/index.js';
+import { lastDeclaration, threadOps } from './operations.js';
+import { openSubRounds, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { buildPrompt, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
-import type { EngineDeps } from './context.js';
+import type { EngineDeps } from '../context.js';
 
 export type TurnReason = 'commissioned' | 'answered' | 'follow_up';
 

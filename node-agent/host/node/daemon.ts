@@ -159,7 +159,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       const wanted = ops.filter((o) => addressed.has(o.op.operation) || held.has(o.op.operation) || o.op.kind === 'workspace.key_rotated');
       if (wanted.length === 0) return false;
       const checked = await checkOps(wanted.map((o) => o.raw));
-      const report = await to.store.db.transaction((tx) => ingestChecked(tx, checked));
+      const report = await to.store.db.transaction((tx) => ingestChecked(tx, checked, { projections: to.host.deps.projections }));
       if (report.refusals.length > 0) log(`local delivery to ${to.workspace.id}: ${report.refusals.length} op(s) refused or held`);
       if (report.fresh.length === 0) return false;
       await to.host.engine.react(report.fresh);
@@ -189,6 +189,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       origin,
       workspace: entry.workspace.id,
       signer: () => entry.host.deps.keys.signer,
+      projections: entry.host.deps.projections,
       run: (fn) => inQueue(entry, () => fn(entry.store.db)),
       // Foreign ops just stored: commissions addressed here are admitted, answers wake requesters.
       onIngested: (ops) => {

@@ -14,7 +14,7 @@ import {
   type FromNode,
   type Limits,
 } from '../../../protocol/sync.js';
-import { ingestChecked, pendingCount, signLegacyOps, type Exec, type IngestReport } from '../../kernel/index.js';
+import { ingestChecked, pendingCount, signLegacyOps, type Exec, type IngestReport, type Projection } from '../../kernel/index.js';
 import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
 import type { Binding } from './binding.js';
@@ -48,6 +48,8 @@ export type SyncClientOptions = {
   /** The workspace and its current signing key: ops it wrote before signing existed are signed when first pushed. */
   workspace?: string;
   signer?: () => OpSigner;
+  /** The projections ingested ops are folded into. */
+  projections: readonly Projection[];
   /** Runs store work in the workspace's command queue, so sync never interleaves with a command. */
   run: <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
   log: (line: string) => void;
@@ -280,7 +282,7 @@ export class SyncClient {
     let report: IngestReport | undefined;
     await this.opts.run((db) =>
       db.transaction(async (tx: Exec) => {
-        report = await ingestChecked(tx, checked);
+        report = await ingestChecked(tx, checked, { projections: this.opts.projections });
         const rejected = { ...this.position.rejected };
         for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
         next = { ...this.position, cursor: Math.max(lastSeq, this.position.cursor), rejected };

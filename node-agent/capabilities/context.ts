@@ -1,10 +1,11 @@
 // What the chat engine needs from its host, passed in as one object: no module-level state.
-import type { Persona } from '../../../protocol/persona.js';
-import type { WorkingCopy } from '../../../protocol/working-copy.js';
-import type { KeyRing } from '../keys/ring.js';
-import type { Db } from '../../adapters/store/index.js';
-import type { Workspace } from '../../adapters/workspace/index.js';
-import type { TurnLaunch, LaunchResult } from '../../adapters/sessions/index.js';
+import type { Persona } from '../../protocol/persona.js';
+import type { WorkingCopy } from '../../protocol/working-copy.js';
+import type { Projection } from '../kernel/index.js';
+import type { KeyRing } from './keys/ring.js';
+import type { Db } from '../adapters/store/index.js';
+import type { Workspace } from '../adapters/workspace/index.js';
+import type { TurnLaunch, LaunchResult } from '../adapters/sessions/index.js';
 
 export type EngineDeps = {
   db: Db;
@@ -14,6 +15,8 @@ export type EngineDeps = {
   /** The workspace's signing key: every op the engine appends is signed with its current key. */
   keys: KeyRing;
   now: () => Date;
+  /** The projections every op this engine stores is folded into. */
+  projections: readonly Projection[];
   /** Starts one session turn's process; returns its pids. */
   launch: (turn: TurnLaunch) => Promise<LaunchResult>;
   /** Whether a local process is still alive. */

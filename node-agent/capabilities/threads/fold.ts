@@ -1,7 +1,7 @@
 // The pure fold: an operation's state is a function of its ops in (lamport, workspace, id) order.
-import type { Author, MessageEffect, Op, Target } from '../../protocol/ops.js';
-import { compareOps } from '../../protocol/ops.js';
-import type { WorkingCopy } from '../../protocol/working-copy.js';
+import type { Author, MessageEffect, Op, Target } from '../../../protocol/ops.js';
+import { compareOps } from '../../../protocol/ops.js';
+import type { WorkingCopy } from '../../../protocol/working-copy.js';
 
 export type ThreadState = {
   id: string;

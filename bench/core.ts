@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     await host.engine.reply({ thread: r.thread, escalate: false, text: 'pong', caller: person('bob') });
   });
   const engineStatus = await sample(Math.ceil(ENGINE_N / 6), async () => {
-    await host.status({ all: false });
+    await host.run('status', { all: false });
   });
   const rawRef = await sample(ENGINE_N, async () => {
     await store.pg.query('insert into persona_runs (workspace, role, hash, lamport) values ($1, $2, $3, 0) on conflict do nothing', ['x', 'y', 'z']);

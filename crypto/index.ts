@@ -1,23 +1,14 @@
-// The crypto folder's only public door: import workspace-key functions from here, never from keys.ts.
+// The crypto folder's only public door. Pure: keys, ids, op signatures and stamps; no files.
 
 export {
   generateWorkspaceKey,
+  keyFromPrivate,
   parsePublicJwk,
-  readWorkspaceKey,
   sha256Hex,
   signBytes,
   verifyBytes,
   workspaceIdFromPublicJwk,
   workspaceIdOfRawKey,
-  writeWorkspaceKey,
-  archivedKeyFiles,
-  commitNextKey,
-  discardNextKey,
-  readNextKey,
-  writeNextKey,
-  NEXT_KEY_FILE,
-  WORKSPACE_KEY_FILE,
-  WORKSPACE_PUB_FILE,
 } from './keys.js';
 export type { PublicJwk, WorkspaceKey } from './keys.js';
 export {

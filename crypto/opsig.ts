@@ -6,7 +6,7 @@
 // receiver finds that suffix on the exact text it got (nobody re-serialises an op), strips it to get T
 // back byte for byte, checks that T is the canonical text of what it parses to, and verifies.
 
-import { createPublicKey, KeyObject, sign, verify } from 'node:crypto';
+import { createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Op } from '../protocol/ops.js';

@@ -22,6 +22,14 @@ export function packageRoot(): string {
   }
 }
 
+let cachedVersion: string | undefined;
+
+/** The installed package's version, from its package.json. */
+export function packageVersion(): string {
+  cachedVersion ??= (JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version: string }).version;
+  return cachedVersion;
+}
+
 /** The node's state folder: NEXUS_HOME, or ~/.nexus. */
 export function nexusHome(env: NodeJS.ProcessEnv = process.env): string {
   const fromEnv = env['NEXUS_HOME'];

@@ -49,8 +49,9 @@ export class NexusError extends Error {
   readonly code: ErrorCode;
   readonly details: Record<string, unknown> | undefined;
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
-    super(message);
+  /** `options.cause` keeps the error this one reports (an OS error, a driver's), for logs and for callers that branch on it. */
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: { cause?: unknown }) {
+    super(message, options);
     this.name = 'NexusError';
     this.code = code;
     this.details = details;

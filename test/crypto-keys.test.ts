@@ -4,15 +4,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  generateWorkspaceKey,
-  readWorkspaceKey,
-  sha256Hex,
-  signBytes,
-  verifyBytes,
-  workspaceIdFromPublicJwk,
-  writeWorkspaceKey,
-} from '../crypto/index.js';
+import { generateWorkspaceKey, sha256Hex, signBytes, verifyBytes, workspaceIdFromPublicJwk } from '../crypto/index.js';
+import { readWorkspaceKey, writeWorkspaceKey } from '../node-agent/capabilities/keys/index.js';
 import { NexusError } from '../protocol/errors.js';
 import {
   Handle,

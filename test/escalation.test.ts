@@ -102,9 +102,9 @@ describe('a person -> orchestrator -> coder chain: waiting on a round of one’s
     await waitFor('the orchestrator to end its first turn', () => turnSettled(ws, orchestrator, 1));
     coderThread = ws.agentLog().find((e) => e.role === `${ws.short}/orchestrator` && e.cmd === 'send').out.thread;
   });
-  afterAll(() => {
+  afterAll(async () => {
     writeFileSync(gate, '');
-    ws.cleanup();
+    await ws.cleanup();
   });
 
   it('a session that commissioned a round and ended its turn without replying is waiting: no message, thread open, waiting_on_sub_round', async () => {
@@ -201,9 +201,9 @@ describe('a plain reply while the session’s own round is still open', () => {
     ws.persona('impatient', { mode: 'plain-while-waiting', arg: 'helper' });
     ws.persona('helper', { mode: 'gate', arg: gate });
   });
-  afterAll(() => {
+  afterAll(async () => {
     writeFileSync(gate, '');
-    ws.cleanup();
+    await ws.cleanup();
   });
 
   it('is refused with SUB_ROUND_OPEN (exit 2, nothing written), and --escalate in that state is allowed', async () => {

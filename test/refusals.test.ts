@@ -176,8 +176,8 @@ describe('refused commands', () => {
     await ws.waitIdle();
     ctx = { ws, thread: sent.json.thread, outside };
   });
-  afterAll(() => {
-    ctx?.ws.cleanup();
+  afterAll(async () => {
+    await ctx?.ws.cleanup();
     if (ctx) rmSync(ctx.outside, { recursive: true, force: true });
   });
 

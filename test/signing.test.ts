@@ -10,19 +10,8 @@ import { PGlite } from '@electric-sql/pglite';
 import { asc, eq } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
-import {
-  checkOps,
-  checkOpsSync,
-  commitNextKey,
-  NEXT_KEY_FILE,
-  openOp,
-  opSigner,
-  readWorkspaceKey,
-  signOp,
-  workspaceOfKey,
-  writeNextKey,
-  type OpSigner,
-} from '../crypto/index.js';
+import { checkOps, checkOpsSync, openOp, opSigner, signOp, workspaceOfKey, type OpSigner } from '../crypto/index.js';
+import { commitNextKey, NEXT_KEY_FILE, readWorkspaceKey, writeNextKey } from '../node-agent/capabilities/keys/index.js';
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
 import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
 import { appendOps, ingestChecked, pendingCount, type IngestReport } from '../node-agent/kernel/index.js';
@@ -236,7 +225,7 @@ describe('key rotation', () => {
     const dir = l.workspace.paths.keys;
     const before = l.host.deps.keys.signer.key;
     await post(l, 'before', 'signed by the genesis key');
-    const r = await l.host.keys.rotate();
+    const r = await l.host.run('keys.rotate', {});
     expect(r).toMatchObject({ workspace: l.workspace.id, previous_key: before, resumed: false, archived_as: 'workspace.key.0' });
     expect(r.key).not.toBe(before);
     expect(statSync(join(dir, 'workspace.key.0')).mode & 0o777).toBe(0o600);
@@ -246,7 +235,7 @@ describe('key rotation', () => {
     expect(onDisk.id).toBe(l.workspace.id);
     expect(onDisk.publicJwk.x).toBe(r.key);
 
-    const show = await l.host.keys.show();
+    const show = await l.host.run('keys.show', {});
     expect(show).toMatchObject({ workspace: l.workspace.id, key: r.key, generation: 1, archived_keys: 1, rotation_in_progress: false });
     expect(show.public_jwk.x).toBe(before);
     expect(show.history.map((h) => h.key)).toEqual([before, r.key]);
@@ -265,9 +254,9 @@ describe('key rotation', () => {
   it('a peer that sees the rotation first verifies the new key; one that sees it late holds the ops, then folds them', async () => {
     const l = await localWorkspace();
     await post(l, 'one', 'genesis');
-    await l.host.keys.rotate();
+    await l.host.run('keys.rotate', {});
     await post(l, 'two', 'second key');
-    await l.host.keys.rotate();
+    await l.host.run('keys.rotate', {});
     await post(l, 'three', 'third key');
     const texts = await rawTexts(l.store);
     const kinds = texts.map((t) => (openOp(t) as { op: Op }).op.kind);
@@ -303,7 +292,7 @@ describe('key rotation', () => {
     const a = await localWorkspace();
     const orphan = generateKeyPairSync('ed25519').privateKey;
     writeNextKey(a.workspace.paths.keys, orphan);
-    const ra = await a.host.keys.rotate();
+    const ra = await a.host.run('keys.rotate', {});
     expect(ra.resumed).toBe(false);
     expect(ra.key).not.toBe(opSigner(orphan).key);
     expect(readWorkspaceKey(a.workspace.paths.keys).publicJwk.x).toBe(ra.key);
@@ -321,10 +310,10 @@ describe('key rotation', () => {
       ]),
     );
     await post(b, 'meanwhile', 'still signed by the old key');
-    expect((await b.host.keys.show()).rotation_in_progress).toBe(true);
+    expect((await b.host.run('keys.show', {})).rotation_in_progress).toBe(true);
     // Half a switch: the current key already linked to its archive name, the rename not done.
     linkSync(join(b.workspace.paths.keys, 'workspace.key'), join(b.workspace.paths.keys, 'workspace.key.0'));
-    const rb = await b.host.keys.rotate();
+    const rb = await b.host.run('keys.rotate', {});
     expect(rb).toMatchObject({ resumed: true, key: nextKey, previous_key: old.key, archived_as: 'workspace.key.0' });
     expect(existsSync(join(b.workspace.paths.keys, 'workspace.key.1'))).toBe(false);
     expect(b.host.deps.keys.signer.key).toBe(nextKey);
@@ -348,7 +337,7 @@ describe('mutated signed texts (fast-check)', () => {
   beforeAll(async () => {
     const l = await localWorkspace();
     await post(l, 'subject', 'a message with "quotes", ünïcödé and 🎉');
-    await l.host.keys.rotate();
+    await l.host.run('keys.rotate', {});
     await post(l, 'again', 'after a rotation');
     texts = await rawTexts(l.store);
     receiver = await freshStore();

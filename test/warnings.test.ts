@@ -28,9 +28,9 @@ describe('a second wake while the session’s process lives', () => {
     gate = join(ws.root, '..', 'gate-busy');
     ws.persona('busy', { mode: 'gate', arg: gate });
   });
-  afterAll(() => {
+  afterAll(async () => {
     writeFileSync(gate, '');
-    ws.cleanup();
+    await ws.cleanup();
   });
 
   it('posts the message, starts nothing, and warns already_running with exit code 0', async () => {

@@ -3,6 +3,7 @@ import type { Persona } from '../../protocol/persona.js';
 import type { WorkingCopy } from '../../protocol/working-copy.js';
 import type { Projection } from '../kernel/index.js';
 import type { KeyRing } from './keys/ring.js';
+import type { Engine } from './threads/engine.js';
 import type { Db } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import type { TurnLaunch, LaunchResult } from '../adapters/sessions/index.js';
@@ -25,12 +26,7 @@ export type EngineDeps = {
   loadPersona: (root: string, role: string) => Promise<Persona | null>;
 };
 
-/** Who runs a command, as the environment claims it. Parsed once at the edge. */
-export type CallerClaim = {
-  /** NXC_ACTOR: a person's handle, or a session's handle. */
-  actor: string;
-  /** NXC_SESSION: the session the caller runs in, if any. */
-  session: string | null;
-  /** NXC_HOP: a depth claim that can raise, never lower, the anchored depth. */
-  hop: number | null;
-};
+export type { CallerClaim } from '../../protocol/commands.js';
+
+/** What every workspace command runs against: the engine's dependencies and the engine built on them. */
+export type WorkspaceContext = { deps: EngineDeps; engine: Engine };

@@ -1,8 +1,8 @@
 // The CLI's edge: argument parsing, stdin, output and the mapping of errors to exit codes.
-import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { isNexusError, NexusError } from '../../protocol/errors.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
-import type { CallerClaim } from '../capabilities/threads/index.js';
+import type { CallerClaim } from '../../protocol/commands.js';
+import { routed, type Router } from '../host/remote.js';
 import { parseHopClaim } from '../capabilities/threads/depth.js';
 
 /**
@@ -20,6 +20,8 @@ export type Io = {
   stderr: (s: string) => void;
   readStdin: () => Promise<string>;
   stdinIsTty: boolean;
+  /** How commands reach a workspace: through its node or its store (the default), or a host in this process (tests). */
+  route?: Router;
 };
 
 export function processIo(argv = process.argv.slice(2)): Io {
@@ -44,15 +46,6 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
     chunks.push(b);
   }
   return Buffer.concat(chunks).toString('utf8');
-}
-
-/** util.parseArgs in strict mode: an unknown option (such as a removed per-call override) is a USAGE error. */
-export function parse<T extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: T, usage: string) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw new NexusError('USAGE', `${(err as Error).message}\nusage: ${usage}`);
-  }
 }
 
 /** The message text: the TEXT argument, or stdin when it is `-` or absent (so a heredoc works). */
@@ -103,15 +96,7 @@ export function printJson(io: Io, value: unknown): void {
   io.stdout(JSON.stringify(value, null, 2) + '\n');
 }
 
-/** Runs the subcommand named first on the command line; no name prints the help and exits 2. */
-export async function dispatch(io: Io, commands: Record<string, (io: Io, args: string[]) => Promise<void>>, help: string): Promise<number> {
-  const [command, ...args] = io.argv;
-  const wantsJson = io.argv.includes('--json');
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
-    io.stdout(help);
-    return command === undefined ? 2 : 0;
-  }
-  const run = commands[command];
-  if (!run) return runCommand(io, wantsJson, async () => Promise.reject(new NexusError('USAGE', `unknown command "${command}"\n${help}`)));
-  return runCommand(io, wantsJson, () => run(io, args));
+/** The router a command uses: the one the Io names, or the node-or-store default. */
+export function routerOf(io: Io): Router {
+  return io.route ?? routed;
 }

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
 import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
 import { packageRoot } from '../paths.js';
-import { isUnreachable, rpc } from '../host/rpc/client.js';
+import { callNode, isUnreachable } from '../host/rpc/client.js';
 import { findWorkspace } from '../adapters/workspace/index.js';
-import { parse, printJson, type Io } from './io.js';
+import { printJson, type Io } from './io.js';
+import { str, type Verb } from './spec.js';
 
-const USAGE = 'nxs node run | start [--tick-ms N] | stop | status | register | unregister [--json]';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function homeOf(io: Io) {
@@ -56,7 +56,7 @@ async function start(io: Io, json: boolean, tickMs: number | undefined): Promise
   const up = await waitFor(async () => {
     const info = runningNode(paths);
     if (!info) return child.exitCode !== null ? Promise.reject(new NexusError('INTERNAL', `the node exited at start; see ${paths.log}`)) : false;
-    return rpc(info.socket, 'GET', '/v1/node').then(
+    return callNode(info.socket, 'node.info', null, {}).then(
       () => true,
       () => false,
     );
@@ -75,7 +75,7 @@ async function stop(io: Io, json: boolean): Promise<void> {
     else io.stdout('no node was running\n');
     return;
   }
-  await rpc(info.socket, 'POST', '/v1/shutdown', {}).catch((err: unknown) => {
+  await callNode(info.socket, 'node.shutdown', null, {}).catch((err: unknown) => {
     if (!isUnreachable(err)) throw err;
     process.kill(info.pid, 'SIGTERM');
   });
@@ -90,7 +90,7 @@ async function status(io: Io, json: boolean): Promise<void> {
   const paths = homeOf(io);
   const info = runningNode(paths);
   const registered = readRegistry(paths).workspaces;
-  const live = info ? await rpc<{ workspaces: unknown[] }>(info.socket, 'GET', '/v1/node').catch(() => null) : null;
+  const live = info ? await callNode(info.socket, 'node.info', null, {}).catch(() => null) : null;
   const report = { running: info !== null, pid: info?.pid ?? null, socket: info?.socket ?? null, home: paths.home, registered, serving: live?.workspaces ?? [] };
   if (json) return printJson(io, report);
   io.stdout(info ? `node running: pid ${info.pid}, socket ${info.socket}\n` : `no node running for ${paths.home} (start one with \`nxs node start\`)\n`);
@@ -103,8 +103,8 @@ async function register(io: Io, json: boolean, on: boolean): Promise<void> {
   const changed = on ? addToRegistry(paths, ws.id, ws.paths.root) : removeFromRegistry(paths, ws.id);
   const info = runningNode(paths);
   if (info) {
-    if (on) await rpc(info.socket, 'POST', '/v1/workspaces', { root: ws.paths.root });
-    else await rpc(info.socket, 'DELETE', `/v1/workspaces/${ws.id}`);
+    if (on) await callNode(info.socket, 'node.register', null, { root: ws.paths.root });
+    else await callNode(info.socket, 'node.unregister', null, { workspace: ws.id });
   }
   const out = { workspace: ws.id, registered: on, changed, node_running: info !== null };
   if (json) return printJson(io, out);
@@ -115,35 +115,31 @@ async function register(io: Io, json: boolean, on: boolean): Promise<void> {
   );
 }
 
-/** `--tick-ms N`: how often the node's ticker settles dead turns (default 30 s). Only for run and start. */
-function tickOption(raw: string | undefined, verb: string | undefined): number | undefined {
+/** `--tick-ms N`: how often the node's ticker settles dead turns (default 30 s). */
+function tickOption(raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined;
-  if (verb !== 'run' && verb !== 'start') throw new NexusError('USAGE', `--tick-ms applies to \`nxs node run\` and \`nxs node start\` only\nusage: ${USAGE}`);
   const ms = /^\d+$/.test(raw) ? Number(raw) : NaN;
   if (!Number.isSafeInteger(ms) || ms < 10) throw new NexusError('USAGE', `--tick-ms needs a whole number of milliseconds, at least 10 (got ${JSON.stringify(raw)})`);
   return ms;
 }
 
-export async function nodeCommand(io: Io, args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { json: { type: 'boolean' }, 'tick-ms': { type: 'string' } }, USAGE);
-  const json = values.json ?? false;
-  const [verb, ...rest] = positionals;
-  if (rest.length > 0) throw new NexusError('USAGE', `usage: ${USAGE}`);
-  const tickMs = tickOption(values['tick-ms'], verb);
-  switch (verb) {
-    case 'run':
-      return run(io, tickMs);
-    case 'start':
-      return start(io, json, tickMs);
-    case 'stop':
-      return stop(io, json);
-    case 'status':
-      return status(io, json);
-    case 'register':
-      return register(io, json, true);
-    case 'unregister':
-      return register(io, json, false);
-    default:
-      throw new NexusError('USAGE', `usage: ${USAGE}`);
-  }
-}
+const TICK_FLAG = { 'tick-ms': { type: 'string', value: 'N', help: 'run the ticker (settling turns whose process died without reporting) every N ms instead of every 30 s' } } as const;
+
+export const NODE_VERBS: readonly Verb[] = [
+  {
+    path: ['node', 'run'],
+    summary: 'run the per-machine node in the foreground (NEXUS_HOME names its state folder)',
+    flags: TICK_FLAG,
+    run: (io, a) => run(io, tickOption(str(a, 'tick-ms'))),
+  },
+  {
+    path: ['node', 'start'],
+    summary: 'start the per-machine node in the background and wait until it answers',
+    flags: TICK_FLAG,
+    run: (io, a) => start(io, a.json, tickOption(str(a, 'tick-ms'))),
+  },
+  { path: ['node', 'stop'], summary: 'stop the node (SIGKILL if it does not stop within 20 s)', run: (io, a) => stop(io, a.json) },
+  { path: ['node', 'status'], summary: 'whether a node runs, and the workspaces registered with it', run: (io, a) => status(io, a.json) },
+  { path: ['node', 'register'], summary: 'have the node serve this workspace (it keeps its clock and syncs it)', run: (io, a) => register(io, a.json, true) },
+  { path: ['node', 'unregister'], summary: 'stop serving this workspace', run: (io, a) => register(io, a.json, false) },
+];

@@ -1,96 +1,107 @@
-// nxc: the chat command. send, reply, status, threads show.
+// nxc: the chat command. Each verb turns argv into a command of protocol/commands.ts and renders the answer.
 import { NexusError } from '../../protocol/errors.js';
 import type { Warning } from '../../protocol/receipts.js';
-import { routed } from '../host/remote.js';
-import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
-import { callerFromEnv, dispatch, messageText, parse, printJson, processIo, type Io } from './io.js';
+import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
+import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
 import { renderReceipt, renderStatus, renderThread } from './render.js';
+import { bool, cliMain, str, type Program, type Verb } from './spec.js';
 
-const HELP = `nxc: talk to personas and people in a Nexus workspace
+const send: Verb = {
+  path: ['send'],
+  args: '<role | @person | workspace/role> [TEXT | -]',
+  command: 'send',
+  arity: [1, 2],
+  flags: { subject: { type: 'string', short: 's', value: 'S', help: 'what the message is about (a send without one still posts, with refs_warning)' } },
+  details: 'TEXT absent or "-" reads the message from stdin (a heredoc works).',
+  run: async (io, a) => {
+    const [to, text] = a.positionals as [string, string | undefined];
+    const subject = str(a, 'subject');
+    if (subject !== undefined && subject.trim() === '') throw new NexusError('USAGE', '--subject needs text');
+    const caller = callerFromEnv(io.env);
+    const body = await messageText(io, text);
+    const ws = findWorkspace(io.cwd, io.env);
+    const r = await routerOf(io)(ws, (run) => run('send', { to, subject: subject ?? null, text: body, caller }), io.env);
+    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
+    if (a.json) printJson(io, receipt);
+    else io.stdout(renderReceipt(receipt));
+  },
+};
 
-  nxc send <role | @person | workspace/role> [--subject S] [--json] [TEXT | -]
-  nxc reply --thread <id> [--escalate] [--json] [TEXT | -]
-  nxc status [--all] [--json]
-  nxc threads show <id> [--json]
-  nxc tick [--thread <id>] [--json]      settle dead turns by hand (the node does this on its own)
+const reply: Verb = {
+  path: ['reply'],
+  args: '[TEXT | -]',
+  command: 'reply',
+  arity: [0, 1],
+  flags: {
+    thread: { type: 'string', short: 't', value: 'ID', help: 'the thread to answer (required)' },
+    escalate: { type: 'boolean', help: 'hand the task back up: "I cannot reach the result on my own, or this needs a decision"' },
+  },
+  details: 'TEXT absent or "-" reads the message from stdin (a heredoc works).',
+  run: async (io, a) => {
+    const thread = str(a, 'thread');
+    if (thread === undefined) throw new NexusError('USAGE', 'nxc reply needs --thread <id>');
+    const caller = callerFromEnv(io.env);
+    const body = await messageText(io, a.positionals[0]);
+    const ws = findWorkspace(io.cwd, io.env);
+    const r = await routerOf(io)(ws, (run) => run('reply', { thread, escalate: bool(a, 'escalate'), text: body, caller }), io.env);
+    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
+    if (a.json) printJson(io, receipt);
+    else io.stdout(renderReceipt(receipt));
+  },
+};
 
-TEXT absent or "-" reads the message from stdin (a heredoc works).
-Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.
-`;
+const status: Verb = {
+  path: ['status'],
+  command: 'status',
+  flags: { all: { type: 'boolean', short: 'a', help: 'finished operations too' } },
+  run: async (io, a) => {
+    const ws = findWorkspace(io.cwd, io.env);
+    const report = (await routerOf(io)(ws, (run) => run('status', { all: bool(a, 'all') }), io.env)).result;
+    if (a.json) printJson(io, report);
+    else io.stdout(renderStatus(report));
+  },
+};
 
-const json = { type: 'boolean' } as const;
+const threadsShow: Verb = {
+  path: ['threads', 'show'],
+  args: '<id>',
+  command: 'threads.show',
+  arity: [1, 1],
+  run: async (io, a) => {
+    const ws = findWorkspace(io.cwd, io.env);
+    const view = (await routerOf(io)(ws, (run) => run('threads.show', { thread: a.positionals[0]! }), io.env)).result;
+    if (a.json) printJson(io, view);
+    else io.stdout(renderThread(view));
+  },
+};
 
-async function send(io: Io, args: string[]): Promise<void> {
-  const usage = 'nxc send <role | @person | workspace/role> [--subject S] [--json] [TEXT | -]';
-  const { values, positionals } = parse(args, { subject: { type: 'string', short: 's' }, json }, usage);
-  const [to, text, ...rest] = positionals;
-  if (to === undefined || rest.length > 0) throw new NexusError('USAGE', `usage: ${usage}`);
-  if (values.subject !== undefined && values.subject.trim() === '') throw new NexusError('USAGE', '--subject needs text');
-  const caller = callerFromEnv(io.env);
-  const body = await messageText(io, text);
-  const ws = findWorkspace(io.cwd, io.env);
-  const r = await routed(ws, (c) => c.send({ to, subject: values.subject ?? null, text: body, caller }), io.env);
-  const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
-  if (values.json) printJson(io, receipt);
-  else io.stdout(renderReceipt(receipt));
-}
-
-async function reply(io: Io, args: string[]): Promise<void> {
-  const usage = 'nxc reply --thread <id> [--escalate] [--json] [TEXT | -]';
-  const { values, positionals } = parse(args, { thread: { type: 'string', short: 't' }, escalate: { type: 'boolean' }, json }, usage);
-  const [text, ...rest] = positionals;
-  if (values.thread === undefined || rest.length > 0) throw new NexusError('USAGE', `usage: ${usage}`);
-  const caller = callerFromEnv(io.env);
-  const body = await messageText(io, text);
-  const ws = findWorkspace(io.cwd, io.env);
-  const r = await routed(ws, (c) => c.reply({ thread: values.thread!, escalate: values.escalate ?? false, text: body, caller }), io.env);
-  const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
-  if (values.json) printJson(io, receipt);
-  else io.stdout(renderReceipt(receipt));
-}
-
-async function status(io: Io, args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, { all: { type: 'boolean', short: 'a' }, json }, 'nxc status [--all] [--json]');
-  if (positionals.length > 0) throw new NexusError('USAGE', 'usage: nxc status [--all] [--json]');
-  const ws = findWorkspace(io.cwd, io.env);
-  const report = (await routed(ws, (c) => c.status({ all: values.all ?? false }), io.env)).result;
-  if (values.json) printJson(io, report);
-  else io.stdout(renderStatus(report));
-}
-
-async function threads(io: Io, args: string[]): Promise<void> {
-  const usage = 'nxc threads show <id> [--json]';
-  const { values, positionals } = parse(args, { json }, usage);
-  const [verb, id, ...rest] = positionals;
-  if (verb !== 'show' || id === undefined || rest.length > 0) throw new NexusError('USAGE', `usage: ${usage}`);
-  const ws = findWorkspace(io.cwd, io.env);
-  const view = (await routed(ws, (c) => c.thread(id), io.env)).result;
-  if (values.json) printJson(io, view);
-  else io.stdout(renderThread(view));
-}
-
-async function tick(io: Io, args: string[]): Promise<void> {
-  const usage = 'nxc tick [--thread <id>] [--json]';
-  const { values, positionals } = parse(args, { thread: { type: 'string', short: 't' }, json }, usage);
-  if (positionals.length > 0) throw new NexusError('USAGE', `usage: ${usage}`);
-  const ws = findWorkspace(io.cwd, io.env);
-  const r = await routed(
-    ws,
-    async (c) => {
-      const view = values.thread !== undefined ? await c.thread(values.thread) : null;
-      return { ...(await c.tick()), role: view?.thread.session?.handle.split('/')[1] ?? null, open: view?.thread.state === 'open' };
-    },
-    io.env,
-  );
-  const base = { warnings: r.serviceWarning ? [r.serviceWarning] : [] };
-  const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null);
-  const out = { ticked: true, via: r.via, settled: r.result.settled, thread: values.thread ?? null, warnings };
-  if (values.json) return printJson(io, out);
-  io.stdout(`tick done via ${r.via}: ${r.result.settled} dead turn(s) settled\n`);
-  for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
-}
+const tick: Verb = {
+  path: ['tick'],
+  command: 'tick',
+  summary: 'settle dead turns now, and check that a thread’s declared timeout has a clock (the node does this on its own)',
+  flags: { thread: { type: 'string', short: 't', value: 'ID', help: 'also check the clock of this thread' } },
+  run: async (io, a) => {
+    const thread = str(a, 'thread');
+    const ws = findWorkspace(io.cwd, io.env);
+    const r = await routerOf(io)(
+      ws,
+      async (run) => {
+        const view = thread !== undefined ? await run('threads.show', { thread }) : null;
+        const done = await run('tick', {});
+        return { ...done, role: view?.thread.session?.handle.split('/')[1] ?? null, open: view?.thread.state === 'open' };
+      },
+      io.env,
+    );
+    const base = { warnings: r.serviceWarning ? [r.serviceWarning] : [] };
+    const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null);
+    const out = { ticked: true, via: r.via, settled: r.result.settled, thread: thread ?? null, warnings };
+    if (a.json) return printJson(io, out);
+    io.stdout(`tick done via ${r.via}: ${r.result.settled} dead turn(s) settled\n`);
+    for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
+  },
+};
 
 /**
  * tick_unscheduled: a session just put in motion (or the thread a tick names) runs under a
@@ -123,10 +134,15 @@ function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warni
   return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
 }
 
-const COMMANDS: Record<string, (io: Io, args: string[]) => Promise<void>> = { send, reply, status, threads, tick };
+export const NXC: Program = {
+  name: 'nxc',
+  summary: 'talk to personas and people in a Nexus workspace',
+  verbs: [send, reply, status, threadsShow, tick],
+  footer: 'Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.',
+};
 
 export function main(io: Io): Promise<number> {
-  return dispatch(io, COMMANDS, HELP);
+  return cliMain(io, NXC);
 }
 
 export async function run(): Promise<void> {

@@ -23,7 +23,7 @@ async function settle(specDir: string, end: { session: string; turn: number; exi
   const ws = findWorkspace(workspaceDir, { NXC_WORKSPACE_DIR: workspaceDir });
   for (let attempt = 1; ; attempt++) {
     try {
-      const { result, via } = await routed(ws, (c) => c.finishTurn(end));
+      const { result, via } = await routed(ws, (run) => run('turns.finish', end), process.env);
       writeFileSync(doneMarker(specDir, end.turn), JSON.stringify({ ...end, ...result, via, at: new Date().toISOString() }) + '\n');
       return;
     } catch (err) {

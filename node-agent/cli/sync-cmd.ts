@@ -2,14 +2,13 @@
 import WebSocket from 'ws';
 import { NexusError } from '../../protocol/errors.js';
 import { FromRelaySchema, SYNC_PROTOCOL, syncUrl } from '../../protocol/sync.js';
-import { nodePaths, originId, runningNode, isRegistered } from '../host/node/files.js';
-import { rpc } from '../host/rpc/client.js';
+import { nodePaths, originId } from '../host/node/files.js';
+import { callNode } from '../host/rpc/client.js';
+import { servingNode } from '../host/remote.js';
 import { checkRelayUrl, readBinding, removeBinding, writeBinding, type Binding } from '../host/sync/binding.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
-import { parse, printJson, type Io } from './io.js';
-import { trustCommand } from './trust-cmd.js';
-
-const USAGE = 'nxs sync bind <relay-url> --stream NAME --token T | status | unbind | trust add|list|remove [--json]';
+import { printJson, routerOf, type Io } from './io.js';
+import { bool, str, type Verb } from './spec.js';
 
 type Probe = { ok: true; head: number } | { ok: false; refused: boolean; message: string };
 
@@ -35,13 +34,11 @@ function probe(binding: Binding, node: string): Promise<Probe> {
 }
 
 function serving(io: Io, ws: Workspace): string | null {
-  const paths = nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined);
-  const node = runningNode(paths);
-  return node !== null && isRegistered(paths, ws.id) ? node.socket : null;
+  return servingNode(ws, io.env);
 }
 
 async function bind(io: Io, url: string | undefined, stream: string | undefined, token: string | undefined, json: boolean): Promise<void> {
-  if (!url || !stream || !token) throw new NexusError('USAGE', `usage: ${USAGE}`);
+  if (!url || !stream || !token) throw new NexusError('USAGE', 'nxs sync bind needs <relay-url>, --stream NAME and --token T');
   const ws = findWorkspace(io.cwd, io.env);
   const binding: Binding = { relay: checkRelayUrl(url), stream, token, bound_at: new Date().toISOString() };
   if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(stream)) throw new NexusError('USAGE', `stream name ${JSON.stringify(stream)} is not valid`);
@@ -50,7 +47,7 @@ async function bind(io: Io, url: string | undefined, stream: string | undefined,
   if (!answer.ok && answer.refused) throw new NexusError('UNAUTHORIZED', `the relay refused this binding: ${answer.message}`);
   writeBinding(ws.paths, binding);
   const socket = serving(io, ws);
-  const status = socket ? await rpc(socket, 'POST', `/v1/w/${ws.id}/sync/reload`, {}) : null;
+  const status = socket ? await callNode(socket, 'sync.reload', ws.id, {}) : null;
   const out = { bound: true, workspace: ws.id, relay: binding.relay, stream, reachable: answer.ok, head: answer.ok ? answer.head : null, node_serving: socket !== null, status };
   if (json) return printJson(io, out);
   io.stdout(`${ws.id} bound to stream ${stream} at ${binding.relay}${answer.ok ? ` (head ${answer.head})` : ` (not reachable now: ${answer.message})`}\n`);
@@ -60,21 +57,8 @@ async function bind(io: Io, url: string | undefined, stream: string | undefined,
 
 async function status(io: Io, json: boolean): Promise<void> {
   const ws = findWorkspace(io.cwd, io.env);
-  const binding = readBinding(ws.paths);
-  const socket = serving(io, ws);
-  let report: Record<string, unknown>;
-  if (binding === null) report = { bound: false };
-  else if (socket) report = { ...(await rpc<Record<string, unknown>>(socket, 'GET', `/v1/w/${ws.id}/sync`)), node_running: true };
-  else {
-    const { withDirectHost } = await import('../host/direct.js');
-    const { readPosition, outboxSize, positionKey } = await import('../host/sync/state.js');
-    const { pendingCount } = await import('../kernel/index.js');
-    const origin = originId(nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined).home);
-    report = await withDirectHost(ws, async (h) => {
-      const pos = await readPosition(h.deps.db, positionKey(binding.relay, binding.stream));
-      return { bound: true, relay: binding.relay, stream: binding.stream, connected: false, cursor: pos.cursor, outbox: await outboxSize(h.deps.db, origin, pos.acked), rejected: pos.rejected, pending: await pendingCount(h.deps.db), last_error: null, node_running: false };
-    });
-  }
+  const r = await routerOf(io)(ws, (run) => run('sync.status', {}), io.env);
+  const report: Record<string, unknown> = r.result.bound ? { ...r.result, node_running: r.via === 'node' } : r.result;
   if (json) return printJson(io, report);
   if (!report['bound']) return io.stdout('not bound to any stream (nxs sync bind <relay-url> --stream NAME --token T)\n');
   const rejected = Object.entries((report['rejected'] as Record<string, number> | undefined) ?? {}).filter(([, n]) => n > 0);
@@ -93,7 +77,7 @@ async function unbind(io: Io, json: boolean): Promise<void> {
   const ws = findWorkspace(io.cwd, io.env);
   const removed = removeBinding(ws.paths);
   const socket = serving(io, ws);
-  if (socket) await rpc(socket, 'POST', `/v1/w/${ws.id}/sync/reload`, {});
+  if (socket) await callNode(socket, 'sync.reload', ws.id, {});
   if (json) return printJson(io, { unbound: removed, workspace: ws.id });
   io.stdout(removed ? `${ws.id} no longer syncs\n` : `${ws.id} was not bound\n`);
 }
@@ -111,7 +95,7 @@ async function watch(io: Io, ws: Workspace, socket: string, tty: boolean, limitM
   let lastPrint = 0;
   let rateFrom = { t: Date.now(), cursor: 0 };
   for (;;) {
-    last = await rpc<Progress>(socket, 'GET', `/v1/w/${ws.id}/sync`);
+    last = (await callNode(socket, 'sync.status', ws.id, {})) as Progress;
     const cursor = last.cursor ?? 0;
     const head = Math.max(last.head ?? 0, cursor);
     const done = last.caught_up === true && (last.lag ?? 0) === 0;
@@ -133,28 +117,30 @@ async function watch(io: Io, ws: Workspace, socket: string, tty: boolean, limitM
   return last;
 }
 
-export async function syncCommand(io: Io, args: string[]): Promise<void> {
-  if (args[0] === 'trust') return trustCommand(io, args.slice(1));
-  const { values, positionals } = parse(
-    args,
-    { json: { type: 'boolean' }, stream: { type: 'string' }, token: { type: 'string' }, watch: { type: 'boolean' } },
-    USAGE,
-  );
-  if (values.watch) {
-    if (positionals[0] !== 'status' || positionals.length > 1) throw new NexusError('USAGE', '--watch goes with `nxs sync status`');
-    const ws = findWorkspace(io.cwd, io.env);
-    const socket = serving(io, ws);
-    if (!socket) throw new NexusError('NOT_SERVED', 'no node serves this workspace, so nothing syncs: `nxs node register` and `nxs node start`');
-    const final = await watch(io, ws, socket, Boolean(process.stderr.isTTY));
-    if (values.json) printJson(io, final);
-    return;
-  }
-  const json = values.json ?? false;
-  const [verb, arg, ...rest] = positionals;
-  if (rest.length > 0) throw new NexusError('USAGE', `usage: ${USAGE}`);
-  if (verb === 'bind') return bind(io, arg, values.stream, values.token, json);
-  if (arg !== undefined) throw new NexusError('USAGE', `usage: ${USAGE}`);
-  if (verb === 'status') return status(io, json);
-  if (verb === 'unbind') return unbind(io, json);
-  throw new NexusError('USAGE', `usage: ${USAGE}`);
-}
+export const SYNC_VERBS: readonly Verb[] = [
+  {
+    path: ['sync', 'bind'],
+    args: '<relay-url>',
+    arity: [1, 1],
+    summary: "sync this workspace's op log through a relay stream (the token is checked at once; sync runs in the node)",
+    flags: {
+      stream: { type: 'string', value: 'NAME', help: 'the stream on the relay (required)' },
+      token: { type: 'string', value: 'T', help: 'the stream token (required)' },
+    },
+    run: (io, a) => bind(io, a.positionals[0], str(a, 'stream'), str(a, 'token'), a.json),
+  },
+  {
+    path: ['sync', 'status'],
+    summary: 'cursor, lag, outbox, refused ops by reason, last error',
+    flags: { watch: { type: 'boolean', help: 'follow the node’s sync until it has caught up' } },
+    run: async (io, a) => {
+      if (!bool(a, 'watch')) return status(io, a.json);
+      const ws = findWorkspace(io.cwd, io.env);
+      const socket = serving(io, ws);
+      if (!socket) throw new NexusError('NOT_SERVED', 'no node serves this workspace, so nothing syncs: `nxs node register` and `nxs node start`');
+      const final = await watch(io, ws, socket, Boolean(process.stderr.isTTY));
+      if (a.json) printJson(io, final);
+    },
+  },
+  { path: ['sync', 'unbind'], summary: 'stop syncing this workspace', run: (io, a) => unbind(io, a.json) },
+];

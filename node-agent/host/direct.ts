@@ -1,24 +1,27 @@
 // The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
-import { createEngine, statusReport, threadView, type Engine, type EngineDeps } from '../capabilities/threads/index.js';
+import type { CommandInput, CommandOutput, WorkspaceCommand } from '../../protocol/commands.js';
+import { PROJECTIONS } from '../capabilities/index.js';
+import type { EngineDeps, WorkspaceContext } from '../capabilities/context.js';
+import { keyHandlers } from '../capabilities/keys/commands.js';
+import { KeyRing } from '../capabilities/keys/index.js';
+import { threadHandlers } from '../capabilities/threads/commands.js';
+import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
-import { KeyRing, keyReport, rotateKey, type KeyReport, type RotateResult } from '../capabilities/keys/index.js';
-import { originId } from './node/files.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { launchTurn, processAlive } from '../adapters/sessions/index.js';
-import { PROJECTIONS } from '../capabilities/index.js';
 import { openStore } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
+import { invoke, type Handlers } from '../kernel/index.js';
+import { originId } from './node/files.js';
+import { directSyncHandlers } from './sync/commands.js';
 
-export type Host = {
-  engine: Engine;
-  deps: EngineDeps;
-  status: (opts: { all: boolean }) => ReturnType<typeof statusReport>;
-  thread: (id: string) => ReturnType<typeof threadView>;
-  /** The clock's work: settle turns whose process died without reporting. */
-  tick: () => Promise<{ settled: number }>;
-  /** The workspace's keys (`nxs key show`), and moving to a new one (`nxs key rotate`). */
-  keys: { show: () => Promise<KeyReport>; rotate: () => Promise<RotateResult> };
-};
+/** Every workspace command, as a host with the store open in this process answers it. */
+export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = { ...threadHandlers, ...keyHandlers, ...directSyncHandlers };
+
+/** Runs one workspace command; its answer is checked against the command's output schema. */
+export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K>) => Promise<CommandOutput<K>>;
+
+export type Host = WorkspaceContext & { run: Runner };
 
 /** The engine's real dependencies for a workspace whose store is open in this process. */
 export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: Partial<EngineDeps> = {}): EngineDeps {
@@ -37,19 +40,9 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
   };
 }
 
-export function hostFor(deps: EngineDeps): Host {
-  const engine = createEngine(deps);
-  return {
-    engine,
-    deps,
-    status: async (opts) => {
-      await engine.reap();
-      return statusReport(deps, opts);
-    },
-    thread: (id) => threadView(deps, id),
-    tick: async () => ({ settled: await engine.reap() }),
-    keys: { show: () => keyReport(deps), rotate: () => rotateKey(deps) },
-  };
+export function hostFor(deps: EngineDeps, handlers: Handlers<WorkspaceContext, WorkspaceCommand> = WORKSPACE_HANDLERS): Host {
+  const ctx: WorkspaceContext = { deps, engine: createEngine(deps) };
+  return { ...ctx, run: (name, input) => invoke(handlers, ctx, name, input) };
 }
 
 /** Opens the workspace's store, runs `fn` against the engine, and always closes the store. */

@@ -1,2 +1,2 @@
 // The hosts' public door: how a command reaches the engine.
-export { hostFor, realDeps, withDirectHost, type Host } from './direct.js';
+export { hostFor, realDeps, withDirectHost, WORKSPACE_HANDLERS, type Host, type Runner } from './direct.js';

@@ -2,3 +2,4 @@
 export { appendOps, ingestOps, rowToOp, type Author, type Exec, type IncomingOp, type OpDraft, type Tx } from './log.js';
 export { project, type Projection } from './projections.js';
 export { ingestChecked, pendingCount, signLegacyOps, type IngestOptions, type IngestReport, type OpRefusal } from './signed.js';
+export { invoke, type Handler, type Handlers } from './bus.js';

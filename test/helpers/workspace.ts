@@ -4,6 +4,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { inject } from 'vitest';
+import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
+import { serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
 export const AGENT = join(REPO, 'test', 'fixtures', 'agent.mjs');
@@ -51,6 +53,9 @@ export class TestWorkspace {
   readonly log: string;
   /** Set when this workspace has a node of its own (its own NEXUS_HOME). */
   home: string | undefined;
+  /** Set while the workspace is served in this test's process (the default); null: real processes. */
+  inproc: InProcessWorkspace | null = null;
+  readonly clock = new TestClock();
   constructor(
     readonly root: string,
     readonly id: string,
@@ -59,15 +64,29 @@ export class TestWorkspace {
     this.log = join(root, '..', 'agent-log.jsonl');
   }
 
+  /** Serves this workspace in the test's own process: commands and sessions run without child processes. */
+  serveInProcess(): this {
+    this.inproc = serveInProcess(this.root, cleanEnv({ NXC_ACTOR: 'alice' }) as Record<string, string>, this.log, this.clock);
+    return this;
+  }
+
+  /** Moves the test clock (in process only); turns past their declared timeout are stopped. */
+  advance(ms: number): void {
+    if (!this.inproc) throw new Error('advance() needs an in-process workspace');
+    this.inproc.advance(ms);
+  }
+
   private homeEnv(): Record<string, string> {
     return this.home ? { NEXUS_HOME: this.home } : {};
   }
 
   nxc(args: string[], opts: RunOpts = {}): Promise<CliResult> {
+    if (this.inproc) return this.inproc.cli('nxc', args, { ...opts, env: { NXC_ACTOR: 'alice', ...opts.env } });
     return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }
 
   nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
+    if (this.inproc && args[0] !== 'node') return this.inproc.cli('nxs', args, opts);
     // A node started here passes its environment on to the sessions it runs, so the agent log goes with it.
     return runCli('nxs', args, opts.cwd ?? this.root, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }
@@ -77,6 +96,9 @@ export class TestWorkspace {
    * template), `nxs node start`, and `nxs node register`. Commands then go over the node's socket.
    */
   async startNode(): Promise<void> {
+    // A node holds the store: a workspace served in process hands it over first.
+    await this.inproc?.close();
+    this.inproc = null;
     const home = join(this.root, '..', 'nexus-home');
     mkdirSync(home, { recursive: true });
     if (!existsSync(join(home, 'cache'))) symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
@@ -119,6 +141,7 @@ export class TestWorkspace {
 
   /** Waits until every session turn started here has been settled by its sidecar. */
   async waitIdle(timeoutMs = 90_000): Promise<void> {
+    if (this.inproc) return this.inproc.waitIdle(timeoutMs);
     const deadline = Date.now() + timeoutMs;
     let quietChecks = 0;
     while (Date.now() < deadline) {
@@ -144,6 +167,7 @@ export class TestWorkspace {
   }
 
   async cleanup(): Promise<void> {
+    await this.inproc?.close();
     await this.stopNode();
     rmSync(join(this.root, '..'), { recursive: true, force: true });
   }
@@ -154,7 +178,7 @@ function git(cwd: string, ...args: string[]): void {
 }
 
 /** A fresh git repository with one commit, made a workspace with `nxs init`. */
-export async function makeWorkspace(opts: { git?: boolean } = {}): Promise<TestWorkspace> {
+export async function makeWorkspace(opts: { git?: boolean; real?: boolean } = {}): Promise<TestWorkspace> {
   const base = mkdtempSync(join(tmpdir(), 'nexus-ws-'));
   const root = join(base, 'repo');
   mkdirSync(root);
@@ -167,7 +191,7 @@ export async function makeWorkspace(opts: { git?: boolean } = {}): Promise<TestW
     git(root, 'add', '.');
     git(root, 'commit', '-q', '-m', 'init');
   }
-  const r = await runCli('nxs', ['init', '--json'], root);
-  if (r.code !== 0) throw new Error(`nxs init failed: ${r.stderr}`);
-  return new TestWorkspace(root, r.json.workspace, r.json.short);
+  const { workspace } = await initWorkspace(root, { home: inject('nexusHome') });
+  const ws = new TestWorkspace(root, workspace.id, workspace.short);
+  return opts.real ? ws : ws.serveInProcess();
 }

@@ -3,9 +3,9 @@ import { PGlite } from '@electric-sql/pglite';
 import { drizzle, type PgliteDatabase } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import lockfile from 'proper-lockfile';
+import { cpSync, existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { acquireLock, describeOwner, type Release } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import * as schema from './schema.js';
@@ -21,8 +21,6 @@ export type Store = {
 
 /** How long a waiting command keeps trying for a store held by another process. */
 const LOCK_WAIT_MS = 60_000;
-/** A lock not refreshed for this long belongs to a process that died; it is taken over. */
-const LOCK_STALE_MS = 10_000;
 
 function migrationsFolder(): string {
   return join(packageRoot(), 'migrations', 'node');
@@ -47,35 +45,54 @@ async function isCurrent(pg: PGlite): Promise<boolean> {
   }
 }
 
-/** Takes the exclusive lock on `target`, waiting up to `waitMs`; resolves to its release. */
-async function acquireLock(target: string, waitMs: number): Promise<() => Promise<void>> {
-  mkdirSync(dirname(target), { recursive: true });
-  try {
-    return await lockfile.lock(target, {
-      realpath: false,
-      lockfilePath: `${target}.lock`,
-      stale: LOCK_STALE_MS,
-      update: LOCK_STALE_MS / 4,
-      retries: { retries: Math.ceil(waitMs / 100), minTimeout: 25, maxTimeout: 100, factor: 1.2 },
-      onCompromised: (err) => {
-        // Another process took the lock over while we held it: the store may be shared now. Stop.
-        process.stderr.write(`nexus: the store lock at ${target} was lost (${err.message}); exiting\n`);
-        process.exit(1);
-      },
-    });
-  } catch (err) {
-    throw new NexusError('STORE_BUSY', `the store at ${target} is held by another process (waited ${Math.round(waitMs / 1000)} s)`, {
-      cause: String(err),
-    });
-  }
+export type OpenOptions = {
+  /** How long to wait while another live process holds the store (default 60 s). */
+  waitMs?: number;
+  /** What this process holds the store for, shown to anybody who waits for it. */
+  purpose?: string;
+  /** This process's NEXUS_HOME, recorded with the lock so a waiting command can name the node that holds it. */
+  home?: string;
+  /** Called once after about a second of waiting, with a line saying who holds the store. */
+  onWait?: (line: string) => void;
+};
+
+/**
+ * Takes the exclusive lock on `target`. Its holder is known by pid: a starved holder keeps it for as
+ * long as it runs, a crashed one loses it at once. A store held by a node is refused at once, naming
+ * that node, because a node keeps its stores open until it stops.
+ */
+function acquireStoreLock(target: string, opts: OpenOptions): Promise<Release> {
+  const waitMs = opts.waitMs ?? LOCK_WAIT_MS;
+  return acquireLock(`${target}.lock`, {
+    waitMs,
+    purpose: opts.purpose ?? `a command (${process.argv.slice(1, 3).map((a) => basename(a)).join(' ')})`,
+    ...(opts.home === undefined ? {} : { home: opts.home }),
+    onWait: (owner) => opts.onWait?.(`waiting for the store at ${target}: it is held by ${describeOwner(owner)}`),
+    refuseEarly: (owner) =>
+      owner.purpose === NODE_PURPOSE
+        ? new NexusError(
+            'STORE_BUSY',
+            `the store at ${target} is held by ${describeOwner(owner)}. Commands reach it through that node: run them with NEXUS_HOME=${owner.home ?? '<its home>'}` +
+              ` (or stop that node, or \`nxs node unregister\` the workspace there)`,
+            { pid: owner.pid, home: owner.home ?? null },
+          )
+        : null,
+    busy: (owner) =>
+      new NexusError('STORE_BUSY', `the store at ${target} is held by ${describeOwner(owner)} (waited ${Math.round(waitMs / 1000)} s)`, {
+        pid: owner?.pid ?? null,
+      }),
+  });
 }
 
+/** What a node records as its purpose when it holds a store. */
+export const NODE_PURPOSE = 'the node';
+
 async function withDirLock<T>(target: string, waitMs: number, fn: () => Promise<T>): Promise<T> {
-  const release = await acquireLock(target, waitMs);
+  const release = await acquireStoreLock(target, { waitMs, purpose: 'making the store template' });
   try {
     return await fn();
   } finally {
-    await release().catch(() => undefined);
+    release();
   }
 }
 
@@ -115,11 +132,11 @@ export async function createStore(dir: string, home = nexusHome()): Promise<void
  * Opens the store at `dir` for this process alone. The lock is held until `close()`;
  * a lock left by a crashed process goes stale and is taken over.
  */
-export async function openStore(dir: string, opts: { waitMs?: number } = {}): Promise<Store> {
+export async function openStore(dir: string, opts: OpenOptions = {}): Promise<Store> {
   if (!existsSync(join(dir, 'PG_VERSION'))) {
     throw new NexusError('STORE_FAILED', `no store at ${dir}`);
   }
-  const release = await acquireLock(dir, opts.waitMs ?? LOCK_WAIT_MS);
+  const release = await acquireStoreLock(dir, opts);
   let pg: PGlite | undefined;
   try {
     pg = await PGlite.create({ dataDir: dir });
@@ -134,14 +151,14 @@ export async function openStore(dir: string, opts: { waitMs?: number } = {}): Pr
         try {
           await client.close();
         } finally {
-          await release().catch(() => undefined);
+          release();
         }
       },
     };
   } catch (err) {
     await pg?.close().catch(() => undefined);
-    await release().catch(() => undefined);
+    release();
     if (err instanceof NexusError) throw err;
-    throw new NexusError('STORE_FAILED', `the store at ${dir} could not be opened: ${String(err)}`);
+    throw new NexusError('STORE_FAILED', `the store at ${dir} could not be opened: ${String(err)}`, undefined, { cause: err });
   }
 }

@@ -2,7 +2,8 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
-import { generateWorkspaceKey, writeWorkspaceKey } from '../../../crypto/index.js';
+import { generateWorkspaceKey } from '../../../crypto/index.js';
+import { writeWorkspaceKey } from '../../capabilities/keys/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId, workspaceShort } from '../../../protocol/ids.js';
 import { workspacePaths, type WorkspacePaths } from '../../paths.js';

@@ -1,12 +1,13 @@
 // The workspace's signing key as the engine holds it: read lazily from .nxs/keys, switched in place by a rotation.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { opSigner, parsePublicJwk, readWorkspaceKey, WORKSPACE_PUB_FILE, type OpSigner, type PublicJwk } from '../../../crypto/index.js';
+import { opSigner, parsePublicJwk, type OpSigner, type PublicJwk, type WorkspaceKey } from '../../../crypto/index.js';
+import { readWorkspaceKey, WORKSPACE_PUB_FILE } from './files.js';
 import { NexusError } from '../../../protocol/errors.js';
 
 /** The key folder of one workspace and the key that signs its ops now. */
 export class KeyRing {
-  private current: OpSigner | null = null;
+  private current: { key: WorkspaceKey; signer: OpSigner } | null = null;
 
   constructor(
     /** `.nxs/keys` of the workspace. */
@@ -18,13 +19,19 @@ export class KeyRing {
   /** The key that signs now; read from the folder on first use. Throws NexusError('STORE_FAILED') for a broken folder. */
   get signer(): OpSigner {
     this.current ??= this.read();
-    return this.current;
+    return this.current.signer;
+  }
+
+  /** The whole key that signs now (stamps are signed with it), under the workspace id. */
+  get key(): WorkspaceKey {
+    this.current ??= this.read();
+    return this.current.key;
   }
 
   /** Reads the folder again (after a rotation switched workspace.key). */
   reload(): OpSigner {
     this.current = this.read();
-    return this.current;
+    return this.current.signer;
   }
 
   /** The genesis public key (its sha256 is the workspace id): what another workspace trusts. */
@@ -36,11 +43,11 @@ export class KeyRing {
     }
   }
 
-  private read(): OpSigner {
+  private read(): { key: WorkspaceKey; signer: OpSigner } {
     const key = readWorkspaceKey(this.dir);
     if (key.id !== this.workspace) {
       throw new NexusError('STORE_FAILED', `the key folder belongs to workspace ${key.id}, not ${this.workspace}`, { dir: this.dir });
     }
-    return opSigner(key.privateKey);
+    return { key, signer: opSigner(key.privateKey) };
   }
 }

@@ -2,45 +2,18 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { basename } from 'node:path';
 import { and, asc, eq } from 'drizzle-orm';
-import { archivedKeyFiles, commitNextKey, discardNextKey, publicKeyText, readNextKey, writeNextKey, type PublicJwk } from '../../../crypto/index.js';
+import { publicKeyText, type PublicJwk } from '../../../crypto/index.js';
+import { archivedKeyFiles, commitNextKey, discardNextKey, readNextKey, writeNextKey } from './files.js';
 import { WORKSPACE_OPERATION } from '../../../protocol/ops.js';
+import type { KeyReport, RotateResult } from '../../../protocol/commands.js';
 import type { EngineDeps } from '../context.js';
 import { appendOps, type Exec } from '../../kernel/index.js';
 import { tables } from '../../adapters/store/index.js';
 
 export type KeyDeps = Pick<EngineDeps, 'db' | 'workspace' | 'keys' | 'origin' | 'now' | 'projections'>;
 
-/** One key of the workspace's chain: the genesis key (no op), then each key a rotation op certified. */
-export type KeyHistoryEntry = { key: string; signed_by: string | null; op: string | null; lamport: number | null; ts: string | null };
-
-export type KeyReport = {
-  workspace: string;
-  short: string;
-  /** The genesis public key: the workspace id is derived from it, so another workspace can check the pair. */
-  public_jwk: PublicJwk;
-  /** The key that signs this workspace's ops now (base64url of its 32 raw bytes), and as a JWK. */
-  key: string;
-  signing_jwk: PublicJwk;
-  /** Rotations so far (0: still the genesis key). */
-  generation: number;
-  history: KeyHistoryEntry[];
-  /** Archived private keys kept in .nxs/keys (workspace.key.<n>, mode 600). */
-  archived_keys: number;
-  /** A rotation was interrupted after its new key was written; `nxs key rotate` finishes or redoes it. */
-  rotation_in_progress: boolean;
-};
-
-export type RotateResult = {
-  workspace: string;
-  previous_key: string;
-  key: string;
-  /** The `workspace.key_rotated` op, signed by the previous key. */
-  op: string;
-  /** Where the previous private key is kept. */
-  archived_as: string;
-  /** True when this call finished a rotation an earlier, interrupted call had committed. */
-  resumed: boolean;
-};
+export type { KeyReport, RotateResult };
+export type KeyHistoryEntry = KeyReport['history'][number];
 
 async function chain(db: Exec, workspace: string): Promise<KeyHistoryEntry[]> {
   const rows = await db.select().from(tables.workspaceKeys).where(eq(tables.workspaceKeys.workspace, workspace)).orderBy(asc(tables.workspaceKeys.lamport));

@@ -1,6 +1,6 @@
 // The chat engine: send, reply, and a turn's end. One engine, whatever host (CLI or node) runs it.
 import { sql } from 'drizzle-orm';
-import { readWorkspaceKey, signStamp } from '../../../crypto/index.js';
+import { signStamp } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { Handle, newSessionId, newThreadId, WorkspaceId } from '../../../protocol/ids.js';
 import type { Author, Op, OpOf } from '../../../protocol/ops.js';
@@ -15,7 +15,8 @@ import { readSpec, sessionDir } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import { certifiedKeys } from '../keys/index.js';
 import { admitStamp, resolveAlias } from '../trust/index.js';
-import type { CallerClaim, EngineDeps } from '../context.js';
+import type { CallerClaim, ReplyInput, SendInput, TurnEnd } from '../../../protocol/commands.js';
+import type { EngineDeps } from '../context.js';
 import {
   emptyPlan,
   markProcessEnded,
@@ -72,9 +73,7 @@ function authorOf(caller: Caller): Author {
   return { handle: caller.handle, session: caller.session?.id ?? null };
 }
 
-export type SendInput = { to: string; subject: string | null; text: string; caller: CallerClaim };
-export type ReplyInput = { thread: string; escalate: boolean; text: string; caller: CallerClaim };
-export type TurnEnd = { session: string; turn: number; exitCode: number | null; signal: string | null; timedOut: boolean };
+export type { ReplyInput, SendInput, TurnEnd };
 
 export function createEngine(deps: EngineDeps) {
   const { db, workspace } = deps;
@@ -209,7 +208,7 @@ export function createEngine(deps: EngineDeps) {
       const operation = caller.operation?.id ?? thread;
       const parent = caller.session?.thread ?? null;
       const author = authorOf(caller);
-      const stamp = await signStamp(readWorkspaceKey(workspace.paths.keys), {
+      const stamp = await signStamp(deps.keys.key, {
         sub: caller.handle,
         role: caller.session?.role ?? null,
         aud: target,

@@ -1,7 +1,8 @@
 // The workspaces this one trusts to commission its personas (.nxs/trust.json, mode 600).
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
-import { parsePublicJwk, workspaceIdFromPublicJwk, WORKSPACE_PUB_FILE, type PublicJwk } from '../../../crypto/index.js';
+import { parsePublicJwk, workspaceIdFromPublicJwk, type PublicJwk } from '../../../crypto/index.js';
+import { WORKSPACE_PUB_FILE } from '../keys/files.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId } from '../../../protocol/ids.js';
 import type { WorkspacePaths } from '../../paths.js';

@@ -3,19 +3,20 @@
 import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { existsSync, rmSync } from 'node:fs';
-import lockfile from 'proper-lockfile';
+import { acquireLock, describeOwner } from '../../../infra/index.js';
 import { mkdirSync } from 'node:fs';
 import { and, asc, eq, gt, inArray, isNotNull } from 'drizzle-orm';
 import { checkOps } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Op } from '../../../protocol/ops.js';
-import { ingestChecked, rowToOp } from '../../kernel/index.js';
+import type { NodeCommand, WorkspaceCommand } from '../../../protocol/commands.js';
+import { ingestChecked, invoke, rowToOp, type Handlers } from '../../kernel/index.js';
 import { hostFor, realDeps, type Host } from '../index.js';
 import { rpcApp } from '../rpc/server.js';
-import { openStore, tables, type Store } from '../../adapters/store/index.js';
+import { NODE_PURPOSE, openStore, tables, type Store } from '../../adapters/store/index.js';
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
-import { addToRegistry, NODE_LOCK_STALE_MS, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
+import { addToRegistry, nodeLockPath, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
 type Served = {
   workspace: Workspace;
@@ -44,30 +45,23 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   const paths = nodePaths(opts.home);
   const log = opts.log ?? ((line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
-  let releaseNodeLock: () => Promise<void>;
-  // A live node on record: refuse at once. None on record, yet the lock is held: either a node is
-  // starting, or one was killed and its lock is not stale yet; wait long enough for a dead one's lock
-  // to go stale and be taken over, so `nxs node start` right after a crash succeeds.
-  const recorded = runningNode(paths);
-  const retries = recorded ? 0 : { retries: Math.ceil((NODE_LOCK_STALE_MS * 1.3) / 100), minTimeout: 100, maxTimeout: 100, factor: 1 };
-  try {
-    releaseNodeLock = await lockfile.lock(paths.lock, {
-      realpath: false,
-      lockfilePath: `${paths.lock}.lock`,
-      stale: NODE_LOCK_STALE_MS,
-      update: NODE_LOCK_STALE_MS / 4,
-      retries,
-    });
-  } catch {
-    const first = runningNode(paths);
-    throw new NexusError(
-      'NODE_RUNNING',
-      first
-        ? `a node already runs for ${paths.home}: pid ${first.pid}, started ${first.started_at}, socket ${first.socket}`
-        : `a node is starting or running for ${paths.home} (its lock is held)`,
-      first ? { pid: first.pid, socket: first.socket } : {},
-    );
-  }
+  // One node per home: the lock's holder is known by pid, so a node killed a moment ago frees it at
+  // once, and a live one is refused at once (a node still starting gets a few seconds to show up).
+  const releaseNodeLock = await acquireLock(nodeLockPath(paths), {
+    waitMs: 3_000,
+    purpose: NODE_PURPOSE,
+    home: paths.home,
+    busy: (owner) => {
+      const first = runningNode(paths);
+      return new NexusError(
+        'NODE_RUNNING',
+        first
+          ? `a node already runs for ${paths.home}: pid ${first.pid}, started ${first.started_at}, socket ${first.socket}`
+          : `a node is starting or running for ${paths.home}: ${describeOwner(owner)}`,
+        first ? { pid: first.pid, socket: first.socket } : { pid: owner?.pid ?? null },
+      );
+    },
+  });
 
   const served = new Map<string, Served>();
   const origin = originId(paths.home);
@@ -77,7 +71,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     const workspace = findWorkspace(root, {});
     const existing = served.get(workspace.id);
     if (existing) return existing;
-    const store = await openStore(workspace.paths.store, { waitMs: 30_000 });
+    const store = await openStore(workspace.paths.store, { waitMs: 30_000, purpose: NODE_PURPOSE, home: paths.home });
     const entry: Served = {
       workspace,
       store,
@@ -235,49 +229,58 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       }
       rmSync(paths.socket, { force: true });
       rmSync(paths.info, { force: true });
-      await releaseNodeLock().catch(() => undefined);
+      releaseNodeLock();
       log('node stopped');
       resolveClosed();
     })();
     return stopping;
   };
 
-  const app = rpcApp({
-    withHost,
-    info: () => ({
+  const nodeHandlers: Handlers<null, NodeCommand> = {
+    'node.info': async () => ({
       pid: process.pid,
       started_at: startedAt,
       home: paths.home,
       socket: paths.socket,
       workspaces: [...served.values()].map((s) => ({ id: s.workspace.id, name: s.workspace.name, root: s.workspace.paths.root })),
     }),
-    register: async (root) => {
+    'node.register': async (_, { root }) => {
       const entry = await serve(root);
       addToRegistry(paths, entry.workspace.id, entry.workspace.paths.root);
       return { workspace: entry.workspace.id, serving: true };
     },
-    unregister: async (id) => {
-      const entry = served.get(id);
-      removeFromRegistry(paths, id);
+    'node.unregister': async (_, { workspace }) => {
+      const entry = served.get(workspace);
+      removeFromRegistry(paths, workspace);
       if (entry) {
-        served.delete(id);
+        served.delete(workspace);
         await entry.sync?.stop();
         await entry.queue;
         await entry.store.close();
       }
-      return { workspace: id, serving: false };
+      return { workspace: workspace, serving: false };
     },
-    shutdown: () => void close(),
-    syncStatus: async (id) => {
-      const entry = served.get(id);
-      if (!entry) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`);
-      return entry.sync ? entry.sync.status() : { bound: false };
+    'node.shutdown': async () => {
+      setTimeout(() => void close(), 10);
+      return { stopping: true };
     },
-    syncReload: async (id) => {
-      const entry = served.get(id);
-      if (!entry) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`);
+  };
+  // Sync runs in the node: its status and restart come from the live client, not the store.
+  const syncHandlers: Handlers<Served, 'sync.status' | 'sync.reload'> = {
+    'sync.status': async (entry) => (entry.sync ? entry.sync.status() : { bound: false as const }),
+    'sync.reload': async (entry) => {
       await startSync(entry);
-      return entry.sync ? entry.sync.status() : { bound: false };
+      return entry.sync ? entry.sync.status() : { bound: false as const };
+    },
+  };
+
+  const app = rpcApp({
+    run: (name, workspace, input) => {
+      if (workspace === null) return invoke(nodeHandlers, null, name as NodeCommand, input as never) as never;
+      const entry = served.get(workspace);
+      if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`));
+      if (name === 'sync.status' || name === 'sync.reload') return invoke(syncHandlers, entry, name, input as never) as never;
+      return withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never)) as never;
     },
   });
 
@@ -295,7 +298,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     for (const id of served.keys()) {
       if (ticking.has(id)) continue;
       ticking.add(id);
-      void withHost(id, (h) => h.tick())
+      void withHost(id, (h) => h.run('tick', {}))
         .catch((err: unknown) => log(`tick of ${id} failed: ${String(err)}`))
         .finally(() => ticking.delete(id));
     }

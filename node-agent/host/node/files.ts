@@ -1,11 +1,11 @@
 // The node's files under NEXUS_HOME: its lock, its pid record, its socket, its log, and the registry.
 import { randomBytes } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { nexusHome } from '../../paths.js';
-import { processAlive } from '../../adapters/sessions/index.js';
+import { processAlive, readLockOwner, writeFileAtomic } from '../../../infra/index.js';
 
 export function nodePaths(home = nexusHome()) {
   const dir = join(home, 'node');
@@ -39,9 +39,7 @@ export function readRegistry(paths: NodePaths): Registry {
 /** Writes the registry atomically (temp file + rename), so a crash never leaves half a file. */
 export function writeRegistry(paths: NodePaths, registry: Registry): void {
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
-  const tmp = `${paths.registry}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(registry, null, 2) + '\n');
-  renameSync(tmp, paths.registry);
+  writeFileAtomic(paths.registry, JSON.stringify(registry, null, 2) + '\n');
 }
 
 export function isRegistered(paths: NodePaths, workspaceId: string): boolean {
@@ -64,38 +62,26 @@ export function removeFromRegistry(paths: NodePaths, id: string): boolean {
   return true;
 }
 
-const HAS_PROCFS = existsSync('/proc/self/stat');
-
 /**
- * True while `pid` names a running process. Unlike processAlive, a zombie does not count: a node
- * that was killed is reparented to init, and until init reaps it (never, in a container whose
- * PID 1 does not reap) its pid still answers kill(0). A dead node must not look like a running one.
+ * True while `pid` names a running process; a zombie does not count (a killed node reparented to an
+ * init that never reaps still answers kill(0)), so a dead node never looks like a running one.
  */
 export function nodeProcessAlive(pid: number): boolean {
-  if (!processAlive(pid)) return false;
-  if (!HAS_PROCFS) return true;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false; // gone between the two checks
-  }
+  return processAlive(pid);
 }
 
 const InfoSchema = z.object({ pid: z.number().int(), started_at: z.string(), socket: z.string(), home: z.string() });
 export type NodeInfo = z.infer<typeof InfoSchema>;
 
-/** A node lock (a proper-lockfile folder, refreshed every quarter of this) not refreshed for this long belongs to a dead node. */
-export const NODE_LOCK_STALE_MS = 10_000;
+/** The folder whose holder is the node of this home. */
+export function nodeLockPath(paths: NodePaths): string {
+  return `${paths.lock}.lock`;
+}
 
-/** True while some node holds the node lock: its folder exists and was refreshed within the stale window. */
+/** True while a live process holds the node lock. */
 export function nodeLockHeld(paths: NodePaths): boolean {
-  try {
-    return Date.now() - statSync(`${paths.lock}.lock`).mtimeMs < NODE_LOCK_STALE_MS;
-  } catch {
-    return false;
-  }
+  const owner = readLockOwner(nodeLockPath(paths));
+  return owner !== null && processAlive(owner.pid, owner.start);
 }
 
 /**
@@ -115,9 +101,7 @@ export function runningNode(paths: NodePaths): NodeInfo | null {
 
 export function writeInfo(paths: NodePaths, info: NodeInfo): void {
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
-  const tmp = `${paths.info}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(info) + '\n', { mode: 0o600 });
-  renameSync(tmp, paths.info);
+  writeFileAtomic(paths.info, JSON.stringify(info) + '\n');
 }
 
 /**

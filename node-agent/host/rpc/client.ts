@@ -1,47 +1,56 @@
 // The local RPC client: nxc and nxs talk to a running node over its Unix socket. No PGlite on this path.
+// Every answer is checked against the command's output schema before a caller sees it.
 import { request } from 'node:http';
-import { NexusError, ERROR_CODES, type ErrorCode } from '../../../protocol/errors.js';
+import { parseOutput, type CommandInput, type CommandName, type CommandOutput } from '../../../protocol/commands.js';
+import { ERROR_CODES, NexusError, type ErrorCode } from '../../../protocol/errors.js';
 
-export type RpcReply<T> = { ok: true; result: T } | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
 
-/** Calls the node. Throws `unreachable` errors as plain Errors (the caller falls back), coded errors as NexusError. */
-export function rpc<T>(socket: string, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, timeoutMs = 120_000): Promise<T> {
+type RpcReply = { ok: true; result: unknown } | { ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+/** A node that could not be reached (no socket, connection refused, no answer in time): the caller may fall back. */
+export class NodeUnreachable extends Error {
+  override readonly name = 'NodeUnreachable';
+}
+
+function post(socket: string, path: string, body: unknown, timeoutMs: number): Promise<RpcReply> {
   return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const payload = Buffer.from(JSON.stringify(body));
     const req = request(
-      {
-        socketPath: socket,
-        path,
-        method,
-        headers: payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {},
-        timeout: timeoutMs,
-      },
+      { socketPath: socket, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': payload.length }, timeout: timeoutMs },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
-          let parsed: RpcReply<T>;
           try {
-            parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as RpcReply<T>;
-          } catch {
-            reject(new NexusError('INTERNAL', `the node answered ${path} with something that is not JSON (HTTP ${res.statusCode})`));
-            return;
-          }
-          if (parsed.ok) resolve(parsed.result);
-          else {
-            const code = (ERROR_CODES as string[]).includes(parsed.error.code) ? (parsed.error.code as ErrorCode) : 'INTERNAL';
-            reject(new NexusError(code, parsed.error.message, parsed.error.details));
+            resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as RpcReply);
+          } catch (err) {
+            reject(new NexusError('INTERNAL', `the node answered ${path} with something that is not JSON (HTTP ${res.statusCode})`, undefined, { cause: err }));
           }
         });
       },
     );
     req.on('timeout', () => req.destroy(new Error('the node did not answer in time')));
-    req.on('error', (err) => reject(Object.assign(new Error(`node unreachable: ${err.message}`), { unreachable: true })));
-    if (payload) req.write(payload);
-    req.end();
+    req.on('error', (err) => reject(new NodeUnreachable(`node unreachable: ${err.message}`, { cause: err })));
+    req.end(payload);
   });
 }
 
+/** Runs `name` on the node; a refusal comes back as the NexusError the node raised. */
+export async function callNode<K extends CommandName>(
+  socket: string,
+  name: K,
+  workspace: string | null,
+  input: CommandInput<K>,
+  timeoutMs = 120_000,
+): Promise<CommandOutput<K>> {
+  const reply = await post(socket, `/v1/commands/${name}`, { workspace, input }, timeoutMs);
+  if (!reply.ok) {
+    const code = (ERROR_CODES as string[]).includes(reply.error.code) ? (reply.error.code as ErrorCode) : 'INTERNAL';
+    throw new NexusError(code, reply.error.message, reply.error.details);
+  }
+  return parseOutput(name, reply.result);
+}
+
 export function isUnreachable(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { unreachable?: boolean }).unreachable === true;
+  return err instanceof NodeUnreachable;
 }

@@ -1,0 +1,204 @@
+// File-system pieces every part of Nexus shares: one atomic write, one process-liveness check, and
+// one exclusive lock whose holder is known by pid (never by how recently it refreshed a timestamp).
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+
+/** Writes `data` to `file` through a synced temporary file renamed over it: readers see the old or the new, never half. */
+export function writeFileAtomic(file: string, data: string | Uint8Array, opts: { mode?: number } = {}): void {
+  const tmp = `${file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    const fd = openSync(tmp, 'wx', opts.mode ?? 0o600);
+    try {
+      writeFileSync(fd, data);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, file);
+  } catch (err) {
+    rmSync(tmp, { force: true });
+    throw err;
+  }
+}
+
+const HAS_PROCFS = existsSync('/proc/self/stat');
+
+/** The fields of /proc/<pid>/stat after the command name, or null. */
+function procStat(pid: number): string[] | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  } catch {
+    return null;
+  }
+}
+
+/** When the process started, in clock ticks since boot (Linux), so a recycled pid is told from its first owner. */
+export function processStartTime(pid: number): number | null {
+  if (!HAS_PROCFS) return null;
+  const fields = procStat(pid);
+  const ticks = fields?.[19];
+  return ticks === undefined ? null : Number(ticks);
+}
+
+/**
+ * True while `pid` names a running process (a zombie does not count: a killed process reparented
+ * to an init that never reaps still answers kill(0)). With `startTime`, the process must also be
+ * the one that started then, not a later process given the same pid.
+ */
+export function processAlive(pid: number, startTime?: number | null): boolean {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  if (!HAS_PROCFS) return true;
+  const fields = procStat(pid);
+  if (fields === null) return false;
+  if (fields[0] === 'Z' || fields[0] === 'X') return false;
+  if (startTime !== undefined && startTime !== null && Number(fields[19]) !== startTime) return false;
+  return true;
+}
+
+/** Who holds a lock: written inside the lock folder by the process that made it. */
+export type LockOwner = { pid: number; start: number | null; host: string; since: string; purpose: string; home?: string };
+
+export type LockOptions = {
+  /** How long to keep trying while a live process holds the lock (0: one try). */
+  waitMs: number;
+  /** What the holder does with it, for the message a waiting process prints ("a command", "the node"). */
+  purpose: string;
+  /** The NEXUS_HOME of the holder, recorded so a waiting process can say which node holds it. */
+  home?: string;
+  /** Called once, after about a second of waiting, with the holder (so a terminal can say what is waited for). */
+  onWait?: (owner: LockOwner | null) => void;
+  /** Called when the wait runs out with the lock still held: the caller's coded error. */
+  busy: (owner: LockOwner | null) => Error;
+  /** Called as soon as the holder is seen: return an error to give up at once instead of waiting (e.g. a node holds it). */
+  refuseEarly?: (owner: LockOwner) => Error | null;
+};
+
+export type Release = () => void;
+
+const OWNER_FILE = 'owner.json';
+/** A lock folder with no owner file yet is being made; past this age its maker died mid-way. */
+const HALF_MADE_MS = 10_000;
+
+export function readLockOwner(lock: string): LockOwner | null {
+  try {
+    return JSON.parse(readFileSync(join(lock, OWNER_FILE), 'utf8')) as LockOwner;
+  } catch {
+    return null;
+  }
+}
+
+function ownerGone(lock: string, owner: LockOwner | null): boolean {
+  if (owner === null) {
+    try {
+      return Date.now() - statSync(lock).mtimeMs > HALF_MADE_MS;
+    } catch {
+      return true; // released meanwhile
+    }
+  }
+  if (owner.host !== hostname()) return false; // another machine's process: its liveness cannot be told here
+  return !processAlive(owner.pid, owner.start);
+}
+
+/** Removes a dead holder's lock folder. Renamed aside first, so two processes clearing it cannot remove a fresh one. */
+function clearStale(lock: string): void {
+  const aside = `${lock}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    renameSync(lock, aside);
+  } catch {
+    return; // somebody else cleared or re-took it
+  }
+  const owner = readLockOwner(aside);
+  if (owner !== null && !ownerGone(aside, owner)) {
+    // It was re-taken between our look and the rename: give it back.
+    try {
+      renameSync(aside, lock);
+      return;
+    } catch {
+      /* fall through: the new holder's folder is gone, it will notice when it releases */
+    }
+  }
+  rmSync(aside, { recursive: true, force: true });
+}
+
+/** One attempt: the release on success, the current holder otherwise. */
+function tryLock(lock: string, opts: LockOptions): Release | { held: LockOwner | null } {
+  mkdirSync(dirname(lock), { recursive: true });
+  try {
+    mkdirSync(lock, { mode: 0o700 });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    const owner = readLockOwner(lock);
+    if (ownerGone(lock, owner)) {
+      clearStale(lock);
+      return tryLock(lock, opts);
+    }
+    return { held: owner };
+  }
+  const me: LockOwner = {
+    pid: process.pid,
+    start: processStartTime(process.pid),
+    host: hostname(),
+    since: new Date().toISOString(),
+    purpose: opts.purpose,
+    ...(opts.home === undefined ? {} : { home: opts.home }),
+  };
+  writeFileAtomic(join(lock, OWNER_FILE), JSON.stringify(me) + '\n');
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    const now = readLockOwner(lock);
+    if (now !== null && now.pid === process.pid && now.start === me.start && now.since === me.since) rmSync(lock, { recursive: true, force: true });
+  };
+}
+
+/**
+ * Takes the exclusive lock folder `lock`, waiting up to `opts.waitMs` while a live process holds
+ * it. A holder is dead when its pid (with its start time) no longer runs: a slow or starved holder
+ * keeps its lock however long it takes, and a crashed one loses it at the next attempt.
+ */
+export async function acquireLock(lock: string, opts: LockOptions): Promise<Release> {
+  const started = Date.now();
+  let told = false;
+  for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
+    const got = tryLock(lock, opts);
+    if (typeof got === 'function') return got;
+    const early = got.held && opts.refuseEarly ? opts.refuseEarly(got.held) : null;
+    if (early) throw early;
+    const waited = Date.now() - started;
+    if (waited >= opts.waitMs) throw opts.busy(got.held);
+    if (!told && waited >= 1_000) {
+      told = true;
+      opts.onWait?.(got.held);
+    }
+    await new Promise((r) => setTimeout(r, Math.min(wait, opts.waitMs - waited)));
+  }
+}
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** `acquireLock` for the short, synchronous critical sections (a read-change-write of a small file). */
+export function acquireLockSync(lock: string, opts: LockOptions): Release {
+  const started = Date.now();
+  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+    const got = tryLock(lock, opts);
+    if (typeof got === 'function') return got;
+    if (Date.now() - started >= opts.waitMs) throw opts.busy(got.held);
+    Atomics.wait(pause, 0, 0, wait);
+  }
+}
+
+/** Describes a lock holder for a person: "pid 4711 (the node of /home/a/.nexus), since ...". */
+export function describeOwner(owner: LockOwner | null): string {
+  if (owner === null) return 'a process that is still starting';
+  return `pid ${owner.pid} (${owner.purpose}${owner.home ? ` of NEXUS_HOME=${owner.home}` : ''}${owner.host !== hostname() ? ` on ${owner.host}` : ''}), since ${owner.since}`;
+}

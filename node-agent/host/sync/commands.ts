@@ -1,0 +1,29 @@
+// Sync's commands on the direct host: with no node there is no client, so status is read from the store.
+import { NexusError } from '../../../protocol/errors.js';
+import type { WorkspaceContext } from '../../capabilities/context.js';
+import { pendingCount, type Handlers } from '../../kernel/index.js';
+import { readBinding } from './binding.js';
+import { outboxSize, positionKey, readPosition } from './state.js';
+
+export const directSyncHandlers: Handlers<WorkspaceContext, 'sync.status' | 'sync.reload'> = {
+  'sync.status': async ({ deps }) => {
+    const binding = readBinding(deps.workspace.paths);
+    if (binding === null) return { bound: false as const };
+    const pos = await readPosition(deps.db, positionKey(binding.relay, binding.stream));
+    return {
+      bound: true as const,
+      relay: binding.relay,
+      stream: binding.stream,
+      connected: false,
+      cursor: pos.cursor,
+      outbox: await outboxSize(deps.db, deps.origin, pos.acked),
+      rejected: pos.rejected,
+      pending: await pendingCount(deps.db),
+      last_error: null,
+      node_running: false,
+    };
+  },
+  'sync.reload': async ({ deps }) => {
+    throw new NexusError('NOT_SERVED', `no node serves ${deps.workspace.id}, so there is no sync client to restart`);
+  },
+};

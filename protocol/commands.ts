@@ -1,0 +1,247 @@
+// Every command a node or a direct host answers, declared once: its name, what it takes, what it
+// returns and the refusals it may give. The CLI, the node's RPC routes and client, and the direct
+// host are all derived from this list, so a command is added in one place plus its capability.
+import { z } from 'zod';
+import { NexusError, type ErrorCode } from './errors.js';
+import { ReceiptSchema, StatusReportSchema, ThreadViewSchema, WarningSchema } from './receipts.js';
+
+/** Who runs a command, as the environment claims it (NXC_ACTOR, NXC_SESSION, NXC_HOP). Parsed once at the edge. */
+export const CallerClaimSchema = z.object({
+  /** A person's handle, or a session's handle. */
+  actor: z.string().min(1).max(128),
+  /** The session the caller runs in, if any. */
+  session: z.string().max(64).nullable(),
+  /** A depth claim that can raise, never lower, the anchored depth. */
+  hop: z.number().int().min(0).nullable(),
+});
+export type CallerClaim = z.infer<typeof CallerClaimSchema>;
+
+export const SendInputSchema = z.object({ to: z.string().min(1).max(256), subject: z.string().max(1024).nullable(), text: z.string(), caller: CallerClaimSchema });
+export type SendInput = z.infer<typeof SendInputSchema>;
+
+export const ReplyInputSchema = z.object({ thread: z.string().min(1).max(64), escalate: z.boolean(), text: z.string(), caller: CallerClaimSchema });
+export type ReplyInput = z.infer<typeof ReplyInputSchema>;
+
+/** A turn's process has ended: what its supervisor saw. */
+export const TurnEndSchema = z.object({
+  session: z.string().min(1).max(64),
+  turn: z.number().int().min(1),
+  exitCode: z.number().int().nullable(),
+  signal: z.string().max(32).nullable(),
+  timedOut: z.boolean(),
+});
+export type TurnEnd = z.infer<typeof TurnEndSchema>;
+
+const PublicJwkSchema = z.object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string() });
+
+export const KeyReportSchema = z.object({
+  workspace: z.string(),
+  short: z.string(),
+  /** The genesis public key: the workspace id derives from it. */
+  public_jwk: PublicJwkSchema,
+  /** The key that signs this workspace's ops now (base64url of its 32 raw bytes), and as a JWK. */
+  key: z.string(),
+  signing_jwk: PublicJwkSchema,
+  /** Rotations so far (0: still the genesis key). */
+  generation: z.number().int(),
+  history: z.array(
+    z.object({ key: z.string(), signed_by: z.string().nullable(), op: z.string().nullable(), lamport: z.number().int().nullable(), ts: z.string().nullable() }),
+  ),
+  /** Archived private keys kept in .nxs/keys (workspace.key.<n>, mode 600). */
+  archived_keys: z.number().int(),
+  /** A rotation was interrupted after its new key was written; `nxs key rotate` finishes or redoes it. */
+  rotation_in_progress: z.boolean(),
+});
+export type KeyReport = z.infer<typeof KeyReportSchema>;
+
+export const RotateResultSchema = z.object({
+  workspace: z.string(),
+  previous_key: z.string(),
+  key: z.string(),
+  /** The `workspace.key_rotated` op, signed by the previous key. */
+  op: z.string(),
+  /** Where the previous private key is kept. */
+  archived_as: z.string(),
+  /** True when this call finished a rotation an earlier, interrupted call had committed. */
+  resumed: z.boolean(),
+});
+export type RotateResult = z.infer<typeof RotateResultSchema>;
+
+/** How a workspace's sync is doing, as its node (or, with none, its store) knows it. */
+export const SyncReportSchema = z.union([
+  z.object({ bound: z.literal(false) }),
+  z.object({
+    bound: z.literal(true),
+    relay: z.string(),
+    stream: z.string(),
+    connected: z.boolean(),
+    caught_up: z.boolean().optional(),
+    cursor: z.number().int(),
+    head: z.number().int().optional(),
+    lag: z.number().int().optional(),
+    outbox: z.number().int(),
+    in_flight: z.number().int().optional(),
+    received: z.number().int().optional(),
+    pushed: z.number().int().optional(),
+    /** Ops refused on arrival, by reason: never stored, never folded. */
+    rejected: z.record(z.string(), z.number().int()),
+    /** Ops held because their signing key is not (yet) certified for their workspace. */
+    pending: z.number().int(),
+    last_error: z.string().nullable(),
+    refused: z.boolean().optional(),
+    node_running: z.boolean().optional(),
+  }),
+]);
+export type SyncReport = z.infer<typeof SyncReportSchema>;
+
+export const NodeInfoSchema = z.object({
+  pid: z.number().int(),
+  started_at: z.string(),
+  home: z.string(),
+  socket: z.string(),
+  workspaces: z.array(z.object({ id: z.string(), name: z.string(), root: z.string() })),
+});
+export type NodeInfo = z.infer<typeof NodeInfoSchema>;
+
+type Scope = 'workspace' | 'node';
+
+type CommandSpec<S extends Scope, I extends z.ZodType, O extends z.ZodType> = {
+  /** workspace: runs against one workspace's store (through its node, or directly); node: only a node answers it. */
+  scope: S;
+  summary: string;
+  input: I;
+  output: O;
+  /** The refusals the command gives for bad input or state (every command may also fail INTERNAL). */
+  errors: readonly ErrorCode[];
+};
+
+const spec = <S extends Scope, I extends z.ZodType, O extends z.ZodType>(s: CommandSpec<S, I, O>) => s;
+const empty = z.object({});
+
+const MESSAGE_ERRORS = ['EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'BAD_ENVIRONMENT', 'UNKNOWN_SESSION'] as const satisfies readonly ErrorCode[];
+
+export const COMMANDS = {
+  send: spec({
+    scope: 'workspace',
+    summary: 'post a message: to a persona (a commission), a person, or a persona of another workspace',
+    input: SendInputSchema,
+    output: ReceiptSchema,
+    errors: [...MESSAGE_ERRORS, 'UNKNOWN_RECIPIENT', 'DEPTH_EXCEEDED', 'REPLY_ONLY', 'PERSONA_INVALID'],
+  }),
+  reply: spec({
+    scope: 'workspace',
+    summary: 'answer a thread, or hand it back up with escalate',
+    input: ReplyInputSchema,
+    output: ReceiptSchema,
+    errors: [...MESSAGE_ERRORS, 'UNKNOWN_THREAD', 'SUB_ROUND_OPEN'],
+  }),
+  status: spec({
+    scope: 'workspace',
+    summary: 'open operations (all: finished ones too), thread by thread',
+    input: z.object({ all: z.boolean() }),
+    output: StatusReportSchema,
+    errors: [],
+  }),
+  'threads.show': spec({
+    scope: 'workspace',
+    summary: 'one thread with every message and its working-copy record',
+    input: z.object({ thread: z.string().min(1).max(64) }),
+    output: ThreadViewSchema,
+    errors: ['UNKNOWN_THREAD'],
+  }),
+  'turns.finish': spec({
+    scope: 'workspace',
+    summary: "settle a session turn whose process ended (its supervisor's report)",
+    input: TurnEndSchema,
+    output: z.object({ outcome: z.string(), woke: z.number().int() }),
+    errors: [],
+  }),
+  tick: spec({
+    scope: 'workspace',
+    summary: 'do the clock’s work now: settle turns whose process died without reporting',
+    input: empty,
+    output: z.object({ settled: z.number().int(), warnings: z.array(WarningSchema).optional() }),
+    errors: [],
+  }),
+  'keys.show': spec({
+    scope: 'workspace',
+    summary: "the workspace id, its public key and its key history",
+    input: empty,
+    output: KeyReportSchema,
+    errors: [],
+  }),
+  'keys.rotate': spec({
+    scope: 'workspace',
+    summary: 'sign with a new key from now on; the change is a signed op peers follow',
+    input: empty,
+    output: RotateResultSchema,
+    errors: [],
+  }),
+  'sync.status': spec({
+    scope: 'workspace',
+    summary: "how this workspace's sync through its relay stream is doing",
+    input: empty,
+    output: SyncReportSchema,
+    errors: [],
+  }),
+  'sync.reload': spec({
+    scope: 'workspace',
+    summary: "re-read the workspace's binding and restart its sync client (node only)",
+    input: empty,
+    output: SyncReportSchema,
+    errors: ['NOT_SERVED'],
+  }),
+  'node.info': spec({ scope: 'node', summary: 'the node: pid, home, socket, workspaces served', input: empty, output: NodeInfoSchema, errors: [] }),
+  'node.register': spec({
+    scope: 'node',
+    summary: 'serve the workspace at root from now on',
+    input: z.object({ root: z.string().min(1).max(4096) }),
+    output: z.object({ workspace: z.string(), serving: z.boolean() }),
+    errors: ['NOT_A_WORKSPACE', 'STORE_BUSY'],
+  }),
+  'node.unregister': spec({
+    scope: 'node',
+    summary: 'stop serving a workspace',
+    input: z.object({ workspace: z.string().min(1).max(64) }),
+    output: z.object({ workspace: z.string(), serving: z.boolean() }),
+    errors: [],
+  }),
+  'node.shutdown': spec({ scope: 'node', summary: 'stop the node', input: empty, output: z.object({ stopping: z.boolean() }), errors: [] }),
+} as const;
+
+export type CommandName = keyof typeof COMMANDS;
+export type CommandInput<K extends CommandName> = z.infer<(typeof COMMANDS)[K]['input']>;
+export type CommandOutput<K extends CommandName> = z.infer<(typeof COMMANDS)[K]['output']>;
+export type WorkspaceCommand = { [K in CommandName]: (typeof COMMANDS)[K]['scope'] extends 'workspace' ? K : never }[CommandName];
+export type NodeCommand = Exclude<CommandName, WorkspaceCommand>;
+
+export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
+
+export function isCommandName(name: string): name is CommandName {
+  return Object.hasOwn(COMMANDS, name);
+}
+
+/** Parses untrusted input for `name` (a request body, say): a bad one is BAD_REQUEST, naming the field. */
+export function parseInput<K extends CommandName>(name: K, raw: unknown): CommandInput<K> {
+  const parsed = COMMANDS[name].input.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? ` (${issue.path.join('.')})` : '';
+    throw new NexusError('BAD_REQUEST', `bad input for ${name}${where}: ${issue?.message ?? 'invalid'}`);
+  }
+  return parsed.data as CommandInput<K>;
+}
+
+/**
+ * Checks what a handler or a node answered against the command's output schema, so every host
+ * hands the caller the same shape (unknown members are dropped, a missing one is a failure of ours).
+ */
+export function parseOutput<K extends CommandName>(name: K, raw: unknown): CommandOutput<K> {
+  const parsed = COMMANDS[name].output.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new NexusError('INTERNAL', `the answer to ${name} does not fit its schema at ${issue?.path.join('.') ?? '?'}: ${issue?.message ?? 'invalid'}`);
+  }
+  return parsed.data as CommandOutput<K>;
+}
+

@@ -1,0 +1,109 @@
+// Scripted agents as plain functions: the same modes as test/fixtures/agent.mjs (which real-process
+// tests run as a persona's runtime), for sessions the in-process test host runs without a process.
+import { appendFileSync, existsSync } from 'node:fs';
+
+export type AgentCall = { code: number; out: any };
+
+export type AgentContext = {
+  mode: string;
+  arg: string;
+  /** The session's environment, as its spec declares it. */
+  env: Record<string, string>;
+  prompt: string;
+  /** Runs `nxc <args> --json` as the session; `extraEnv` and `unset` change its environment for that call. */
+  nxc: (args: string[], extraEnv?: Record<string, string>, unset?: string[]) => Promise<AgentCall>;
+  /** Resolves after `ms` of real time, or rejects when the turn is stopped. */
+  sleep: (ms: number) => Promise<void>;
+  /** Aborted when the turn is stopped (its timeout, a withdraw). */
+  signal: AbortSignal;
+  log: string | undefined;
+};
+
+/** What a scripted agent returns: its exit code (a thrown error counts as 1). */
+export type ScriptedAgent = (ctx: AgentContext) => Promise<number>;
+
+/** Runs the named mode. Every nxc call is logged to `ctx.log` as one JSON line, as the fixture does. */
+export async function runScripted(ctx: AgentContext): Promise<number> {
+  const { env, mode, arg } = ctx;
+  const turn = Number(env['NXC_TURN']);
+  const base = { session: env['NXC_SESSION'], role: env['NXC_ACTOR'], hop: env['NXC_HOP'], turn, mode };
+  const log = (entry: object) => {
+    if (ctx.log) appendFileSync(ctx.log, JSON.stringify({ ...base, ...entry }) + '\n');
+  };
+  const nxc = async (args: string[], extraEnv: Record<string, string> = {}, unset: string[] = []): Promise<AgentCall> => {
+    const r = await ctx.nxc(args, extraEnv, unset);
+    log({ cmd: args[0], code: r.code, out: r.out });
+    return r;
+  };
+  const thread = env['NXC_THREAD']!;
+  log({ cmd: 'start', prompt_has_rounds: ctx.prompt.includes('## Rounds you commissioned') });
+
+  switch (mode) {
+    case 'reply':
+      await nxc(['reply', '--thread', thread, `done by ${env['NXC_ACTOR']} at depth ${env['NXC_HOP']}`]);
+      return 0;
+    case 'escalate':
+      await nxc(['reply', '--thread', thread, '--escalate', 'I need a decision that is not mine']);
+      return 0;
+    case 'exit0':
+      return 0;
+    case 'crash':
+      return 3;
+    case 'sleep':
+      await ctx.sleep(Number(arg));
+      await nxc(['reply', '--thread', thread, 'slept and answered']);
+      return 0;
+    case 'hang':
+      await ctx.sleep(Number(arg || 600_000));
+      return 0;
+    case 'chain':
+      if (turn === 1) {
+        const r = await nxc(['send', arg, '--subject', 'deeper', 'go one deeper']);
+        if (r.code !== 0) await nxc(['reply', '--thread', thread, `refused: ${r.out?.error?.code}`]);
+      } else {
+        await nxc(['reply', '--thread', thread, 'unwound']);
+      }
+      return 0;
+    case 'rounds': {
+      const [role, n] = arg.split(':');
+      if (turn <= Number(n)) await nxc(['send', role!, '--subject', `round ${turn}`, `round ${turn}`]);
+      else await nxc(['reply', '--thread', thread, `all ${n} rounds done`]);
+      return 0;
+    }
+    case 'hop': {
+      const [role, how] = arg.split(':');
+      if (turn === 1) {
+        if (how === 'unset') await nxc(['send', role!, '--subject', 's', 'hop unset'], {}, ['NXC_HOP']);
+        else await nxc(['send', role!, '--subject', 's', `hop ${how}`], { NXC_HOP: how! });
+      } else await nxc(['reply', '--thread', thread, 'back']);
+      return 0;
+    }
+    case 'plain-while-waiting':
+      await nxc(['send', arg, '--subject', 's', 'sub']);
+      await nxc(['reply', '--thread', thread, 'premature']);
+      if (env['PLAIN_THEN_ESCALATE']) await nxc(['reply', '--thread', thread, '--escalate', 'stuck']);
+      return 0;
+    case 'wait':
+      if (turn === 1) await nxc(['send', arg, '--subject', 's', 'sub']);
+      else await nxc(['reply', '--thread', thread, 'got it']);
+      return 0;
+    case 'try-send':
+      await nxc(['send', arg || 'coder', '--subject', 's', 'may I?']);
+      await nxc(['reply', '--thread', thread, 'replied']);
+      return 0;
+    case 'gate':
+    case 'gate-escalate': {
+      // Holds its turn until the file named by `arg` exists (the test opens the gate), then answers or hands back.
+      const until = Date.now() + 120_000;
+      while (!existsSync(arg)) {
+        if (Date.now() > until) return 65;
+        await ctx.sleep(20);
+      }
+      if (mode === 'gate') await nxc(['reply', '--thread', thread, 'through the gate']);
+      else await nxc(['reply', '--thread', thread, '--escalate', 'through the gate, handing back']);
+      return 0;
+    }
+    default:
+      return 64;
+  }
+}

@@ -1,0 +1,211 @@
+// The in-process test host: the real engine, a real PGlite store (opened once and kept open), real
+// git and the real CLI code (`nxc`/`nxs` main, argv to rendering), with sessions run as scripted
+// functions instead of processes and time read from a clock the test moves. Commands on a workspace
+// run one at a time, as the node's queue runs them.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Workspace } from '../../node-agent/adapters/workspace/index.js';
+import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
+import { doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '../../node-agent/adapters/sessions/index.js';
+import { writeSpec } from '../../node-agent/adapters/sessions/spec.js';
+import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
+import { hostFor, realDeps, type Host } from '../../node-agent/host/index.js';
+import type { Router } from '../../node-agent/host/remote.js';
+import { main as nxcMain } from '../../node-agent/cli/nxc.js';
+import { main as nxsMain } from '../../node-agent/cli/nxs.js';
+import type { Io } from '../../node-agent/cli/io.js';
+import { runScripted, type AgentCall } from './agents.js';
+
+export type CliResult = { code: number; stdout: string; stderr: string; json: any };
+
+/** A clock the test moves; every rule that reads time reads this one. */
+export class TestClock {
+  private offset = 0;
+  now = (): Date => new Date(Date.now() + this.offset);
+  advance(ms: number): void {
+    this.offset += ms;
+  }
+}
+
+type Running = { pid: number; session: string; turn: number; deadline: number | null; stop: AbortController; done: Promise<void> };
+
+/** Where a persona's runtime command names the fixture agent: `[node, agent.mjs, mode, arg?]`. */
+function scriptOf(command: readonly string[]): { mode: string; arg: string } | null {
+  const i = command.findIndex((c) => c.endsWith('agent.mjs'));
+  if (i < 0) return null;
+  return { mode: command[i + 1] ?? 'reply', arg: command[i + 2] ?? '' };
+}
+
+let nextPid = 1_000_000_000;
+
+/** One workspace served in this process. */
+export class InProcessWorkspace {
+  private store: Store | null = null;
+  private host: Host | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly running = new Map<number, Running>();
+  private settling = 0;
+
+  constructor(
+    readonly workspace: Workspace,
+    readonly clock: TestClock,
+    /** The environment every CLI call and session starts from (NEXUS_HOME, PATH...). */
+    readonly env: Record<string, string>,
+    readonly agentLog: string,
+  ) {}
+
+  /** Runs `fn` with this workspace's engine, after every command queued before it. */
+  serve<T>(fn: (host: Host) => Promise<T>): Promise<T> {
+    const next = this.queue.then(async () => {
+      if (this.host === null) {
+        this.store = await openStore(this.workspace.paths.store, { purpose: 'the test host' });
+        this.host = hostFor(
+          realDeps(this.workspace, this.store.db, {
+            now: this.clock.now,
+            launch: (t) => this.launch(t),
+            alive: (pid) => this.running.has(pid),
+          }),
+        );
+      }
+      return fn(this.host);
+    });
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  readonly route: Router = async (_ws, fn) => ({ result: await this.serve((h) => fn(h.run)), via: 'direct', serviceWarning: null });
+
+  /** Runs `nxc` or `nxs` in this process, as a person at a terminal (or a session) would. */
+  async cli(bin: 'nxc' | 'nxs', args: string[], opts: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}): Promise<CliResult> {
+    const env: NodeJS.ProcessEnv = { ...this.env };
+    for (const [k, v] of Object.entries(opts.env ?? {})) {
+      if (v === undefined) delete env[k];
+      else env[k] = v;
+    }
+    let stdout = '';
+    let stderr = '';
+    const io: Io = {
+      argv: args,
+      env,
+      cwd: opts.cwd ?? this.workspace.paths.root,
+      stdout: (s) => void (stdout += s),
+      stderr: (s) => void (stderr += s),
+      readStdin: async () => opts.input ?? '',
+      stdinIsTty: false,
+      route: this.route,
+    };
+    const code = await (bin === 'nxc' ? nxcMain(io) : nxsMain(io));
+    let json: any = null;
+    try {
+      json = JSON.parse(stdout);
+    } catch {
+      /* not JSON */
+    }
+    return { code, stdout, stderr, json };
+  }
+
+  /** Starts a turn: writes its spec and prompt as the real launcher does, then runs its script soon after. */
+  private async launch(t: TurnLaunch): Promise<LaunchResult> {
+    const { spec, dir } = t;
+    writeSpec(dir, spec, t.prompt);
+    writeFileSync(startedMarker(dir, spec.turn), new Date().toISOString() + '\n');
+    const script = scriptOf(spec.declaration.command);
+    if (script === null) {
+      const error = `the runtime ${JSON.stringify(spec.declaration.command[0])} could not be started: the test host runs scripted agents only`;
+      writeFileSync(doneMarker(dir, spec.turn), JSON.stringify({ error }) + '\n');
+      return { sidecarPid: -1, runtimePid: null, error };
+    }
+    const pid = nextPid++;
+    const stop = new AbortController();
+    const timeout = spec.declaration.timeout_ms;
+    const entry: Running = { pid, session: spec.session, turn: spec.turn, deadline: timeout === null ? null : this.clock.now().getTime() + timeout, stop, done: Promise.resolve() };
+    this.running.set(pid, entry);
+    entry.done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.runTurn(entry, spec, t.prompt, script));
+    return { sidecarPid: pid, runtimePid: pid, error: null };
+  }
+
+  private async runTurn(entry: Running, spec: TurnLaunch['spec'], prompt: string, script: { mode: string; arg: string }): Promise<void> {
+    const sessionEnv = { ...this.env, ...spec.env };
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve, reject) => {
+        if (entry.stop.signal.aborted) return reject(entry.stop.signal.reason);
+        const timer = setTimeout(resolve, ms);
+        entry.stop.signal.addEventListener('abort', () => (clearTimeout(timer), reject(entry.stop.signal.reason)), { once: true });
+      });
+    const nxc = async (args: string[], extraEnv: Record<string, string> = {}, unset: string[] = []): Promise<AgentCall> => {
+      const env: Record<string, string | undefined> = { ...spec.env, ...extraEnv };
+      for (const k of unset) env[k] = undefined;
+      const r = await this.cli('nxc', [...args, '--json'], { env, cwd: spec.workspace_dir });
+      return { code: r.code, out: r.json };
+    };
+    let exitCode: number | null = 0;
+    let signal: string | null = null;
+    try {
+      exitCode = await runScripted({ ...script, env: sessionEnv, prompt, nxc, sleep, signal: entry.stop.signal, log: this.agentLog });
+    } catch {
+      if (entry.stop.signal.aborted) {
+        exitCode = null;
+        signal = 'SIGTERM';
+      } else exitCode = 1;
+    }
+    const timedOut = entry.stop.signal.aborted && entry.stop.signal.reason === 'timeout';
+    this.running.delete(entry.pid);
+    this.settling++;
+    try {
+      const end = { session: spec.session, turn: spec.turn, exitCode, signal, timedOut };
+      const result = await this.serve((h) => h.run('turns.finish', end));
+      writeFileSync(doneMarker(join(this.workspace.paths.sessions, spec.session), spec.turn), JSON.stringify({ ...end, ...result, via: 'direct' }) + '\n');
+    } finally {
+      this.settling--;
+    }
+  }
+
+  /** Moves the clock; a turn whose declared timeout has passed is stopped, as its supervisor would. */
+  advance(ms: number): void {
+    this.clock.advance(ms);
+    const now = this.clock.now().getTime();
+    for (const r of this.running.values()) if (r.deadline !== null && now >= r.deadline) r.stop.abort('timeout');
+  }
+
+  /** Stops a running turn as a crash would: no report; the next command that looks settles it. */
+  crash(pid: number): void {
+    const r = this.running.get(pid);
+    if (!r) return;
+    this.running.delete(pid);
+    r.stop.abort('crash');
+  }
+
+  runningPids(): number[] {
+    return [...this.running.keys()];
+  }
+
+  /** Waits until no session turn runs and every command has been taken. */
+  async waitIdle(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const pending = [...this.running.values()].map((r) => r.done);
+      if (pending.length === 0 && this.settling === 0) {
+        await this.queue;
+        if (this.running.size === 0 && this.settling === 0) return;
+        continue;
+      }
+      if (Date.now() > deadline) throw new Error(`sessions still running after ${timeoutMs} ms`);
+      await Promise.race([Promise.all(pending), new Promise((r) => setTimeout(r, 50))]);
+    }
+  }
+
+  /** Stops every running turn and closes the store. */
+  async close(): Promise<void> {
+    for (const r of this.running.values()) r.stop.abort('closing');
+    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+    await this.queue;
+    await this.store?.close();
+    this.store = null;
+    this.host = null;
+  }
+}
+
+/** Finds the workspace at `root` and serves it in this process. */
+export function serveInProcess(root: string, env: Record<string, string>, agentLog: string, clock = new TestClock()): InProcessWorkspace {
+  return new InProcessWorkspace(findWorkspace(root, env), clock, env, agentLog);
+}

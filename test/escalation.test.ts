@@ -198,7 +198,7 @@ describe('a plain reply while the session’s own round is still open', () => {
   beforeAll(async () => {
     ws = await makeWorkspace();
     gate = join(ws.root, '..', 'gate-helper');
-    ws.persona('impatient', { mode: 'plain-while-waiting', arg: 'helper' });
+    ws.persona('impatient', { mode: 'plain-while-waiting', arg: 'helper:escalate' });
     ws.persona('helper', { mode: 'gate', arg: gate });
   });
   afterAll(async () => {
@@ -207,7 +207,7 @@ describe('a plain reply while the session’s own round is still open', () => {
   });
 
   it('is refused with SUB_ROUND_OPEN (exit 2, nothing written), and --escalate in that state is allowed', async () => {
-    const sent = await send(ws, 'impatient', 'urgent', 'do it now', { PLAIN_THEN_ESCALATE: '1' });
+    const sent = await send(ws, 'impatient', 'urgent', 'do it now');
     const impatient = sent.woke.session;
     await waitFor('the impatient session to end its turn', () => turnSettled(ws, impatient, 1));
     const calls = ws.agentLog().filter((e) => e.session === impatient && e.cmd !== 'start');

@@ -4,19 +4,15 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { openStore } from '../node-agent/adapters/store/index.js';
 import { makeWorkspace, REPO, runCli, type CliResult, type RunOpts, type TestWorkspace } from './helpers/workspace.js';
 
 /** The store's op log and its folds, as JSON text: what "nothing was written" is checked against. */
-async function dumpStore(ws: TestWorkspace): Promise<string> {
-  const store = await openStore(join(ws.root, '.nxs', 'store'));
-  try {
+function dumpStore(ws: TestWorkspace): Promise<string> {
+  return ws.withStore(async (store) => {
     const ops = await store.pg.query('select * from ops order by local_seq');
     const operations = await store.pg.query('select * from operations order by id');
     return JSON.stringify({ ops: ops.rows, operations: operations.rows });
-  } finally {
-    await store.close();
-  }
+  });
 }
 
 /**

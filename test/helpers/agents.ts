@@ -78,11 +78,13 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
       } else await nxc(['reply', '--thread', thread, 'back']);
       return 0;
     }
-    case 'plain-while-waiting':
-      await nxc(['send', arg, '--subject', 's', 'sub']);
+    case 'plain-while-waiting': {
+      const [role, then] = arg.split(':');
+      await nxc(['send', role!, '--subject', 's', 'sub']);
       await nxc(['reply', '--thread', thread, 'premature']);
-      if (env['PLAIN_THEN_ESCALATE']) await nxc(['reply', '--thread', thread, '--escalate', 'stuck']);
+      if (then === 'escalate') await nxc(['reply', '--thread', thread, '--escalate', 'stuck']);
       return 0;
+    }
     case 'wait':
       if (turn === 1) await nxc(['send', arg, '--subject', 's', 'sub']);
       else await nxc(['reply', '--thread', thread, 'got it']);

@@ -10,7 +10,8 @@ import { doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '.
 import { writeSpec } from '../../node-agent/adapters/sessions/spec.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import { hostFor, realDeps, type Host } from '../../node-agent/host/index.js';
-import type { Router } from '../../node-agent/host/remote.js';
+import { SERVICE_NOT_RUNNING, type Router } from '../../node-agent/host/remote.js';
+import { isRegistered, nodePaths, runningNode } from '../../node-agent/host/node/files.js';
 import { main as nxcMain } from '../../node-agent/cli/nxc.js';
 import { main as nxsMain } from '../../node-agent/cli/nxs.js';
 import type { Io } from '../../node-agent/cli/io.js';
@@ -45,6 +46,8 @@ export class InProcessWorkspace {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly running = new Map<number, Running>();
   private settling = 0;
+  private closing = false;
+  private watch: NodeJS.Timeout | null = null;
 
   constructor(
     readonly workspace: Workspace,
@@ -73,7 +76,17 @@ export class InProcessWorkspace {
     return next;
   }
 
-  readonly route: Router = async (_ws, fn) => ({ result: await this.serve((h) => fn(h.run)), via: 'direct', serviceWarning: null });
+  /** Runs `fn` on the open store, in the workspace's queue (a node would do the same). */
+  withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+    return this.serve(() => fn(this.store!));
+  }
+
+  /** As the real router does without a node: direct, with service_not_running while registered and no node runs. */
+  readonly route: Router = async (ws, fn, env) => {
+    const paths = nodePaths(env['NEXUS_HOME'] ? env['NEXUS_HOME'] : undefined);
+    const unserved = isRegistered(paths, ws.id) && runningNode(paths) === null;
+    return { result: await this.serve((h) => fn(h.run)), via: 'direct', serviceWarning: unserved ? SERVICE_NOT_RUNNING : null };
+  };
 
   /** Runs `nxc` or `nxs` in this process, as a person at a terminal (or a session) would. */
   async cli(bin: 'nxc' | 'nxs', args: string[], opts: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}): Promise<CliResult> {
@@ -110,6 +123,11 @@ export class InProcessWorkspace {
     writeSpec(dir, spec, t.prompt);
     writeFileSync(startedMarker(dir, spec.turn), new Date().toISOString() + '\n');
     const script = scriptOf(spec.declaration.command);
+    if (this.closing) {
+      const error = 'the test host is closing';
+      writeFileSync(doneMarker(dir, spec.turn), JSON.stringify({ error }) + '\n');
+      return { sidecarPid: -1, runtimePid: null, error };
+    }
     if (script === null) {
       const error = `the runtime ${JSON.stringify(spec.declaration.command[0])} could not be started: the test host runs scripted agents only`;
       writeFileSync(doneMarker(dir, spec.turn), JSON.stringify({ error }) + '\n');
@@ -120,6 +138,8 @@ export class InProcessWorkspace {
     const timeout = spec.declaration.timeout_ms;
     const entry: Running = { pid, session: spec.session, turn: spec.turn, deadline: timeout === null ? null : this.clock.now().getTime() + timeout, stop, done: Promise.resolve() };
     this.running.set(pid, entry);
+    // A turn's supervisor stops it at its deadline: the clock runs with real time too, so look often.
+    this.watch ??= setInterval(() => this.enforceDeadlines(), 25);
     entry.done = new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.runTurn(entry, spec, t.prompt, script));
     return { sidecarPid: pid, runtimePid: pid, error: null };
   }
@@ -149,13 +169,16 @@ export class InProcessWorkspace {
       } else exitCode = 1;
     }
     const timedOut = entry.stop.signal.aborted && entry.stop.signal.reason === 'timeout';
-    this.running.delete(entry.pid);
+    // A crash leaves no report: the next look settles the turn as lost.
+    if (entry.stop.signal.aborted && entry.stop.signal.reason === 'crash') return;
+    // Like a sidecar, the turn's pid stays alive until its end is reported, so no reap takes it for a crash.
     this.settling++;
     try {
       const end = { session: spec.session, turn: spec.turn, exitCode, signal, timedOut };
       const result = await this.serve((h) => h.run('turns.finish', end));
       writeFileSync(doneMarker(join(this.workspace.paths.sessions, spec.session), spec.turn), JSON.stringify({ ...end, ...result, via: 'direct' }) + '\n');
     } finally {
+      this.running.delete(entry.pid);
       this.settling--;
     }
   }
@@ -163,8 +186,16 @@ export class InProcessWorkspace {
   /** Moves the clock; a turn whose declared timeout has passed is stopped, as its supervisor would. */
   advance(ms: number): void {
     this.clock.advance(ms);
+    this.enforceDeadlines();
+  }
+
+  private enforceDeadlines(): void {
     const now = this.clock.now().getTime();
-    for (const r of this.running.values()) if (r.deadline !== null && now >= r.deadline) r.stop.abort('timeout');
+    for (const r of this.running.values()) if (r.deadline !== null && now >= r.deadline && !r.stop.signal.aborted) r.stop.abort('timeout');
+    if (this.running.size === 0 && this.watch !== null) {
+      clearInterval(this.watch);
+      this.watch = null;
+    }
   }
 
   /** Stops a running turn as a crash would: no report; the next command that looks settles it. */
@@ -196,8 +227,14 @@ export class InProcessWorkspace {
 
   /** Stops every running turn and closes the store. */
   async close(): Promise<void> {
-    for (const r of this.running.values()) r.stop.abort('closing');
-    await Promise.allSettled([...this.running.values()].map((r) => r.done));
+    this.closing = true;
+    while (this.running.size > 0 || this.settling > 0) {
+      for (const r of this.running.values()) r.stop.abort('closing');
+      await Promise.allSettled([...this.running.values()].map((r) => r.done));
+      await this.queue;
+    }
+    if (this.watch !== null) clearInterval(this.watch);
+    this.watch = null;
     await this.queue;
     await this.store?.close();
     this.store = null;

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { inject } from 'vitest';
 import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
+import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import { serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
@@ -70,6 +71,17 @@ export class TestWorkspace {
     return this;
   }
 
+  /** Runs `fn` on the workspace's store: the in-process one, or the store opened here (no node may hold it). */
+  async withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+    if (this.inproc) return this.inproc.withStore(fn);
+    const store = await openStore(join(this.root, '.nxs', 'store'));
+    try {
+      return await fn(store);
+    } finally {
+      await store.close();
+    }
+  }
+
   /** Moves the test clock (in process only); turns past their declared timeout are stopped. */
   advance(ms: number): void {
     if (!this.inproc) throw new Error('advance() needs an in-process workspace');
@@ -81,12 +93,12 @@ export class TestWorkspace {
   }
 
   nxc(args: string[], opts: RunOpts = {}): Promise<CliResult> {
-    if (this.inproc) return this.inproc.cli('nxc', args, { ...opts, env: { NXC_ACTOR: 'alice', ...opts.env } });
+    if (this.inproc) return this.inproc.cli('nxc', args, { ...opts, env: { NXC_ACTOR: 'alice', ...this.homeEnv(), ...opts.env } });
     return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }
 
   nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
-    if (this.inproc && args[0] !== 'node') return this.inproc.cli('nxs', args, opts);
+    if (this.inproc && args[0] !== 'node') return this.inproc.cli('nxs', args, { ...opts, env: { ...this.homeEnv(), ...opts.env } });
     // A node started here passes its environment on to the sessions it runs, so the agent log goes with it.
     return runCli('nxs', args, opts.cwd ?? this.root, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }

@@ -124,9 +124,14 @@ export async function cliMain(io: Io, program: Program): Promise<number> {
   const found = match(program, argv);
   if ('group' in found) {
     const asked = argv.includes('--help') || argv.includes('-h') || argv[found.group.length] === 'help';
-    if (found.unknown === null || asked) {
+    if (asked || argv.length === 0) {
       io.stdout(listHelp(program, found.group));
       return asked ? 0 : 2;
+    }
+    if (found.unknown === null) {
+      return runCommand(io, wantsJson, async () => {
+        throw new NexusError('USAGE', `${[program.name, ...found.group].join(' ')} needs a subcommand\n${listHelp(program, found.group)}`);
+      });
     }
     const words = [...new Set(program.verbs.filter((v) => found.group.every((w, i) => v.path[i] === w)).map((v) => v.path[found.group.length]!))];
     const where = [program.name, ...found.group].join(' ');

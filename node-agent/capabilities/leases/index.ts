@@ -1,0 +1,7 @@
+// The working-copy lease's public door: the pure rules, the fold of its facts, the status view, and the mover
+// that parks and restores work in a git working copy.
+export { decide, type LeaseDecision } from './rules.js';
+export { applyLeaseFact, foldLease } from './state.js';
+export { leaseView, LIVENESS_NOTE, type LeaseView } from './view.js';
+export { anyAlive, bound, finished, heldForHandback, provablyDead } from './area.js';
+export { splitOrdered } from './ordered.js';

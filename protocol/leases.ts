@@ -291,7 +291,8 @@ export const LeaseOpPayloadSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('lease.notice_given'), body: Op }),
   z.object({
     kind: z.literal('lease.released'),
-    body: Op.extend({ token: z.number().int().min(1), why: z.enum(['finished', 'parked', 'unparked']) }),
+    /** `requeue`: granted triggers not started yet; they go to the back of the queue rather than vanish. */
+    body: Op.extend({ token: z.number().int().min(1), why: z.enum(['finished', 'parked', 'unparked']), requeue: z.array(TriggerSchema), at: Ms }),
   }),
   z.object({ kind: z.literal('lease.withdrawn'), body: Op.extend({ by: LeaseActorSchema }) }),
   z.object({ kind: z.literal('lease.liveness'), body: z.object({ known: z.boolean() }) }),

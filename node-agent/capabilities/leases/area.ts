@@ -45,14 +45,16 @@ export function bound(area: Area): number | null {
 }
 
 /**
- * Whether anything in the area may still have a live process. A session being started counts. A running one
- * counts unless the worker can tell liveness and says it is gone: a session whose liveness cannot be told
- * counts as running until it reports its end. Without facts (an event that brings none) the same holds.
+ * Whether anything in the area may still have a live process. A running session counts unless the worker can
+ * tell liveness and says it is gone: a session whose liveness cannot be told counts as running until it
+ * reports its end. A session being started counts while no facts are at hand; an event that brings facts
+ * comes in a later command, and the engine reports every start (session_started or start_failed) before it
+ * takes the next one, so a start still unreported then was lost with no process behind it.
  */
 export function anyAlive(area: Area, facts: WorldFacts | null): boolean {
   const alive = facts?.liveness_known ? new Set(facts.alive) : null;
   return threadsOf(area).some(([, t]) => {
-    if (t.proc === 'starting') return true;
+    if (t.proc === 'starting') return facts === null;
     if (t.proc !== 'running') return false;
     return alive === null || (t.session !== null && alive.has(t.session));
   });

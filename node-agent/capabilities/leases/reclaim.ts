@@ -6,8 +6,8 @@ import {
   type ParkReason,
   type WorldFacts,
 } from '../../../protocol/leases.js';
-import { anyAlive, bound, provablyDead } from './area.js';
-import { record, type Tx } from './tx.js';
+import { anyAlive, bound, provablyDead, threadsOf } from './area.js';
+import { patchThread, record, type Tx } from './tx.js';
 
 /** Why the holder's copy may be taken from it now on behalf of somebody else, or null. */
 export function reclaimable(tx: Tx, facts: WorldFacts): 'drain' | 'dead' | null {
@@ -24,6 +24,18 @@ export function reclaimable(tx: Tx, facts: WorldFacts): 'drain' | 'dead' | null 
 export function onTick(tx: Tx, facts: WorldFacts): void {
   if (tx.state.liveness_known !== facts.liveness_known) {
     record(tx, { kind: 'lease.liveness', body: { known: facts.liveness_known } });
+  }
+  // The engine reports every start before it takes the next command; a start still unreported at a tick was
+  // lost, and nothing runs behind it. A session the worker says is gone is over, though it never said so.
+  // Left alone, either would hold an ordered run, and a withdrawal, for ever.
+  const alive = new Set(facts.alive);
+  for (const [operation, area] of Object.entries(tx.state.areas)) {
+    for (const [thread, t] of threadsOf(area)) {
+      if (t.proc === 'starting') patchThread(tx, operation, thread, { proc: 'none' });
+      else if (t.proc === 'running' && facts.liveness_known && (t.session === null || !alive.has(t.session))) {
+        patchThread(tx, operation, thread, { proc: 'crashed' });
+      }
+    }
   }
   const h = tx.state.holder;
   const pending = tx.state.pending;
@@ -72,7 +84,7 @@ export function onParkResult(tx: Tx, ev: LeaseEventOf<'park_result'>): void {
   const r = ev.result;
   if (r.outcome === 'parked') {
     record(tx, { kind: 'lease.parked', body: { operation: p.operation, record: r.record } });
-    record(tx, { kind: 'lease.released', body: { operation: p.operation, token: p.token, why: 'parked' } });
+    record(tx, { kind: 'lease.released', body: { operation: p.operation, token: p.token, why: 'parked', requeue: h.waiting, at: tx.now } });
     return;
   }
   const passable = r.outcome === 'refused_passable';
@@ -95,7 +107,7 @@ export function onParkResult(tx: Tx, ev: LeaseEventOf<'park_result'>): void {
       operation: p.operation,
       message: `the working copy was handed on from ${p.operation} without parking its work (${text}): whatever it left uncommitted is still in the tree`,
     });
-    record(tx, { kind: 'lease.released', body: { operation: p.operation, token: p.token, why: 'unparked' } });
+    record(tx, { kind: 'lease.released', body: { operation: p.operation, token: p.token, why: 'unparked', requeue: h.waiting, at: tx.now } });
   }
 }
 

@@ -148,17 +148,24 @@ function onReply(tx: Tx, ev: LeaseEventOf<'reply'>): void {
   if (ev.wakes !== null) startEffect(tx, ev.operation, [ev.wakes]);
 }
 
-/** The commissioner of `above` wrote in it and asked again: the escalations beneath it count as answered. */
+/**
+ * The commissioner of `above` wrote in it and asked again: the escalations beneath it count as answered, and so
+ * does `above`'s own hand-back when it was theirs passed through. One that only `above` itself raised is not:
+ * on a direct thread only the handle that escalated answers it.
+ */
 function clearFromAbove(tx: Tx, operation: string, above: string, handle: string): void {
   const area = tx.state.areas[operation];
   const top = area?.threads[above];
   if (!area || !top || top.opener !== handle) return;
+  let cleared = false;
   for (const [id, t] of threadsOf(area)) {
     // A question is answered in its own thread only, never from above.
     if (t.handback === 'escalation' && isBelow(area, id, above)) {
       patchThread(tx, operation, id, { handback: null, expected: null }, 'other');
+      cleared = true;
     }
   }
+  if (cleared && top.handback === 'escalation') patchThread(tx, operation, above, { handback: null, expected: null }, 'other');
 }
 
 function onWithdraw(tx: Tx, ev: LeaseEventOf<'withdraw'>): void {
@@ -203,7 +210,7 @@ function settle(tx: Tx): void {
     const h = s.holder;
     const area: Area | undefined = h ? s.areas[h.operation] : undefined;
     if (h && area && h.ready && !h.withdrawn && s.pending === null && h.waiting.length === 0 && finished(area)) {
-      record(tx, { kind: 'lease.released', body: { operation: h.operation, token: h.token, why: 'finished' } });
+      record(tx, { kind: 'lease.released', body: { operation: h.operation, token: h.token, why: 'finished', requeue: [], at: tx.now } });
       continue;
     }
     if (h && area && h.withdrawn && h.ready && s.pending === null && !anyAlive(area, tx.facts_in)) {
@@ -225,7 +232,8 @@ function settle(tx: Tx): void {
     }
     const h2 = tx.state.holder;
     const area2 = h2 ? tx.state.areas[h2.operation] : undefined;
-    if (h2 && area2 && h2.ready && h2.waiting.length > 0) {
+    // A withdrawn holder starts nothing more: what arrives for it now waits for its park and its next grant.
+    if (h2 && area2 && h2.ready && !h2.withdrawn && h2.waiting.length > 0) {
       const { start } = splitOrdered(area2, h2.waiting, tx.now);
       if (start.length > 0) {
         record(tx, { kind: 'lease.waiting', body: { operation: h2.operation, add: [], started: start.map((t) => t.id) } });

@@ -96,9 +96,13 @@ export function applyLeaseFact(prev: LeaseState, fact: LeaseOpPayload): LeaseSta
       s.holder = null;
       if (s.pending?.operation === h.operation) s.pending = null;
       if (s.refusal?.operation === h.operation) s.refusal = null;
-      const areas = { ...s.areas };
-      delete areas[h.operation];
-      s.areas = areas;
+      if (fact.body.requeue.length > 0) {
+        s.queue = [...s.queue, { operation: h.operation, since: fact.body.at, triggers: fact.body.requeue }];
+      } else {
+        const areas = { ...s.areas };
+        delete areas[h.operation];
+        s.areas = areas;
+      }
       break;
     }
     case 'lease.withdrawn': {

@@ -159,6 +159,19 @@ describe('parking and restoring a working copy', () => {
     expect((await git(dir, 'rev-parse', 'nexus/park/op1')).trim()).toBe(rec.work);
   });
 
+  it('a restore asked for again after it finished reports the work as back, and changes nothing', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    await fenceGrant(dir, 2);
+    await restore(dir, { operation: 'op1', token: 2, record: rec });
+    const again = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(again.applied).toBe(true);
+    expect(await picture(dir)).toEqual(before);
+  });
+
   it('never restores over changes that are not the operation\u2019s', async () => {
     const dir = await richRepo();
     await messUp(dir);

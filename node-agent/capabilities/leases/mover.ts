@@ -144,7 +144,11 @@ export async function restore(
       if (what !== null) return done(false, what, branchTip, baseTip);
       if (branchTip === null) return done(false, `its branch ${r.branch} no longer exists`, null, baseTip);
       const status = await git(repo, ['status', '--porcelain', '-z', '--untracked-files=all'], { readOnly: true });
-      if (status.raw.length > 0) return done(false, 'the working tree holds changes that are not this operation\u2019s', branchTip, baseTip);
+      if (status.raw.length > 0) {
+        // Asked again after a restore that finished but was never reported: the tree already is the work.
+        if (await alreadyRestored(repo, r)) return done(true, null, branchTip, baseTip);
+        return done(false, 'the working tree holds changes that are not this operation\u2019s', branchTip, baseTip);
+      }
       const index = r.work === null ? null : (await git(repo, ['rev-parse', `${r.work}^2`], { readOnly: true })).stdout.trim();
       const journal: Journal = { kind: 'restore', operation: req.operation, token: req.token, step: 'moving', branch: r.branch, head: r.head, base: r.base, base_commit: r.base_commit, work: r.work, index, previous: null };
       await writeJournal(repo, journal);
@@ -236,6 +240,16 @@ async function finishRestore(repo: Repo, j: Journal, opts: MoverOptions): Promis
     await fault('restore:index');
   }
   await clearJournal(repo);
+}
+
+async function alreadyRestored(repo: Repo, r: ParkRecord): Promise<boolean> {
+  const head = await tip(repo, 'HEAD');
+  if (r.work === null || head !== r.head || (await currentBranch(repo)) !== r.branch) return false;
+  const now = await snapshot(repo, head, 'a restore check');
+  if (now.work === null) return false;
+  const trees = await git(repo, ['rev-parse', `${now.work}^{tree}`, `${r.work}^{tree}`], { readOnly: true });
+  const [a, b] = trees.stdout.trim().split('\n');
+  return a === b;
 }
 
 function parked(j: Journal, now: number): ParkResult {

@@ -1,0 +1,118 @@
+// The one way Nexus runs git: hooks and signing off, a clean environment, bytes kept, failures coded.
+//
+// Why execFile and not simple-git (already a dependency): the lease's mover needs, per call, its own index file
+// (GIT_INDEX_FILE), bytes on stdin (paths for checkout-index), and stdout as raw bytes (`-z` listings whose paths
+// need not be UTF-8). simple-git decodes output as text, takes stdin for no command, and sets the environment per
+// instance; it would also queue each call behind its scheduler. A process per call is the cost either way.
+// bench/lease.ts prints both side by side.
+import { execFile } from 'node:child_process';
+import { NexusError } from '../../../protocol/errors.js';
+
+export type RunGitOptions = {
+  /** Extra environment for this call (an identity, dates...). */
+  env?: Record<string, string>;
+  /** Bytes for git's stdin; strings go as UTF-8. */
+  input?: string | Buffer;
+  /** A private index file (GIT_INDEX_FILE), so the user's index is never read for writing nor written. */
+  indexFile?: string;
+  timeoutMs?: number;
+  /** Exit codes that are answers rather than failures (e.g. 1 for `diff --quiet`). Always includes 0. */
+  okCodes?: readonly number[];
+  /** For reads: git must not refresh and write back the index as a side effect. */
+  readOnly?: boolean;
+};
+
+export type GitRun = {
+  /** stdout decoded as UTF-8; use `raw` for listings whose paths are bytes. */
+  stdout: string;
+  raw: Buffer;
+  stderr: string;
+  code: number;
+};
+
+/** The fixed author and committer of every commit the lease makes. */
+export const LEASE_GIT_IDENTITY: Readonly<Record<string, string>> = {
+  GIT_AUTHOR_NAME: 'Nexus working-copy lease',
+  GIT_AUTHOR_EMAIL: 'lease@nexus.invalid',
+  GIT_COMMITTER_NAME: 'Nexus working-copy lease',
+  GIT_COMMITTER_EMAIL: 'lease@nexus.invalid',
+};
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+// Listings of a big tree run to megabytes; never truncate them.
+const MAX_BUFFER = 1024 * 1024 * 1024;
+
+// What git clears itself when it enters another repository: inherited from a hook or a parent git they would
+// point this call at some other repository than `cwd`.
+const REPOSITORY_LOCAL_ENV = [
+  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+  'GIT_CONFIG',
+  'GIT_CONFIG_PARAMETERS',
+  'GIT_CONFIG_COUNT',
+  'GIT_OBJECT_DIRECTORY',
+  'GIT_DIR',
+  'GIT_WORK_TREE',
+  'GIT_IMPLICIT_WORK_TREE',
+  'GIT_GRAFT_FILE',
+  'GIT_INDEX_FILE',
+  'GIT_NO_REPLACE_OBJECTS',
+  'GIT_REPLACE_REF_BASE',
+  'GIT_PREFIX',
+  'GIT_SHALLOW_FILE',
+  'GIT_COMMON_DIR',
+] as const;
+
+// A hook would run the user's code inside our bookkeeping; signing would prompt or fail with nobody there; a
+// stuck fsmonitor would hang us.
+const FIXED_CONFIG = ['-c', 'core.hooksPath=/dev/null', '-c', 'commit.gpgsign=false', '-c', 'tag.gpgsign=false', '-c', 'core.fsmonitor=false'];
+
+/**
+ * Runs `git <args>` in `cwd` and resolves with its output when it exits with 0 (or a code in `okCodes`).
+ * @throws {NexusError} `GIT_FAILED` when git cannot be started, times out, or exits with any other code; the
+ *   details carry the arguments, the exit code, stderr and the cause.
+ */
+export function runGit(cwd: string, args: readonly string[], opts: RunGitOptions = {}): Promise<GitRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of REPOSITORY_LOCAL_ENV) delete env[name];
+  env.LC_ALL = 'C';
+  env.GIT_TERMINAL_PROMPT = '0';
+  if (opts.readOnly) env.GIT_OPTIONAL_LOCKS = '0';
+  if (opts.indexFile !== undefined) env.GIT_INDEX_FILE = opts.indexFile;
+  Object.assign(env, opts.env);
+  const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const ok = new Set([0, ...(opts.okCodes ?? [])]);
+  return new Promise((resolve, reject) => {
+    const child = execFile(
+      'git',
+      [...FIXED_CONFIG, ...args],
+      { cwd, env, encoding: 'buffer', maxBuffer: MAX_BUFFER, timeout, windowsHide: true },
+      (error, stdout, stderr) => {
+        const err = error as (NodeJS.ErrnoException & { killed?: boolean; code?: number | string }) | null;
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
+        const result: GitRun = { stdout: stdout.toString('utf8'), raw: stdout, stderr: stderr.toString('utf8'), code };
+        if (err === null || (typeof err.code === 'number' && ok.has(err.code) && !err.killed)) {
+          resolve(result);
+          return;
+        }
+        const why =
+          err.code === 'ENOENT'
+            ? 'git is not installed or not on PATH (or the folder does not exist)'
+            : err.killed
+              ? `did not finish within ${timeout} ms`
+              : `exited with ${code}`;
+        reject(
+          new NexusError('GIT_FAILED', `git ${args[0] ?? ''} ${why}: ${result.stderr.trim().split('\n')[0] ?? ''}`.trim(), {
+            cwd,
+            args: [...args],
+            code,
+            stderr: result.stderr.trim(),
+            cause: err,
+          }),
+        );
+      },
+    );
+    // git may exit before reading all of stdin; that is reported through its exit, not as a pipe error.
+    child.stdin?.on('error', () => {});
+    child.stdin?.end(opts.input ?? '');
+  });
+}

@@ -1,0 +1,273 @@
+// The lease's hands in a git working copy: fence a grant, park an operation's uncommitted work onto a branch and
+// check out its base, restore it later. Every change is guarded by the token ref; every move is journalled so
+// that running it again after a crash finishes it or rolls it back, with every byte recoverable.
+import { isNexusError } from '../../../protocol/errors.js';
+import type { ParkRecord, ParkResult, RestoreResult } from '../../../protocol/leases.js';
+import { restoreNotice, type RestoreFacts } from './notice.js';
+import {
+  clearJournal,
+  currentBranch,
+  git,
+  guard,
+  probe,
+  raiseToken,
+  readJournal,
+  tip,
+  unfinished,
+  writeJournal,
+  type Journal,
+  type Repo,
+} from './repo.js';
+import { materialise, snapshot } from './tree.js';
+
+/** Where a test may stop a move dead, after the git step it names. */
+export type FaultPoint =
+  | 'park:snapshot'
+  | 'park:journal'
+  | 'park:branch'
+  | 'park:moving'
+  | 'park:checkout'
+  | 'park:clean'
+  | 'restore:journal'
+  | 'restore:checkout'
+  | 'restore:materialise'
+  | 'restore:index';
+
+export type MoverOptions = { fault?: (point: FaultPoint) => void | Promise<void> };
+
+export const PARK_BRANCH_PREFIX = 'nexus/park/';
+
+const NO_COPY = 'this runtime names no working copy';
+const NOT_A_REPO = 'the working copy is not a git repository';
+
+/**
+ * Raises the token ref to a new grant's token (the `fence` effect) and reports the branch the copy is on, the
+ * base the operation starts from (`base_recorded`). Nothing to fence without a repository.
+ * @throws {NexusError} LEASE_FENCED when a newer grant already fenced this copy.
+ */
+export async function fenceGrant(dir: string | null, token: number): Promise<{ branch: string | null }> {
+  const repo = dir === null ? null : await probe(dir);
+  if (repo === null) return { branch: null };
+  await raiseToken(repo, token);
+  return { branch: await currentBranch(repo) };
+}
+
+/**
+ * Parks the holder's work: commits everything uncommitted onto `nexus/park/<operation>` and checks out `base`;
+ * ignored files stay in the tree. Refuses, changing nothing, when a sequence is in progress or a git command
+ * fails (can pass), or when there is no repository, no base, no commit or no branch (cannot pass).
+ * @throws {NexusError} LEASE_FENCED when the token ref no longer holds `token`.
+ */
+export async function park(
+  dir: string | null,
+  req: { operation: string; base: string | null; token: number; now: number },
+  opts: MoverOptions = {},
+): Promise<ParkResult> {
+  if (dir === null) return unpassable(NO_COPY);
+  const repo = await probe(dir);
+  if (repo === null) return unpassable(NOT_A_REPO);
+  const fault = opts.fault ?? (() => {});
+  try {
+    const j = await settleJournal(repo, opts, { kind: 'park', ...req });
+    if (j !== null) return parked(j, req.now);
+    if (req.base === null) return unpassable('no base branch was recorded for the operation');
+    const what = await unfinished(repo);
+    if (what !== null) return { outcome: 'refused_passable', what };
+    const head = await tip(repo, 'HEAD');
+    if (head === null) return unpassable('the repository has no commit yet');
+    const branch = await currentBranch(repo);
+    if (branch === null) return unpassable('HEAD is detached: there is no branch to put the work back on');
+    const baseCommit = await tip(repo, `refs/heads/${req.base}`);
+    if (baseCommit === null) return unpassable(`the base branch ${req.base} does not exist`);
+    await guard(repo, req.token);
+    const snap = await snapshot(repo, head, `operation ${req.operation}`);
+    await fault('park:snapshot');
+    const ref = `refs/heads/${PARK_BRANCH_PREFIX}${req.operation}`;
+    const journal: Journal = {
+      kind: 'park',
+      operation: req.operation,
+      token: req.token,
+      step: 'snapshot',
+      branch,
+      head,
+      base: req.base,
+      base_commit: baseCommit,
+      work: snap.work,
+      index: snap.index,
+      previous: await tip(repo, ref),
+    };
+    await writeJournal(repo, journal);
+    await fault('park:journal');
+    // The branch's old value stays in its reflog; nothing is lost by moving it.
+    if (snap.work !== null) await git(repo, ['update-ref', '-m', `nexus: park ${req.operation}`, ref, snap.work]);
+    await fault('park:branch');
+    // The point of no return: from here a rerun finishes the move instead of rolling it back.
+    await writeJournal(repo, { ...journal, step: 'moving' });
+    await fault('park:moving');
+    await finishPark(repo, { ...journal, step: 'moving' }, false, opts);
+    return parked(journal, req.now);
+  } catch (err) {
+    if (isNexusError(err) && err.code === 'GIT_FAILED') return { outcome: 'refused_passable', what: `a git command failed: ${err.message}` };
+    throw err;
+  }
+}
+
+/** What a restore did, with the facts its notice was made from. */
+export type RestoreOutcome = RestoreResult & { facts: RestoreFacts };
+
+/**
+ * Puts a parked operation back on its own branch and, when that branch has not moved, its work back in the tree
+ * as it was left (staged changes staged). Never forces anything over work that is not the operation's: it then
+ * leaves the work on its park branch and says so. The notice is the fixed text for the operation's session.
+ * @throws {NexusError} LEASE_FENCED when the token ref no longer holds `token`.
+ */
+export async function restore(
+  dir: string | null,
+  req: { operation: string; token: number; record: ParkRecord },
+  opts: MoverOptions = {},
+): Promise<RestoreOutcome> {
+  const r = req.record;
+  const done = (applied: boolean, reason: string | null, branch_tip: string | null, base_tip: string | null): RestoreOutcome => {
+    const facts: RestoreFacts = { operation: req.operation, record: r, branch_tip, base_tip, applied, reason };
+    return { applied, notice: restoreNotice(facts), facts };
+  };
+  if (dir === null) return done(false, NO_COPY, null, null);
+  const repo = await probe(dir);
+  if (repo === null) return done(false, NOT_A_REPO, null, null);
+  try {
+    const resumed = await settleJournal(repo, opts, { kind: 'restore', ...req });
+    const branchTip = await tip(repo, `refs/heads/${r.branch}`);
+    const baseTip = await tip(repo, `refs/heads/${r.base}`);
+    if (resumed === null) {
+      await guard(repo, req.token);
+      const what = await unfinished(repo);
+      if (what !== null) return done(false, what, branchTip, baseTip);
+      if (branchTip === null) return done(false, `its branch ${r.branch} no longer exists`, null, baseTip);
+      const status = await git(repo, ['status', '--porcelain', '-z', '--untracked-files=all'], { readOnly: true });
+      if (status.raw.length > 0) {
+        // Asked again after a restore that finished but was never reported: the tree already is the work.
+        if (await alreadyRestored(repo, r)) return done(true, null, branchTip, baseTip);
+        return done(false, 'the working tree holds changes that are not this operation\u2019s', branchTip, baseTip);
+      }
+      const index = r.work === null ? null : (await git(repo, ['rev-parse', `${r.work}^2`], { readOnly: true })).stdout.trim();
+      const journal: Journal = { kind: 'restore', operation: req.operation, token: req.token, step: 'moving', branch: r.branch, head: r.head, base: r.base, base_commit: r.base_commit, work: r.work, index, previous: null };
+      await writeJournal(repo, journal);
+      await (opts.fault ?? (() => {}))('restore:journal');
+      await finishRestore(repo, journal, opts);
+    }
+    if (r.work !== null && branchTip !== r.head) {
+      return done(false, `its branch ${r.branch} moved on since it was parked, so the work was left on ${PARK_BRANCH_PREFIX}${req.operation}`, branchTip, baseTip);
+    }
+    return done(true, null, branchTip, baseTip);
+  } catch (err) {
+    if (isNexusError(err) && err.code === 'GIT_FAILED') return done(false, `a git command failed: ${err.message}`, null, null);
+    throw err;
+  }
+}
+
+/**
+ * Finishes or rolls back whatever move a crash interrupted here, so the copy is in a known state; the engine
+ * calls it when it starts. A park that had not yet touched the tree is rolled back; one that had is finished.
+ */
+export async function recover(dir: string | null, opts: MoverOptions = {}): Promise<Journal | null> {
+  const repo = dir === null ? null : await probe(dir);
+  if (repo === null) return null;
+  const j = await readJournal(repo);
+  await settleJournal(repo, opts, null);
+  return j;
+}
+
+/**
+ * Deals with a journal left by an interrupted move. Returns the journal when it was the very move asked for
+ * now and has been finished (the caller reports it as done); null when there was none or it was settled.
+ */
+async function settleJournal(
+  repo: Repo,
+  opts: MoverOptions,
+  want: { kind: Journal['kind']; operation: string; token: number } | null,
+): Promise<Journal | null> {
+  const j = await readJournal(repo);
+  if (j === null) return null;
+  const same = want !== null && j.kind === want.kind && j.operation === want.operation && j.token === want.token;
+  if (j.kind === 'park' && j.step === 'snapshot') {
+    // Nothing in the tree moved yet: put the park branch back and start afresh from the tree as it is now.
+    const ref = `refs/heads/${PARK_BRANCH_PREFIX}${j.operation}`;
+    const now = await tip(repo, ref);
+    if (j.work !== null && now === j.work) {
+      if (j.previous === null) await git(repo, ['update-ref', '-d', ref, j.work]);
+      else await git(repo, ['update-ref', ref, j.previous, j.work]);
+    }
+    await clearJournal(repo);
+    return null;
+  }
+  if (j.kind === 'park') await finishPark(repo, j, true, opts);
+  else await finishRestore(repo, j, opts);
+  return same ? j : null;
+}
+
+async function finishPark(repo: Repo, j: Journal, resumed: boolean, opts: MoverOptions): Promise<void> {
+  const fault = opts.fault ?? (() => {});
+  await guard(repo, j.token);
+  if (j.work !== null) await git(repo, ['update-ref', `refs/heads/${PARK_BRANCH_PREFIX}${j.operation}`, j.work]);
+  if (resumed) {
+    // The tree may be anywhere between the work and the base: keep what it holds before forcing the checkout.
+    const head = await tip(repo, 'HEAD');
+    const rescue = head === null ? null : await snapshot(repo, head, `operation ${j.operation} (interrupted park)`);
+    if (rescue?.work) await git(repo, ['update-ref', `refs/nexus/rescue/${j.operation}-${j.token}`, rescue.work]);
+  }
+  await git(repo, ['checkout', '-f', '-q', j.base]);
+  await fault('park:checkout');
+  // Untracked files the work took are on the park branch; ignored ones are not touched (no -x).
+  await git(repo, ['clean', '-f', '-d', '-q']);
+  await fault('park:clean');
+  await clearJournal(repo);
+}
+
+async function finishRestore(repo: Repo, j: Journal, opts: MoverOptions): Promise<void> {
+  const fault = opts.fault ?? (() => {});
+  await guard(repo, j.token);
+  // Forced: the tree was checked clean before the journal was written, and anything since is this move's own.
+  await git(repo, ['checkout', '-f', '-q', j.branch]);
+  await fault('restore:checkout');
+  const branchTip = await tip(repo, `refs/heads/${j.branch}`);
+  if (j.work !== null && branchTip === j.head) {
+    await materialise(repo, j.head, j.work);
+    await fault('restore:materialise');
+    if (j.index !== null) {
+      await git(repo, ['read-tree', j.index]);
+      await git(repo, ['update-index', '-q', '--refresh'], { okCodes: [1] });
+    }
+    await fault('restore:index');
+  }
+  await clearJournal(repo);
+}
+
+async function alreadyRestored(repo: Repo, r: ParkRecord): Promise<boolean> {
+  const head = await tip(repo, 'HEAD');
+  if (r.work === null || head !== r.head || (await currentBranch(repo)) !== r.branch) return false;
+  const now = await snapshot(repo, head, 'a restore check');
+  if (now.work === null) return false;
+  const trees = await git(repo, ['rev-parse', `${now.work}^{tree}`, `${r.work}^{tree}`], { readOnly: true });
+  const [a, b] = trees.stdout.trim().split('\n');
+  return a === b;
+}
+
+function parked(j: Journal, now: number): ParkResult {
+  return {
+    outcome: 'parked',
+    record: {
+      token: j.token,
+      branch: j.branch,
+      head: j.head,
+      base: j.base,
+      base_commit: j.base_commit,
+      park_branch: `${PARK_BRANCH_PREFIX}${j.operation}`,
+      work: j.work,
+      at: now,
+    },
+  };
+}
+
+function unpassable(why: string): ParkResult {
+  return { outcome: 'refused_unpassable', why };
+}

@@ -1,0 +1,163 @@
+// What the mover needs to know about a repository before it writes into it, the token ref that fences every
+// change, and the journal that lets an interrupted move be finished or rolled back.
+import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { isNexusError, NexusError } from '../../../protocol/errors.js';
+import { runGit, type RunGitOptions } from '../../adapters/git/index.js';
+
+/** The ref holding the current grant's token, as a blob `nexus-lease-token <n>`. Only ever raised. */
+export const TOKEN_REF = 'refs/nexus/lease/token';
+
+export type Repo = { top: string; gitDir: string; tokenOids: Map<number, string> };
+
+export function git(repo: Repo, args: readonly string[], opts?: RunGitOptions) {
+  return runGit(repo.top, args, opts);
+}
+
+/** The repository whose work tree contains `dir`, or null when there is none (a plain or missing folder). */
+export async function probe(dir: string): Promise<Repo | null> {
+  const exists = await stat(dir).then((s) => s.isDirectory(), () => false);
+  if (!exists) return null;
+  try {
+    const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir'], { readOnly: true });
+    const [top, gitDir] = out.stdout.split('\n');
+    if (!top || !gitDir) return null;
+    return { top, gitDir, tokenOids: new Map() };
+  } catch (err) {
+    const stderr = isNexusError(err) ? String(err.details?.stderr ?? '') : '';
+    if (/not a git repository|must be run in a work tree/.test(stderr)) return null;
+    throw err;
+  }
+}
+
+const SEQUENCES: Array<[string, string]> = [
+  ['rebase-merge', 'a rebase is in progress: finish it (git rebase --continue) or abort it (git rebase --abort)'],
+  ['rebase-apply', 'a rebase or git am is in progress: finish it (--continue) or abort it (--abort)'],
+  ['MERGE_HEAD', 'a merge is in progress: finish it (git commit) or abort it (git merge --abort)'],
+  ['CHERRY_PICK_HEAD', 'a cherry-pick is in progress: finish it (git cherry-pick --continue) or abort it (git cherry-pick --abort)'],
+  ['REVERT_HEAD', 'a revert is in progress: finish it (git revert --continue) or abort it (git revert --abort)'],
+  ['sequencer', 'a cherry-pick or revert sequence is in progress: finish it (--continue) or abort it (--abort)'],
+  ['BISECT_LOG', 'a bisect is in progress: end it (git bisect reset)'],
+];
+
+/**
+ * What must be finished before the tree may be committed, or null. Committing a conflicted index would record
+ * a half-finished merge as if it were the work.
+ */
+export async function unfinished(repo: Repo): Promise<string | null> {
+  for (const [name, what] of SEQUENCES) {
+    if (await stat(join(repo.gitDir, name)).then(() => true, () => false)) return what;
+  }
+  const unmerged = await git(repo, ['ls-files', '-u', '-z'], { readOnly: true });
+  if (unmerged.raw.length > 0) return 'the index has conflicted paths: resolve them (git add) or reset them';
+  return null;
+}
+
+/** The commit a ref names, or null when it does not exist. */
+export async function tip(repo: Repo, ref: string): Promise<string | null> {
+  const out = await git(repo, ['rev-parse', '--verify', '-q', `${ref}^{commit}`], { okCodes: [1], readOnly: true });
+  return out.code === 0 ? out.stdout.trim() : null;
+}
+
+/** The branch HEAD is on (short name), or null when it is detached. */
+export async function currentBranch(repo: Repo): Promise<string | null> {
+  const out = await git(repo, ['symbolic-ref', '-q', '--short', 'HEAD'], { okCodes: [1], readOnly: true });
+  return out.code === 0 ? out.stdout.trim() : null;
+}
+
+async function tokenOid(repo: Repo, token: number): Promise<string> {
+  const known = repo.tokenOids.get(token);
+  if (known) return known;
+  const out = await git(repo, ['hash-object', '-w', '--stdin'], { input: `nexus-lease-token ${token}\n` });
+  const oid = out.stdout.trim();
+  repo.tokenOids.set(token, oid);
+  return oid;
+}
+
+/** The token the ref holds now (0 when no grant was ever fenced here). */
+export async function readToken(repo: Repo): Promise<{ oid: string | null; token: number }> {
+  const ref = await git(repo, ['rev-parse', '--verify', '-q', TOKEN_REF], { okCodes: [1], readOnly: true });
+  if (ref.code !== 0) return { oid: null, token: 0 };
+  const oid = ref.stdout.trim();
+  const blob = await git(repo, ['cat-file', 'blob', oid], { readOnly: true });
+  const m = /^nexus-lease-token (\d+)\n?$/.exec(blob.stdout);
+  return { oid, token: m ? Number(m[1]) : 0 };
+}
+
+/**
+ * Raises the token ref to `token` by compare-and-swap. A ref already above it means a newer grant exists and
+ * this caller decides on a stale state: LEASE_FENCED, and nothing is written.
+ */
+export async function raiseToken(repo: Repo, token: number): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const cur = await readToken(repo);
+    if (cur.token > token) throw fenced(token, cur.token);
+    if (cur.token === token) return;
+    const next = await tokenOid(repo, token);
+    const swapped = await git(repo, ['update-ref', '-m', `nexus lease token ${token}`, TOKEN_REF, next, cur.oid ?? ''], { okCodes: [1, 128] });
+    if (swapped.code === 0) return;
+  }
+  throw new NexusError('GIT_FAILED', 'the lease token ref kept changing while it was raised', { ref: TOKEN_REF });
+}
+
+/**
+ * Guards one change to the checkout: compare-and-swap the token ref from `token` to itself, which fails unless
+ * the ref still holds this grant's token. A holder that lost the lease can never move the checkout.
+ */
+export async function guard(repo: Repo, token: number): Promise<void> {
+  const oid = await tokenOid(repo, token);
+  const out = await git(repo, ['update-ref', TOKEN_REF, oid, oid], { okCodes: [1, 128] });
+  if (out.code !== 0) throw fenced(token, (await readToken(repo)).token);
+}
+
+function fenced(token: number, current: number): NexusError {
+  return new NexusError('LEASE_FENCED', `the working-copy lease is at token ${current}; a move under token ${token} is refused`, { token, current });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The journal: one interrupted move at most, in the git directory (never in the work tree).
+
+export type Journal = {
+  kind: 'park' | 'restore';
+  operation: string;
+  token: number;
+  /** park: 'snapshot' (nothing in the tree changed yet: roll back) or 'moving' (finish). restore: 'moving'. */
+  step: 'snapshot' | 'moving';
+  branch: string;
+  head: string;
+  base: string;
+  base_commit: string;
+  work: string | null;
+  index: string | null;
+  /** The park branch's value before this park, to roll back to. */
+  previous: string | null;
+};
+
+function journalPath(repo: Repo): string {
+  return join(repo.gitDir, 'nexus-lease-journal.json');
+}
+
+export async function readJournal(repo: Repo): Promise<Journal | null> {
+  const text = await readFile(journalPath(repo), 'utf8').catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
+    throw err;
+  });
+  return text === null ? null : (JSON.parse(text) as Journal);
+}
+
+/** Written whole or not at all: a temporary file, flushed, then renamed over the journal. */
+export async function writeJournal(repo: Repo, j: Journal): Promise<void> {
+  const tmp = `${journalPath(repo)}.tmp`;
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(JSON.stringify(j));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, journalPath(repo));
+}
+
+export async function clearJournal(repo: Repo): Promise<void> {
+  await rm(journalPath(repo), { force: true });
+}

@@ -1,0 +1,98 @@
+// Turning a working tree into commits and back, through private index files: the user's index is copied,
+// never written, and the stash is never used.
+import { copyFile, rm, rmdir, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import { LEASE_GIT_IDENTITY } from '../../adapters/git/index.js';
+import { git, type Repo } from './repo.js';
+
+export type Snapshot = {
+  /** The commit holding the whole tree (tracked changes, deletions, untracked files not ignored), or null when clean. */
+  work: string | null;
+  /** The commit holding what was staged (second parent of `work`). */
+  index: string | null;
+};
+
+/**
+ * Commits the tree as it stands on top of `head` without touching it: a copy of the user's index (its stat
+ * data saves hashing unchanged files) takes everything `git add -A` would, so .gitignore decides what stays
+ * out. The work commit has two parents, `head` and a commit of the staged state, so a restore can put both back.
+ */
+export async function snapshot(repo: Repo, head: string, label: string): Promise<Snapshot> {
+  const tmp = join(repo.gitDir, 'nexus-lease-park.index');
+  await rm(tmp, { force: true });
+  try {
+    await copyFile(join(repo.gitDir, 'index'), tmp).catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+      await git(repo, ['read-tree', head], { indexFile: tmp });
+    });
+    const indexTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
+    await git(repo, ['add', '-A'], { indexFile: tmp });
+    const workTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
+    const headTree = (await git(repo, ['rev-parse', `${head}^{tree}`], { readOnly: true })).stdout.trim();
+    if (workTree === headTree && indexTree === headTree) return { work: null, index: null };
+    const env = { ...LEASE_GIT_IDENTITY };
+    const index = (await git(repo, ['commit-tree', indexTree, '-p', head, '-m', `nexus: staged state of ${label}`], { env })).stdout.trim();
+    const work = (await git(repo, ['commit-tree', workTree, '-p', head, '-p', index, '-m', `nexus: uncommitted work of ${label}`], { env }))
+      .stdout.trim();
+    return { work, index };
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+/**
+ * Moves the files of the tree from commit `from` to commit `to`, touching only the paths that differ, with a
+ * private index. Idempotent, so an interrupted restore can simply run it again: deletions ignore what is
+ * already gone and checkout-index overwrites.
+ */
+export async function materialise(repo: Repo, from: string, to: string): Promise<void> {
+  const diff = await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--name-status', from, to], { readOnly: true });
+  const fields = splitNul(diff.raw);
+  const deletes: Buffer[] = [];
+  const writes: Buffer[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const status = fields[i]!.toString('latin1');
+    (status === 'D' ? deletes : writes).push(fields[i + 1]!);
+  }
+  // Paths stay bytes: a name that is not UTF-8 must still reach the file it names.
+  const top = Buffer.from(`${repo.top}/`);
+  // Deletions first: a folder that becomes a file (or the reverse) must be out of the way.
+  for (const path of deletes) {
+    await unlink(Buffer.concat([top, path])).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+    await pruneEmptyParents(top, path);
+  }
+  if (writes.length === 0) return;
+  const tmp = join(repo.gitDir, 'nexus-lease-restore.index');
+  try {
+    await git(repo, ['read-tree', to], { indexFile: tmp });
+    const input = Buffer.concat(writes.flatMap((p) => [p, Buffer.from([0])]));
+    await git(repo, ['checkout-index', '-f', '-z', '--stdin'], { indexFile: tmp, input });
+  } finally {
+    await rm(tmp, { force: true });
+  }
+}
+
+async function pruneEmptyParents(top: Buffer, path: Buffer): Promise<void> {
+  let end = path.lastIndexOf(0x2f);
+  while (end > 0) {
+    const dir = Buffer.concat([top, path.subarray(0, end)]);
+    const removed = await rmdir(dir).then(() => true, () => false);
+    if (!removed) return;
+    end = path.subarray(0, end).lastIndexOf(0x2f);
+  }
+}
+
+function splitNul(raw: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let from = 0;
+  for (let i = 0; i < raw.length; i++) {
+    if (raw[i] === 0) {
+      out.push(raw.subarray(from, i));
+      from = i + 1;
+    }
+  }
+  if (from < raw.length) out.push(raw.subarray(from));
+  return out;
+}

@@ -1,0 +1,265 @@
+// The mover on real git repositories: parking every kind of change, refusing what must be finished first,
+// fencing, restoring with the fixed notice, and finishing or rolling back a move a crash interrupted.
+import { join } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fenceGrant, park, recover, restore, type FaultPoint } from '../../node-agent/capabilities/leases/index.js';
+import { isNexusError } from '../../protocol/errors.js';
+import type { ParkRecord } from '../../protocol/leases.js';
+import { cleanupRepos, git, gitCode, gitPicture, messUp, picture, repoWith, richRepo, tempDir, write } from './repos.js';
+
+afterEach(cleanupRepos);
+
+const NOW = 1_700_000_000_000;
+
+async function parkOk(dir: string, token: number, operation = 'op1', base: string | null = 'main'): Promise<ParkRecord> {
+  const r = await park(dir, { operation, base, token, now: NOW });
+  if (r.outcome !== 'parked') throw new Error(`not parked: ${JSON.stringify(r)}`);
+  return r.record;
+}
+
+async function codeOf(p: Promise<unknown>): Promise<string> {
+  return p.then(
+    () => 'resolved',
+    (err: unknown) => (isNexusError(err) ? err.code : String(err)),
+  );
+}
+
+describe('parking and restoring a working copy', () => {
+  it('parks every kind of change onto its branch, goes back to the base, leaves ignored files, and restores it byte for byte', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    const gitBefore = await gitPicture(dir);
+    expect(await fenceGrant(dir, 1)).toEqual({ branch: 'feat/x' });
+
+    const rec = await parkOk(dir, 1);
+    expect(rec).toMatchObject({ token: 1, branch: 'feat/x', base: 'main', park_branch: 'nexus/park/op1' });
+    expect(rec.work).toMatch(/^[0-9a-f]{40}$/);
+    expect((await git(dir, 'rev-parse', 'nexus/park/op1')).trim()).toBe(rec.work);
+    // Back on the base with a clean tree; ignored files are still there, untouched.
+    expect(await gitPicture(dir)).toEqual({ status: '', staged: '', branch: 'main' });
+    const after = await picture(dir);
+    expect(after['ignored.log']).toBe(before['ignored.log']);
+    expect(after['build/out.o']).toBe(before['build/out.o']);
+    expect(after['new dir/x.txt']).toBeUndefined();
+    expect(await git(dir, 'stash', 'list')).toBe('');
+
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(back.applied).toBe(true);
+    expect(back.notice).toContain(`on branch nexus/park/op1 at commit ${rec.work}`);
+    expect(back.notice).toContain('Branch feat/x has not moved since.');
+    expect(back.notice).toContain('Its base main has not moved since.');
+    expect(await picture(dir)).toEqual(before);
+    expect(await gitPicture(dir)).toEqual(gitBefore);
+  });
+
+  it('parks a clean tree by going back to the base, and restores it onto its branch', async () => {
+    const dir = await richRepo();
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    expect(rec.work).toBeNull();
+    expect((await gitPicture(dir)).branch).toBe('main');
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(back).toMatchObject({ applied: true });
+    expect(back.notice).toContain('Nothing was uncommitted');
+    expect((await gitPicture(dir)).branch).toBe('feat/x');
+  });
+
+  it.each([
+    ['merge', 'a merge is in progress', async (d: string) => { await conflictOn(d, 'other'); expect(await gitCode(d, 'merge', '-q', 'other')).not.toBe(0); }],
+    ['rebase', 'a rebase is in progress', async (d: string) => { await conflictOn(d, 'other'); expect(await gitCode(d, 'rebase', '-q', 'other')).not.toBe(0); }],
+    ['cherry-pick', 'a cherry-pick is in progress', async (d: string) => { await conflictOn(d, 'other'); expect(await gitCode(d, 'cherry-pick', 'other')).not.toBe(0); }],
+    ['revert', 'a revert is in progress', async (d: string) => {
+      await write(d, 'a.txt', 'changed once\n');
+      await git(d, 'commit', '-q', '-am', 'once');
+      await write(d, 'a.txt', 'changed twice\n');
+      await git(d, 'commit', '-q', '-am', 'twice');
+      expect(await gitCode(d, 'revert', '--no-edit', 'HEAD~1')).not.toBe(0);
+    }],
+    ['bisect', 'a bisect is in progress', async (d: string) => { await git(d, 'bisect', 'start'); }],
+  ])('refuses to park mid-%s, names what to finish, and changes nothing', async (_name, words, setUp) => {
+    const dir = await repoWith({ 'a.txt': 'alpha\n' });
+    await setUp(dir);
+    await write(dir, 'untracked.txt', 'work\n');
+    const before = { files: await picture(dir), git: await gitPicture(dir) };
+    await fenceGrant(dir, 1);
+    const r = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
+    expect(r.outcome).toBe('refused_passable');
+    expect(r.outcome === 'refused_passable' && r.what).toContain(words);
+    expect({ files: await picture(dir), git: await gitPicture(dir) }).toEqual(before);
+    expect(await gitCode(dir, 'rev-parse', '--verify', '-q', 'nexus/park/op1')).not.toBe(0);
+  });
+
+  it.each([
+    ['no working copy is named', async () => null, 'names no working copy', 'main'],
+    ['the folder is not a git repository', tempDir, 'not a git repository', 'main'],
+    ['no base branch was recorded', () => repoWith({ 'a.txt': 'a\n' }), 'no base branch', null],
+    ['HEAD is detached', async () => { const d = await repoWith({ 'a.txt': 'a\n' }); await git(d, 'checkout', '-q', '--detach'); return d; }, 'detached', 'main'],
+    ['the repository has no commit', async () => { const d = await tempDir(); await git(d, 'init', '-q', '-b', 'main'); return d; }, 'no commit', 'main'],
+  ])('hands on without parking when %s', async (_name, make, words, base) => {
+    const dir = await make();
+    if (dir !== null) await write(dir, 'left.txt', 'left behind\n');
+    const before = dir === null ? null : await picture(dir);
+    if (dir !== null) await fenceGrant(dir, 1);
+    const r = await park(dir, { operation: 'op1', base, token: 1, now: NOW });
+    expect(r.outcome).toBe('refused_unpassable');
+    expect(r.outcome === 'refused_unpassable' && r.why).toContain(words);
+    if (dir !== null) expect(await picture(dir)).toEqual(before);
+  });
+
+  it('a holder whose grant was superseded can never move the checkout', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    await fenceGrant(dir, 1);
+    await fenceGrant(dir, 2);
+    expect(await codeOf(park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }))).toBe('LEASE_FENCED');
+    expect(await codeOf(fenceGrant(dir, 1))).toBe('LEASE_FENCED');
+    expect(await picture(dir)).toEqual(before);
+    const rec = await parkOk(dir, 2);
+    await fenceGrant(dir, 3);
+    expect(await codeOf(restore(dir, { operation: 'op1', token: 2, record: rec }))).toBe('LEASE_FENCED');
+  });
+
+  it('tells the restored session that its base moved on since, and puts the work back', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    await write(dir, 'main-only.txt', 'someone else\n');
+    await git(dir, 'add', '-A');
+    await git(dir, 'commit', '-q', '-m', 'meanwhile on main');
+    const mainTip = (await git(dir, 'rev-parse', 'main')).trim();
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(back.applied).toBe(true);
+    expect(back.notice).toContain(`Its base main HAS MOVED ON since: it was at ${rec.base_commit}, it is now at ${mainTip}.`);
+    expect(await picture(dir)).toEqual(before);
+  });
+
+  it('leaves the work on its park branch and says so when its own branch moved on', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    await git(dir, 'checkout', '-q', 'feat/x');
+    await write(dir, 'feature.txt', 'moved on\n');
+    await git(dir, 'commit', '-q', '-am', 'someone moved the branch');
+    await git(dir, 'checkout', '-q', 'main');
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(back.applied).toBe(false);
+    expect(back.notice).toContain('Branch feat/x HAS MOVED ON since');
+    expect(back.notice).toContain(`git cherry-pick --no-commit -m 1 ${rec.work}`);
+    expect((await gitPicture(dir)).branch).toBe('feat/x');
+    expect((await git(dir, 'rev-parse', 'nexus/park/op1')).trim()).toBe(rec.work);
+  });
+
+  it('a restore asked for again after it finished reports the work as back, and changes nothing', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    await fenceGrant(dir, 2);
+    await restore(dir, { operation: 'op1', token: 2, record: rec });
+    const again = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(again.applied).toBe(true);
+    expect(await picture(dir)).toEqual(before);
+  });
+
+  it('never restores over changes that are not the operation\u2019s', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    await write(dir, 'a.txt', 'the next holder left this\n');
+    const before = await picture(dir);
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(back.applied).toBe(false);
+    expect(back.notice).toContain('not this operation');
+    expect(await picture(dir)).toEqual(before);
+  });
+});
+
+describe('a move a crash interrupted', () => {
+  const parkPoints: FaultPoint[] = ['park:snapshot', 'park:journal', 'park:branch', 'park:moving', 'park:checkout', 'park:clean'];
+  const restorePoints: FaultPoint[] = ['restore:journal', 'restore:checkout', 'restore:materialise', 'restore:index'];
+  const crashAt = (point: FaultPoint) => ({
+    fault: (p: FaultPoint) => {
+      if (p === point) throw new Error(`crash at ${p}`);
+    },
+  });
+
+  it.each(parkPoints)('a park stopped at %s is finished or rolled back by running it again, and nothing is lost', async (point) => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    const gitBefore = await gitPicture(dir);
+    const index = await readFile(join(dir, '.git', 'index'));
+    await fenceGrant(dir, 1);
+    await expect(park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }, crashAt(point))).rejects.toThrow(`crash at ${point}`);
+    // Until the checkout, the work is committed through a private index: the user's index is not written.
+    if (['park:snapshot', 'park:journal', 'park:branch', 'park:moving'].includes(point)) {
+      expect(await readFile(join(dir, '.git', 'index'))).toEqual(index);
+    }
+    const rec = await parkOk(dir, 1);
+    expect(await gitPicture(dir)).toMatchObject({ status: '', branch: 'main' });
+    await stat(join(dir, '.git', 'nexus-lease-journal.json')).then(
+      () => expect.fail('the journal is still there'),
+      () => undefined,
+    );
+    await fenceGrant(dir, 2);
+    expect((await restore(dir, { operation: 'op1', token: 2, record: rec })).applied).toBe(true);
+    expect(await picture(dir)).toEqual(before);
+    expect(await gitPicture(dir)).toEqual(gitBefore);
+  });
+
+  it.each(parkPoints)('recovery at start-up settles a park stopped at %s', async (point) => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    await fenceGrant(dir, 1);
+    await expect(park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }, crashAt(point))).rejects.toThrow();
+    const j = await recover(dir);
+    // A crash before the journal was written left nothing to settle: the tree was never touched.
+    expect(j?.operation).toBe(point === 'park:snapshot' ? undefined : 'op1');
+    const rolledBack = ['park:snapshot', 'park:journal', 'park:branch'].includes(point);
+    if (rolledBack) {
+      expect(await picture(dir)).toEqual(before);
+      expect(await gitCode(dir, 'rev-parse', '--verify', '-q', 'nexus/park/op1')).not.toBe(0);
+    } else {
+      expect(await gitPicture(dir)).toMatchObject({ status: '', branch: 'main' });
+      expect((await git(dir, 'rev-parse', 'nexus/park/op1')).trim()).toBe(j?.work);
+    }
+  });
+
+  it.each(restorePoints)('a restore stopped at %s is finished by running it again, byte for byte', async (point) => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const before = await picture(dir);
+    const gitBefore = await gitPicture(dir);
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    await fenceGrant(dir, 2);
+    await expect(restore(dir, { operation: 'op1', token: 2, record: rec }, crashAt(point))).rejects.toThrow(`crash at ${point}`);
+    expect((await restore(dir, { operation: 'op1', token: 2, record: rec })).applied).toBe(true);
+    expect(await picture(dir)).toEqual(before);
+    expect(await gitPicture(dir)).toEqual(gitBefore);
+  });
+});
+
+/** Makes branch `other` and the current branch change a.txt in conflicting ways. */
+async function conflictOn(dir: string, other: string): Promise<void> {
+  await git(dir, 'checkout', '-q', '-b', other);
+  await write(dir, 'a.txt', 'theirs\n');
+  await git(dir, 'commit', '-q', '-am', 'theirs');
+  await git(dir, 'checkout', '-q', 'main');
+  await write(dir, 'a.txt', 'ours\n');
+  await git(dir, 'commit', '-q', '-am', 'ours');
+}

@@ -1,0 +1,344 @@
+// Channels: the declaration file (.nxs-channels/<name>.yaml), its recorded form, and the ops of a round.
+import { z } from 'zod';
+import { AuthorSchema } from './ops.js';
+import { ROLE_PATTERN, RoleSchema, TimeoutSchema, WORKING_TREE_MODES } from './persona.js';
+
+/** The folder, relative to the workspace root, that holds one declaration file per channel. */
+export const CHANNEL_DIR = '.nxs-channels';
+
+/** A channel lists members and a few numbers; anything near this size is a mistake. */
+export const CHANNEL_MAX_BYTES = 64 * 1024;
+
+/** Channel names come from file names and are addressed as `#name`, so they follow the role rule. */
+export const CHANNEL_NAME_PATTERN = ROLE_PATTERN;
+
+/** A fan-out round never has more sessions than this in flight at once; the rest wait their turn. */
+export const MAX_ROUND_CONCURRENCY = 8;
+
+/** How many passes an ordered run gets before a rework loop is handed back up. */
+export const DEFAULT_PASSES = 3;
+export const MAX_PASSES = 20;
+export const MAX_MEMBERS = 64;
+export const MAX_STEPS = 32;
+
+export const FLOWS = ['fanout', 'sequential'] as const;
+
+/**
+ * A member: a role of this workspace (`coder`) or of a trusted workspace (`<id-or-alias>/<role>`).
+ * The workspace part is a 26-character workspace id or a trust alias; the engine resolves it when
+ * a round opens.
+ */
+const MEMBER_PATTERN = /^(?:([a-z2-7]{26}|[a-z][a-z0-9._-]{0,39})\/)?([a-z][a-z0-9_-]{0,39})$/;
+
+export const MemberAddressSchema = z
+  .string({ error: 'expected a role name, or <workspace>/<role> for a persona of a trusted workspace' })
+  .transform((value, ctx) => {
+    const m = MEMBER_PATTERN.exec(value);
+    if (m === null) {
+      ctx.addIssue({ code: 'custom', message: `"${value}" is not a role name, nor <workspace-id-or-alias>/<role>` });
+      return z.NEVER;
+    }
+    return { address: value, workspace: m[1] ?? null, role: m[2]! };
+  });
+
+const StepNameSchema = z.string().regex(ROLE_PATTERN, 'a step name is a lowercase letter then up to 39 of [a-z0-9_-]');
+
+const StepDeclarationSchema = z.strictObject({
+  role: MemberAddressSchema,
+  /** Defaults to the role; only needed when one role appears twice in a flow. */
+  name: StepNameSchema.optional(),
+  timeout: TimeoutSchema.optional(),
+  /** The earlier step (by name) this step's `--needs-rework` sends the work back to. */
+  rework: StepNameSchema.optional(),
+});
+
+/** One step of the recorded form: steps of a fan-out have no order and never a rework target. */
+export const ChannelStepSchema = z.object({
+  name: z.string(),
+  address: z.string(),
+  workspace: z.string().nullable(),
+  role: z.string(),
+  timeout_ms: z.number().int().positive().nullable(),
+  /** Index of the step this one sends work back to; always an earlier step. */
+  rework: z.number().int().min(0).nullable(),
+});
+export type ChannelStep = z.infer<typeof ChannelStepSchema>;
+
+/** The normalised declaration, as a round records it: the fold never reads the file again. */
+export const ChannelSpecSchema = z.object({
+  description: z.string().nullable(),
+  flow: z.enum(FLOWS),
+  steps: z.array(ChannelStepSchema).min(1),
+  /** A persona of this workspace that folds a round's replies into one answer. */
+  owner: z.string().nullable(),
+  passes: z.number().int().min(1),
+  working_tree: z.enum(WORKING_TREE_MODES),
+  timeout_ms: z.number().int().positive().nullable(),
+});
+export type ChannelSpec = z.infer<typeof ChannelSpecSchema>;
+
+/** What a round records of its channel: the spec, its name and the hash of the declaration. */
+export const ChannelSnapshotSchema = ChannelSpecSchema.extend({ name: z.string(), hash: z.string() });
+export type ChannelSnapshot = z.infer<typeof ChannelSnapshotSchema>;
+
+type Issue = { path: (string | number)[]; message: string };
+
+/** Cross-field rules, each naming the field an author has to change. */
+function declarationIssues(d: z.output<typeof ChannelDeclarationShape>): Issue[] {
+  const issues: Issue[] = [];
+  if (d.members === undefined && d.steps === undefined) {
+    issues.push({ path: ['members'], message: 'is required: list the members (members: [...]) or the ordered steps (steps: [...])' });
+  }
+  if (d.members !== undefined && d.steps !== undefined) {
+    issues.push({ path: ['steps'], message: 'cannot stand beside members:; steps: is an ordered flow of its own' });
+  }
+  if (d.steps !== undefined && d.flow === 'fanout') {
+    issues.push({ path: ['flow'], message: 'steps: are ordered; write flow: sequential or leave flow: out' });
+  }
+  const seen = new Map<string, number>();
+  (d.members ?? []).forEach((m, i) => {
+    if (seen.has(m.address)) issues.push({ path: ['members', i], message: `"${m.address}" is listed twice` });
+    seen.set(m.address, i);
+  });
+  const names: string[] = [];
+  (d.steps ?? []).forEach((s, i) => {
+    const name = s.name ?? s.role.role;
+    if (names.includes(name)) {
+      issues.push({ path: ['steps', i, s.name === undefined ? 'role' : 'name'], message: `step name "${name}" is used twice; give one of them a name:` });
+    }
+    if (s.rework !== undefined && !names.includes(s.rework)) {
+      const known = names.length === 0 ? 'there is none before it' : `earlier steps: ${names.join(', ')}`;
+      issues.push({ path: ['steps', i, 'rework'], message: `"${s.rework}" is not an earlier step; rework: sends the work back to an earlier step by name (${known})` });
+    }
+    names.push(name);
+  });
+  const reworks = (d.steps ?? []).some((s) => s.rework !== undefined);
+  if (d.passes !== undefined && !reworks) {
+    issues.push({ path: ['passes'], message: 'bounds the rework loop, and no step declares rework:' });
+  }
+  return issues;
+}
+
+const ChannelDeclarationShape = z.strictObject({
+  description: z.string().optional(),
+  flow: z.enum(FLOWS).optional(),
+  members: z.array(MemberAddressSchema).min(1, 'needs at least one member').max(MAX_MEMBERS, `at most ${MAX_MEMBERS} members`).optional(),
+  steps: z.array(StepDeclarationSchema).min(1, 'needs at least one step').max(MAX_STEPS, `at most ${MAX_STEPS} steps`).optional(),
+  owner: RoleSchema.optional(),
+  passes: z.number().int('a whole number').min(1).max(MAX_PASSES).optional(),
+  working_tree: z.enum(WORKING_TREE_MODES).default('shared'),
+  timeout: TimeoutSchema.optional(),
+});
+
+/** The file shape. Unknown keys are refused; parsing yields the recorded form (`ChannelSpec`). */
+export const ChannelDeclarationSchema = ChannelDeclarationShape.superRefine((d, ctx) => {
+  for (const issue of declarationIssues(d)) ctx.addIssue({ code: 'custom', path: issue.path, message: issue.message });
+}).transform((d): ChannelSpec => {
+  const names = (d.steps ?? []).map((s) => s.name ?? s.role.role);
+  const steps: ChannelStep[] =
+    d.steps !== undefined
+      ? d.steps.map((s, i) => ({ name: names[i]!, ...s.role, timeout_ms: s.timeout ?? null, rework: s.rework === undefined ? null : names.indexOf(s.rework) }))
+      : (d.members ?? []).map((m) => ({ name: m.role, ...m, timeout_ms: null, rework: null }));
+  return {
+    description: d.description ?? null,
+    flow: d.steps !== undefined ? 'sequential' : (d.flow ?? 'fanout'),
+    steps,
+    owner: d.owner ?? null,
+    passes: d.passes ?? DEFAULT_PASSES,
+    working_tree: d.working_tree,
+    timeout_ms: d.timeout ?? null,
+  };
+});
+
+/** What an author writes. */
+export type ChannelDeclaration = z.input<typeof ChannelDeclarationSchema>;
+
+/** A loaded channel: its recorded form plus where it came from and its identity. */
+export type Channel = ChannelSpec & { name: string; file: string; hash: string };
+
+/** One reason a declaration file was refused; `field` is a dotted path, or null for the whole file. */
+export type ChannelProblem = { file: string; field: string | null; reason: string };
+
+// ---------------------------------------------------------------------------------------------
+// The ops of a round. A round is one `nxc send #name`: its id is the thread that send opened (the
+// round's thread, owed by the channel). Every op below is scoped to that thread, session null.
+// `pass` counts runs of the flow (a rework or an ask from above starts the next one); `step` is an
+// index into the channel's steps, and `steps.length` is the owner's fold.
+// ---------------------------------------------------------------------------------------------
+
+const StepRef = { round: z.string(), pass: z.number().int().min(1), step: z.number().int().min(0) };
+
+export const RequesterSchema = AuthorSchema.extend({
+  /** The depth the requester acts at; steps open one hop below it, and it is woken at it again. */
+  depth: z.number().int().min(0),
+});
+export type Requester = z.infer<typeof RequesterSchema>;
+
+export const RoundOpenedSchema = z.object({
+  kind: z.literal('round.opened'),
+  body: z.object({ round: z.string(), channel: ChannelSnapshotSchema, requester: RequesterSchema, ask: z.string() }),
+});
+
+/**
+ * A step was commissioned: its own thread (child of the round's thread) and session. The window is
+ * fixed here, when the step starts. `on_hold`: a member of another workspace not yet admitted there.
+ */
+export const StepStartedSchema = z.object({
+  kind: z.literal('step.started'),
+  body: z.object({
+    ...StepRef,
+    thread: z.string(),
+    session: z.string().nullable(),
+    handle: z.string(),
+    depth: z.number().int().min(1),
+    started_at: z.string(),
+    window_ms: z.number().int().positive().nullable(),
+    deadline: z.string().nullable(),
+    on_hold: z.boolean(),
+  }),
+});
+
+/** The other workspace admitted a member that was on hold at the availability boundary. */
+export const StepAdmittedSchema = z.object({ kind: z.literal('step.admitted'), body: z.object({ ...StepRef, session: z.string() }) });
+
+/** Chosen to start, not started yet, to be tried again (queued behind the working-copy lease, say). It holds later steps. */
+export const StepHeldSchema = z.object({ kind: z.literal('step.held'), body: z.object({ ...StepRef, reason: z.string(), message: z.string() }) });
+
+/** Its start failed for good: the round goes on without it (warning step_skipped, with this reason). */
+export const StepSkippedSchema = z.object({ kind: z.literal('step.skipped'), body: z.object({ ...StepRef, reason: z.string(), message: z.string() }) });
+
+export const STEP_OUTCOMES = ['answer', 'escalate', 'needs_rework'] as const;
+export type StepOutcome = (typeof STEP_OUTCOMES)[number];
+
+/** The step's session discharged its thread; `message` is the reply (its text stays in the thread). */
+export const StepAnsweredSchema = z.object({
+  kind: z.literal('step.answered'),
+  body: z.object({ ...StepRef, message: z.string(), author: z.string(), outcome: z.enum(STEP_OUTCOMES) }),
+});
+
+/** Its window ran out unanswered (warning step_unanswered): what follows happens without it. */
+export const StepLapsedSchema = z.object({ kind: z.literal('step.lapsed'), body: z.object({ ...StepRef, deadline: z.string() }) });
+
+/** The step's session announced its end; until then it counts as running. */
+export const StepEndedSchema = z.object({ kind: z.literal('step.ended'), body: z.object(StepRef) });
+
+/** A `--needs-rework` sent the work back: pass `pass` starts at step `to_step` in new threads. */
+export const RoundReworkedSchema = z.object({
+  kind: z.literal('round.reworked'),
+  body: z.object({
+    round: z.string(),
+    pass: z.number().int().min(2),
+    from: z.object({ pass: z.number().int().min(1), step: z.number().int().min(0) }),
+    to_step: z.number().int().min(0),
+    message: z.string(),
+  }),
+});
+
+/**
+ * The requester wrote in the round's thread after its result: asked again. The round is declared
+ * anew (the channel as it reads now), the pass budget starts over, and the run restarts at its
+ * first step in new threads. An escalation the result carried counts as answered from above.
+ */
+export const RoundReaskedSchema = z.object({
+  kind: z.literal('round.reasked'),
+  body: z.object({ round: z.string(), pass: z.number().int().min(2), message: z.string(), channel: ChannelSnapshotSchema }),
+});
+
+export const ROUND_OUTCOMES = ['answered', 'escalated'] as const;
+export const COMPLETION_REASONS = [
+  'answered', // every step settled and at least one answered: replies passed through
+  'folded', // the owner folded the replies into one answer
+  'owner_unanswered', // the owner lapsed or was skipped: replies passed through
+  'escalation', // a step (or the owner) handed back: passed through, never folded
+  'pass_limit', // rework was still asked for when the passes ran out
+  'nobody_answered', // every step lapsed or was skipped
+] as const;
+export type CompletionReason = (typeof COMPLETION_REASONS)[number];
+
+/** The round's result was posted in its thread (message `message`), wrapped under `boundary`. */
+export const RoundCompletedSchema = z.object({
+  kind: z.literal('round.completed'),
+  body: z.object({
+    round: z.string(),
+    pass: z.number().int().min(1),
+    outcome: z.enum(ROUND_OUTCOMES),
+    reason: z.enum(COMPLETION_REASONS),
+    message: z.string(),
+    boundary: z.string(),
+  }),
+});
+
+/** Every op a round writes; the engine adds these to the op log's union. */
+export const ChannelOpPayloadSchema = z.discriminatedUnion('kind', [
+  RoundOpenedSchema,
+  StepStartedSchema,
+  StepAdmittedSchema,
+  StepHeldSchema,
+  StepSkippedSchema,
+  StepAnsweredSchema,
+  StepLapsedSchema,
+  StepEndedSchema,
+  RoundReworkedSchema,
+  RoundReaskedSchema,
+  RoundCompletedSchema,
+]);
+export type ChannelOpPayload = z.infer<typeof ChannelOpPayloadSchema>;
+export type ChannelOpKind = ChannelOpPayload['kind'];
+export const CHANNEL_OP_KINDS = ChannelOpPayloadSchema.options.map((o) => o.shape.kind.value) as ChannelOpKind[];
+
+/** The thread target a round's thread is opened with (`nxc send '#name'`); for the op log's TargetSchema. */
+export const ChannelTargetSchema = z.object({ kind: z.literal('channel'), channel: z.string(), handle: z.string() });
+export type ChannelTarget = z.infer<typeof ChannelTargetSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// How status and thread views present a round (`round` on the round thread's status row).
+// ---------------------------------------------------------------------------------------------
+
+export const ROUND_STEP_STATES = [
+  'pending', // not chosen to start yet (a later step of an ordered run, or waiting for a fan-out slot)
+  'held', // chosen, could not start yet, will be tried again; holds later steps
+  'on_hold', // a member of another workspace not admitted there yet
+  'running',
+  'answered',
+  'needs_rework',
+  'escalated',
+  'lapsed', // its window ran out unanswered
+  'skipped', // its start failed for good
+  'not_reached', // the round finished before this step's turn
+] as const;
+
+export const RoundStepStatusSchema = z.object({
+  name: z.string(),
+  kind: z.enum(['member', 'owner']),
+  address: z.string(),
+  handle: z.string().nullable(),
+  /** The pass this step's record belongs to (an earlier one when carried over a rework); null while pending. */
+  pass: z.number().int().nullable(),
+  state: z.enum(ROUND_STEP_STATES),
+  thread: z.string().nullable(),
+  session: z.string().nullable(),
+  /** Its session may still be at work (not ended). */
+  running: z.boolean(),
+  window_ms: z.number().int().nullable(),
+  deadline: z.string().nullable(),
+  reason: z.string().nullable(),
+});
+export type RoundStepStatus = z.infer<typeof RoundStepStatusSchema>;
+
+export const RoundStatusSchema = z.object({
+  round: z.string(),
+  channel: z.string(),
+  flow: z.enum(FLOWS),
+  state: z.enum(['running', 'answered', 'escalated']),
+  reason: z.enum(COMPLETION_REASONS).nullable(),
+  requester: z.string(),
+  pass: z.number().int(),
+  passes_used: z.number().int(),
+  passes_limit: z.number().int(),
+  steps: z.array(RoundStepStatusSchema),
+  next_deadline: z.string().nullable(),
+  /** The result handed back and nobody has asked again yet: a working-copy lease keeps holding. */
+  holds_hand_back: z.boolean(),
+  boundary: z.string().nullable(),
+});
+export type RoundStatus = z.infer<typeof RoundStatusSchema>;

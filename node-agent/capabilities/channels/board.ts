@@ -1,5 +1,6 @@
 // The board: a round's state as a pure fold of its ops, and the reads every decision is made from.
-import type { ChannelOpPayload, ChannelSnapshot, CompletionReason, Requester, StepOutcome } from '../../../protocol/channel.js';
+import type { ChannelSnapshot } from '../../../protocol/channel.js';
+import type { ChannelOpPayload, CompletionReason, Requester, StepOutcome } from '../../../protocol/round.js';
 import { compareOps } from '../../../protocol/ops.js';
 
 export type StepState = 'held' | 'running' | 'on_hold' | 'answered' | 'lapsed' | 'skipped';

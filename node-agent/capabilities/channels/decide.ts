@@ -1,5 +1,6 @@
 // The round's decisions as values: what starts next, what lapsed at `now`, when the round is done.
-import { MAX_ROUND_CONCURRENCY, type ChannelOpPayload, type CompletionReason } from '../../../protocol/channel.js';
+import { MAX_ROUND_CONCURRENCY } from '../../../protocol/channel.js';
+import type { ChannelOpPayload, CompletionReason } from '../../../protocol/round.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import {
   allRecords,

@@ -57,3 +57,4 @@ export {
   type ReaskVerdict,
 } from './verdicts.js';
 export * from '../../../protocol/channel.js';
+export * from '../../../protocol/round.js';

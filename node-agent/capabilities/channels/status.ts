@@ -1,5 +1,5 @@
 // How `nxc status` and `nxc threads show` present a round: a JSON row and one line of text.
-import type { RoundStatus, RoundStepStatus } from '../../../protocol/channel.js';
+import type { RoundStatus, RoundStepStatus } from '../../../protocol/round.js';
 import { escalates, inFlight, ownerIndex, ownerRecord, passesUsed, runRecords, stepName, type Board, type StepRecord } from './board.js';
 import { holdsForHandBack, nextDeadline } from './decide.js';
 

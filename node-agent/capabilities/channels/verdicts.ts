@@ -1,5 +1,6 @@
 // Turning what happened to a round into its ops: opening, starting a step, a step's reply, asking again.
-import type { Channel, ChannelOpPayload, ChannelSnapshot, Requester, StepOutcome } from '../../../protocol/channel.js';
+import type { Channel, ChannelSnapshot } from '../../../protocol/channel.js';
+import type { ChannelOpPayload, Requester, StepOutcome } from '../../../protocol/round.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Author } from '../../../protocol/ops.js';
 import { commissionDepth } from '../../depth/index.js';

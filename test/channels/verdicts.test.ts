@@ -9,6 +9,8 @@ import {
   renderRoundLine,
   roundStatus,
   stepAnswered,
+  stepSkippedWarning,
+  tickUnscheduled,
   windowFor,
   type Board,
 } from '../../node-agent/capabilities/channels/index.js';
@@ -150,5 +152,27 @@ describe('status', () => {
     expect(s.steps.map((st) => st.state)).toEqual(['escalated', 'not_reached', 'not_reached']);
     expect(s).toMatchObject({ state: 'escalated', reason: 'escalation', holds_hand_back: true, boundary: 'nx-b' });
     expect(renderRoundLine(s)).toContain('reply in this thread to ask again');
+  });
+});
+
+describe('warnings', () => {
+  it.each<[string, boolean, boolean, string | null]>([
+    ['not registered with a node', false, false, 'not_registered'],
+    ['registered, no node running', true, false, 'no_node'],
+    ['served by a running node', true, true, null],
+  ])('an open window when %s: tick_unscheduled %s', (_what, registered, running, reason) => {
+    const x = new RoundBuilder(CHANNELS.review).start(0, { windowMin: 30 });
+    const w = tickUnscheduled(x.b, { registered, running });
+    expect(w?.reason ?? null).toBe(reason);
+    if (w !== null) expect(w).toMatchObject({ class: 'tick_unscheduled', round: ROUND, step: 'coder' });
+  });
+
+  it('no open window, no tick_unscheduled', () => {
+    expect(tickUnscheduled(new RoundBuilder(CHANNELS.review).start(0).b, { registered: false, running: false })).toBeNull();
+  });
+
+  it('step_skipped names the round, the step and its reason', () => {
+    const x = new RoundBuilder(CHANNELS.review);
+    expect(stepSkippedWarning(x.b, x.ref(0), 'persona_missing', 'its declaration is gone')).toMatchObject({ class: 'step_skipped', reason: 'persona_missing', round: ROUND, step: 'coder', role: 'coder' });
   });
 });

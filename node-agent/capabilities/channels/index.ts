@@ -56,5 +56,6 @@ export {
   windowFor,
   type ReaskVerdict,
 } from './verdicts.js';
+export { stepSkippedWarning, tickUnscheduled } from './warnings.js';
 export * from '../../../protocol/channel.js';
 export * from '../../../protocol/round.js';

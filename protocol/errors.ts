@@ -9,6 +9,8 @@ export const ERROR_TABLE = {
   USAGE: { exit: 2, http: 400, summary: 'the command line is not valid' },
   NOT_A_WORKSPACE: { exit: 2, http: 404, summary: 'no workspace here' },
   PERSONA_INVALID: { exit: 2, http: 422, summary: 'a persona declaration is not valid' },
+  CHANNEL_INVALID: { exit: 2, http: 422, summary: 'a channel declaration is not valid' },
+  REWORK_NOT_DECLARED: { exit: 2, http: 409, summary: '--needs-rework on a thread whose channel step declares no rework' },
   UNKNOWN_RECIPIENT: { exit: 2, http: 404, summary: 'no persona or person by that name' },
   UNKNOWN_THREAD: { exit: 2, http: 404, summary: 'no such thread' },
   UNKNOWN_SESSION: { exit: 2, http: 404, summary: 'the calling session is not known to this workspace' },

@@ -39,7 +39,8 @@ function timeoutToMs(value: number | string): number | string {
   return ms > MAX_TIMEOUT_MS ? `${JSON.stringify(value)} is longer than the 7-day maximum` : ms;
 }
 
-const TimeoutSchema = z
+/** A declared timeout in seconds or as a duration ("90s", "1h30m"); parses to milliseconds. Channels declare windows with it too. */
+export const TimeoutSchema = z
   .union([z.number(), z.string()], { error: `expected a number or a string; ${TIMEOUT_HINT}` })
   .transform((value, ctx) => {
     const ms = timeoutToMs(value);

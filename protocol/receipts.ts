@@ -21,6 +21,9 @@ export const WarningSchema = z.object({
   role: z.string().optional(),
   session: z.string().optional(),
   thread: z.string().optional(),
+  /** For a channel round's step: the round (its thread) and the step's declared name. */
+  round: z.string().optional(),
+  step: z.string().optional(),
   declaration: z.object({ hash: z.string(), previous_hash: z.string() }).optional(),
 });
 export type Warning = z.infer<typeof WarningSchema>;

@@ -1,0 +1,61 @@
+// The channels capability's only public door: declarations, the board fold, its decisions and words.
+export {
+  allRecords,
+  applyBoardOp,
+  askMessage,
+  currentPass,
+  foldBoard,
+  inFlight,
+  isSettled,
+  ownerRecord,
+  passesUsed,
+  runRecord,
+  runRecords,
+  stepKey,
+  stepOfSession,
+  stepOfThread,
+  type AuthoredOp,
+  type Board,
+  type BoardOp,
+  type Completed,
+  type PassRecord,
+  type StepRecord,
+  type StepState,
+} from './board.js';
+export {
+  completion,
+  decide,
+  holdsForHandBack,
+  lapsedAt,
+  nextDeadline,
+  nextStartable,
+  onHoldAtBoundary,
+  outstandingWindows,
+  pendingRework,
+  type Completion,
+  type Decision,
+  type StepRef,
+} from './decide.js';
+export { channelAddress, channelHash, listChannels, loadChannel, parseChannel, readCapped } from './load.js';
+export { briefMessages, pickBoundary, renderResult, resultMessages, stepBrief, wrap, type RandomSource, type Texts } from './render.js';
+export { renderRoundLine, roundStatus } from './status.js';
+export {
+  needsRework,
+  openRound,
+  reask,
+  reasked,
+  resultEffect,
+  roundCompleted,
+  snapshotOf,
+  stepAdmitted,
+  stepAnswered,
+  stepDepth,
+  stepEnded,
+  stepStarted,
+  wantsExclusive,
+  windowFor,
+  type ReaskVerdict,
+} from './verdicts.js';
+export { stepSkippedWarning, tickUnscheduled } from './warnings.js';
+export * from '../../../protocol/channel.js';
+export * from '../../../protocol/round.js';

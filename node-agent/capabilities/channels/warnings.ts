@@ -1,0 +1,39 @@
+// The receipt warnings a round raises, built in one place so each names its round and step.
+import type { Warning } from '../../../protocol/receipts.js';
+import { stepName, type Board } from './board.js';
+import { nextDeadline } from './decide.js';
+import type { StepRef } from './decide.js';
+
+/** step_skipped for a step whose start failed: the round goes on without it, and nothing retries it. */
+export function stepSkippedWarning(b: Board, s: StepRef, reason: string, message: string, where: { thread?: string; session?: string } = {}): Warning {
+  return {
+    class: 'step_skipped',
+    reason,
+    role: s.role,
+    round: b.round,
+    step: s.name,
+    ...where,
+    message: `step "${s.name}" of #${b.channel.name} was not started (${message}); the round goes on without it`,
+  };
+}
+
+/**
+ * tick_unscheduled when a window of this round is open and nothing keeps the clock: the call did
+ * what it was asked, the deadline is recorded, but nothing will lapse the step until a tick runs.
+ * Null when no window is open or a node serves the workspace.
+ */
+export function tickUnscheduled(b: Board, clock: { registered: boolean; running: boolean }): Warning | null {
+  const deadline = nextDeadline(b);
+  if (deadline === null || (clock.registered && clock.running)) return null;
+  const open = Object.values(b.steps).find((r) => (r.state === 'running' || r.state === 'on_hold') && r.deadline === deadline)!;
+  const missing = clock.registered
+    ? 'no node is running (start one with `nxs node start`)'
+    : 'this workspace is not registered with a node (`nxs node register`, then `nxs node start`)';
+  return {
+    class: 'tick_unscheduled',
+    reason: clock.registered ? 'no_node' : 'not_registered',
+    round: b.round,
+    step: stepName(b, open.step),
+    message: `#${b.channel.name} has a step window open until ${deadline}, and nothing keeps this workspace's clock: ${missing}; the deadline is recorded, and \`nxc tick --thread ${b.round}\` checks it by hand`,
+  };
+}

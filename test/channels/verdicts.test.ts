@@ -14,7 +14,7 @@ import {
   windowFor,
   type Board,
 } from '../../node-agent/capabilities/channels/index.js';
-import { DEPTH_CAP } from '../../node-agent/depth/index.js';
+import { DEPTH_CAP } from '../../node-agent/capabilities/threads/depth.js';
 import { RoundBuilder } from './build.js';
 import { channel, CHANNELS, play, ROUND, T0 } from './sim.js';
 

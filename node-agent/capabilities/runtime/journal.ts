@@ -6,8 +6,16 @@ import { JournalEntrySchema, type JournalEntry, type RunStateFile } from '../../
 
 type Draft = JournalEntry extends infer E ? (E extends JournalEntry ? Omit<E, 'ts'> : never) : never;
 
+/**
+ * When the journal is forced to disk: before and after every acting command (so a resume
+ * never repeats an effect without knowing), at every status change, and otherwise at most
+ * this long after an entry, so what a crash can lose is a re-askable reply or a re-runnable read.
+ */
+export const SYNC_INTERVAL_MS = 1_000;
+
 export class Journal {
   private fd: number;
+  private lastSync: number;
 
   constructor(
     readonly file: string,
@@ -15,17 +23,22 @@ export class Journal {
   ) {
     mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     this.fd = openSync(file, 'a', 0o600);
+    this.lastSync = clock();
   }
 
-  /** Appends one entry; `sync` forces it (and everything before it) to disk, for the entries a resume depends on. */
-  append(entry: Draft, sync = false): void {
+  /**
+   * Appends one entry. `sync: true` forces it (and everything before it) to disk now;
+   * `'soon'` does so only when the last sync is older than SYNC_INTERVAL_MS.
+   */
+  append(entry: Draft, sync: boolean | 'soon' = false): void {
     const line = JSON.stringify({ ...entry, ts: new Date(this.clock()).toISOString() }) + '\n';
     writeSync(this.fd, line);
-    if (sync) fdatasyncSync(this.fd);
+    if (sync === true || (sync === 'soon' && this.clock() - this.lastSync >= SYNC_INTERVAL_MS)) this.sync();
   }
 
   sync(): void {
     fdatasyncSync(this.fd);
+    this.lastSync = this.clock();
   }
 
   close(): void {

@@ -6,7 +6,7 @@ import { Journal, readJournal, writeRunState } from './journal.js';
 import type { CommandLeases } from './lease.js';
 import { ProviderError, type ModelClient, type ModelReply } from './model.js';
 import { restore } from './resume.js';
-import { decide, ESCALATE_TOOL, EscalateInput, executeTool, offeredTools, TOOL_INPUTS, toolSpecs, type ToolName, type ToolPolicy } from './tools/index.js';
+import { decide, ESCALATE_TOOL, EscalateInput, executeTool, isReadOnlyTool, offeredTools, TOOL_INPUTS, toolSpecs, type ToolName, type ToolPolicy } from './tools/index.js';
 
 export type RunIdentity = { run_id: string; role: string; session: string | null; turn: number | null; thread: string | null };
 
@@ -68,6 +68,9 @@ export function defaultBackoff(attempt: number, retryAfterMs: number | null): nu
   return Math.min(8_000, base / 2 + Math.random() * (base / 2));
 }
 
+/** How often a running run's state file is refreshed with its usage; status changes are written at once. */
+export const PROGRESS_INTERVAL_MS = 250;
+
 class Stop extends Error {
   constructor(
     readonly status: Exclude<TerminalStatus, 'completed'>,
@@ -120,6 +123,13 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       output,
       pid: process.pid,
     });
+  // Usage between status changes is shown at most this often: a rename per model call would cost more than the call's bookkeeping.
+  let lastProgress = 0;
+  const progress = () => {
+    if (now() - lastProgress < PROGRESS_INTERVAL_MS) return;
+    lastProgress = now();
+    writeState('running', null, false);
+  };
   const setStatus = (status: RunStatus, reason: string | null = null) => {
     journal.append({ t: 'status', status, reason }, true);
     writeState(status, reason, false);
@@ -240,6 +250,9 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       }
       apply(admit.verdict);
       budget = admit.state;
+      const acting = !isReadOnlyTool(call.name);
+      // An acting command is on disk before it runs, so a crash mid-command is known as one whose effect is unknown.
+      journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'admitted', lease: null }, acting);
       opts.onEvent?.({ type: 'tool_start', call: pc });
       const out = await executeTool(call.name as ToolName, call.input, {
         root: opts.root,
@@ -254,7 +267,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       });
       journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'ran', lease: out.lease });
       journal.append({ t: 'tool_done', id: call.id, content: out.content, is_error: out.is_error, artifact: out.artifact });
-      journal.append({ t: 'usage', usage: budget.usage }, true);
+      journal.append({ t: 'usage', usage: budget.usage }, acting || 'soon');
       opts.onEvent?.({ type: 'tool_end', call: pc, is_error: out.is_error, content: out.content });
       result(out.content, out.is_error);
       checkpoint();
@@ -284,8 +297,8 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       apply(spent.verdict);
       budget = spent.state;
       push({ role: 'assistant', content: reply.content });
-      journal.append({ t: 'usage', usage: budget.usage }, true);
-      writeState('running', null, false);
+      journal.append({ t: 'usage', usage: budget.usage }, 'soon');
+      progress();
       const calls = reply.content.filter((b): b is ToolCallBlock => b.type === 'tool_call');
       const text = reply.content.flatMap((b) => (b.type === 'text' ? [b.text] : [])).join('').trim();
       if (calls.length === 0 && text !== '') {
@@ -307,7 +320,9 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
         if (calls.length === 0) follow.push({ type: 'text', text: 'Your reply was empty. Answer in plain text, or call the escalate tool.' });
       }
       push({ role: 'user', content: follow });
-      journal.append({ t: 'usage', usage: budget.usage }, true);
+      // Not synced: each result was synced as its tool finished, and a resume rebuilds this message from those.
+      journal.append({ t: 'usage', usage: budget.usage });
+      progress();
     }
   } catch (err) {
     if (err instanceof Stop) {

@@ -21,9 +21,9 @@ export function emptyTally(): Tally {
 /** A reader of one CLI's JSON lines; `feed` is pure over the tally it is given. */
 export type EventReader = (tally: Tally, event: unknown) => Tally;
 
-/** A shell command that posts the session's reply (the one-line and heredoc forms alike). */
+/** A shell command that posts the session's reply (the one-line and heredoc forms alike, also inside `bash -lc '...'`). */
 export function isReply(command: unknown): boolean {
-  return typeof command === 'string' && /(?:^|[\s;&|(])(?:\S*\/)?nxc\s+reply\b/.test(command);
+  return typeof command === 'string' && /(?:^|[\s;&|("'])(?:[^\s"']*\/)?nxc\s+reply\b/.test(command);
 }
 
 export function num(v: unknown): number {

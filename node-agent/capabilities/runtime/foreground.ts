@@ -1,5 +1,6 @@
 // `nxs agent run <role> "task"`: a person runs a persona in the foreground, watches it work and approves what it asks.
 import path from 'node:path';
+import { createInterface } from 'node:readline/promises';
 import { ulid } from 'ulidx';
 import { NexusError } from '../../../protocol/errors.js';
 import type { PendingCall, RunLimits } from '../../../protocol/runs.js';
@@ -43,6 +44,24 @@ const FOREGROUND_NOTE = [
   'A person runs you from a terminal and reads your final message. Tools act inside the working directory only;',
   'a tool this persona is not granted asks the person first. To hand the task back, call the escalate tool.',
 ].join('\n');
+
+/**
+ * The terminal of this process: progress on stdout/stderr, approvals asked on stdin when it
+ * is a terminal. Without one nobody can answer, so ungranted calls are refused instead of waiting.
+ */
+export function processTerminal(): Terminal {
+  const ask = process.stdin.isTTY
+    ? async (question: string) => {
+        const rl = createInterface({ input: process.stdin, output: process.stderr });
+        try {
+          return /^y(es)?$/i.test((await rl.question(`\n${question} [y/N] `)).trim());
+        } finally {
+          rl.close();
+        }
+      }
+    : undefined;
+  return { out: (s) => process.stdout.write(s), err: (s) => process.stderr.write(s), ask };
+}
 
 /** Live progress for a person: streamed text on `out`, one line per tool call and status change on `err`. */
 export function progressPrinter(t: Terminal): (e: RunEvent) => void {

@@ -9,7 +9,7 @@ export { restore, INTERRUPTED, type Restored } from './resume.js';
 export { defaultBackoff, executeRun, type Approver, type RunEvent, type RunIdentity, type RunOptions, type RunResult } from './run.js';
 export { DEFAULT_RUN_TIMEOUT_MS, leaseFile, runSessionTurn, systemPrompt, workingCopyRevision, type TurnInput, type TurnOutcome } from './session.js';
 export { ARTIFACT_DIR, decide, isReadOnlyCommand, offeredTools, policyFor, type CallDecision, type ToolPolicy } from './tools/index.js';
-export { FOREGROUND_TOOL_CALLS, progressPrinter, runForeground, type ForegroundInput, type Terminal } from './foreground.js';
+export { FOREGROUND_TOOL_CALLS, processTerminal, progressPrinter, runForeground, type ForegroundInput, type Terminal } from './foreground.js';
 export { adapterCommand, allowedFromEnv, PROGRAM_VARIABLES, runAdapterTurn, type AdapterKind } from './adapters/turn.js';
 export { claudeArgs, claudeReader } from './adapters/claude-code.js';
 export { codexArgs, codexReader } from './adapters/codex.js';

@@ -244,4 +244,15 @@ describe('resume', () => {
     expect(r.usage).toMatchObject({ model_calls: 3, tool_calls: 1 });
     expect(toolResults(fake.requests[0]!)).toEqual(['alpha\n']);
   });
+
+  it('ends failed, with the reason, when asked to resume a run that already ended', async () => {
+    wc = makeWorkingCopy();
+    fake.setScript([answer('first')]);
+    expect((await runAgainst(fake, wc.root)).status).toBe('completed');
+    fake.requests.length = 0;
+    const r = await runAgainst(fake, wc.root, { resume: true });
+    expect(r.status).toBe('failed');
+    expect(r.reason).toMatch(/^JOURNAL_INVALID: the run already ended completed/);
+    expect(fake.requests).toHaveLength(0);
+  });
 });

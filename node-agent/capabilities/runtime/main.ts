@@ -1,4 +1,4 @@
-// The process a session turn starts for runtime: builtin, claude-code or codex (`nxs-runtime [spec.json]`, prompt on stdin).
+// The process a session turn starts for runtime: builtin, claude-code or codex (`nxs-runtime [--resume] [spec.json]`, prompt on stdin).
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPersona } from '../../personas/index.js';
@@ -9,8 +9,8 @@ import { nxcReply } from './answer.js';
 import { runSessionTurn } from './session.js';
 
 /** The spec named on the command line, else the turn's own copy in the session folder the environment names. */
-function specPath(argv: string[], env: NodeJS.ProcessEnv): string {
-  if (argv[2]) return path.resolve(argv[2]);
+function specPath(args: string[], env: NodeJS.ProcessEnv): string {
+  if (args[0]) return path.resolve(args[0]);
   const root = env['NXC_WORKSPACE_DIR'];
   const session = env['NXC_SESSION'];
   const turn = env['NXC_TURN'];
@@ -29,7 +29,10 @@ function readStdin(): Promise<string> {
 }
 
 async function main(): Promise<number> {
-  const file = specPath(process.argv, process.env);
+  const args = process.argv.slice(2);
+  // --resume continues the turn's journal (a runtime restarted after a crash) with the limits and usage it saved.
+  const resume = args[0] === '--resume';
+  const file = specPath(resume ? args.slice(1) : args, process.env);
   const spec: SessionSpec = SessionSpecSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
   const prompt = await readStdin();
   const sessionDir = path.dirname(file);
@@ -45,7 +48,7 @@ async function main(): Promise<number> {
     return reply.posted ? 0 : 1;
   }
   const turn = { session: spec.session, turn: spec.turn, thread: spec.thread, role: spec.role, workspace_dir: spec.workspace_dir, written_at: spec.written_at, sessionDir };
-  const input = { turn, persona, prompt, env: process.env, answer, signal: cancel.signal };
+  const input = { turn, persona, prompt, env: process.env, answer, signal: cancel.signal, resume };
   const runtime = persona.runtime;
   const outcome = 'kind' in runtime && runtime.kind !== 'builtin' ? await runAdapterTurn({ ...input, kind: runtime.kind }) : await runSessionTurn(input);
   const line = { status: outcome.result.status, reason: outcome.result.reason, usage: outcome.result.usage, answer: outcome.answer, state: outcome.files.state };

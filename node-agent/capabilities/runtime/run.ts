@@ -90,7 +90,16 @@ function summary(call: ToolCallBlock): string {
 export async function executeRun(opts: RunOptions): Promise<RunResult> {
   const now = opts.now ?? Date.now;
   const backoff = opts.backoffMs ?? defaultBackoff;
-  const restored = opts.resume ? restore(readJournal(opts.files.journal)) : null;
+  // A journal that cannot be resumed ends the run failed with the reason, like any other failure.
+  let restored: ReturnType<typeof restore> | null = null;
+  let unresumable: unknown = null;
+  if (opts.resume) {
+    try {
+      restored = restore(readJournal(opts.files.journal));
+    } catch (err) {
+      unresumable = err;
+    }
+  }
   const journal = new Journal(opts.files.journal, now);
   const startedAt = restored?.started_at ?? opts.startedAt ?? now();
   let budget: BudgetState = { limits: restored?.limits ?? opts.limits, usage: restored?.usage ?? EMPTY_USAGE };
@@ -279,6 +288,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
   let reason: string | null = null;
   let escalate = false;
   try {
+    if (unresumable !== null) throw unresumable;
     if (restored) journal.append({ t: 'resume' }, true);
     else {
       journal.append({ t: 'start', run_id: runId, started_at: new Date(startedAt).toISOString(), limits: budget.limits, system, runtime: 'builtin', provider: opts.client.provider, model: opts.client.model });

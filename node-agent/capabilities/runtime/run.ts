@@ -1,90 +1,14 @@
 // The built-in runtime's loop: ask the model, run the tool calls it may make, until it answers or a limit ends the run.
 import { isNexusError } from '../../../protocol/errors.js';
-import { EMPTY_USAGE, type Block, type Message, type PendingCall, type RunLimits, type RunStatus, type RunUsage, type TerminalStatus, type ToolCallBlock } from '../../../protocol/runs.js';
+import { EMPTY_USAGE, type Block, type Message, type PendingCall, type RunStatus, type TerminalStatus, type ToolCallBlock } from '../../../protocol/runs.js';
 import { account, remainingMs, toolsOffered, type BudgetState, type Verdict } from './budget.js';
 import { Journal, readJournal, writeRunState } from './journal.js';
-import type { CommandLeases } from './lease.js';
-import { ProviderError, type ModelClient, type ModelReply } from './model.js';
+import { ProviderError, type ModelReply } from './model.js';
 import { restore } from './resume.js';
-import { decide, ESCALATE_TOOL, EscalateInput, executeTool, isReadOnlyTool, offeredTools, TOOL_INPUTS, toolSpecs, type ToolName, type ToolPolicy } from './tools/index.js';
+import { defaultBackoff, PROGRESS_INTERVAL_MS, Stop, summary, type RunOptions, type RunResult } from './run-types.js';
+import { decide, ESCALATE_TOOL, EscalateInput, executeTool, isReadOnlyTool, offeredTools, TOOL_INPUTS, toolSpecs, type ToolName } from './tools/index.js';
 
-export type RunIdentity = { run_id: string; role: string; session: string | null; turn: number | null; thread: string | null };
-
-export type RunEvent =
-  | { type: 'status'; status: RunStatus; reason: string | null }
-  | { type: 'text'; delta: string }
-  | { type: 'request'; call: number; attempt: number; tools: string[] }
-  | { type: 'retry'; attempt: number; error: string; waitMs: number }
-  | { type: 'tool_start'; call: PendingCall }
-  | { type: 'tool_end'; call: PendingCall; is_error: boolean; content: string };
-
-/** Asks a person about one call; only an interactive run has one. */
-export type Approver = (call: PendingCall, reason: string) => Promise<boolean>;
-
-export type RunOptions = {
-  identity: RunIdentity;
-  /** The working directory the tools act in. */
-  root: string;
-  files: { journal: string; state: string };
-  system: string;
-  /** The first user message. Ignored when resuming. */
-  prompt: string;
-  client: ModelClient;
-  /** Ignored when resuming: a resumed run keeps the limits it started with. */
-  limits: RunLimits;
-  policy: ToolPolicy;
-  leases: CommandLeases;
-  revision: () => Promise<string>;
-  env: NodeJS.ProcessEnv;
-  approve?: Approver | undefined;
-  onEvent?: ((e: RunEvent) => void) | undefined;
-  signal?: AbortSignal | undefined;
-  now?: (() => number) | undefined;
-  /** How long to wait before retry `attempt` (1 = the first retry); the provider's retry-after wins when given. */
-  backoffMs?: ((attempt: number, retryAfterMs: number | null) => number) | undefined;
-  resume?: boolean | undefined;
-  /** When the run's clock started (default now): a session turn counts from its launch. */
-  startedAt?: number | undefined;
-  heartbeatMs?: number | undefined;
-};
-
-export type RunResult = {
-  run_id: string;
-  status: TerminalStatus;
-  reason: string | null;
-  /** The answer, or the escalation's words when `escalate`. */
-  output: string | null;
-  escalate: boolean;
-  usage: RunUsage;
-  limits: RunLimits;
-  started_at: number;
-  ended_at: number;
-  journal: string;
-};
-
-export function defaultBackoff(attempt: number, retryAfterMs: number | null): number {
-  if (retryAfterMs !== null) return Math.min(retryAfterMs, 60_000);
-  const base = 500 * 2 ** (attempt - 1);
-  return Math.min(8_000, base / 2 + Math.random() * (base / 2));
-}
-
-/** How often a running run's state file is refreshed with its usage; status changes are written at once. */
-export const PROGRESS_INTERVAL_MS = 250;
-
-class Stop extends Error {
-  constructor(
-    readonly status: Exclude<TerminalStatus, 'completed'>,
-    readonly reason: string,
-  ) {
-    super(reason);
-  }
-}
-
-function summary(call: ToolCallBlock): string {
-  const input = call.input as Record<string, unknown> | null;
-  const detail = input === null ? '(malformed arguments)' : String(input['command'] ?? input['path'] ?? input['pattern'] ?? '');
-  return `${call.name} ${detail.length > 120 ? `${detail.slice(0, 117)}...` : detail}`.trim();
-}
+export { defaultBackoff, PROGRESS_INTERVAL_MS, type Approver, type RunEvent, type RunIdentity, type RunOptions, type RunResult } from './run-types.js';
 
 /** Runs (or resumes) one agent run to its end. Never throws for anything the run can end in; the result says how it ended. */
 export async function executeRun(opts: RunOptions): Promise<RunResult> {

@@ -51,6 +51,13 @@ describe.each(['anthropic', 'openai'] as const)('on %s', (provider) => {
     expect(journalOf(wc.root).filter((e) => e.t === 'retry')).toHaveLength(2);
   });
 
+  it('retries a request that timed out at the gateway or was cut off mid-stream as overloaded', async () => {
+    wc = makeWorkingCopy();
+    fake.setScript([provider === 'anthropic' ? { streamError: 'overloaded_error' } : { status: 408 }, { status: 504 }, answer('made it')]);
+    const r = await runAgainst(fake, wc.root, { provider });
+    expect(r).toMatchObject({ status: 'completed', output: 'made it', usage: { model_calls: 3 } });
+  });
+
   it('fails once the provider keeps failing past the retries', async () => {
     wc = makeWorkingCopy();
     fake.setScript([{ status: 500 }, { drop: true }, { status: 503 }, answer('too late')]);

@@ -1,5 +1,6 @@
 // The shape of a persona declaration file (.nxs-personas/<role>.yaml) and its normalised form.
 import { z } from 'zod';
+import { BudgetDeclarationSchema } from './runs.js';
 
 /** The folder, relative to the workspace root, that holds one declaration file per role. */
 export const PERSONA_DIR = '.nxs-personas';
@@ -60,11 +61,40 @@ const ToolsSchema = z.array(z.string().min(1, 'a tool name cannot be empty'), {
       : undefined,
 });
 
-const RuntimeSchema = z.strictObject({
+/** The program a session turn starts for the built-in runtime and the CLI adapters; it ships in the package's bin/. */
+export const RUNTIME_PROGRAM = 'nxs-runtime';
+
+export const PROVIDERS = ['anthropic', 'openai'] as const;
+
+/** Any command line of the author's choosing: the runtime reads the prompt on stdin and replies with `nxc reply`. */
+const CommandRuntimeSchema = z.strictObject({
   command: z
     .array(z.string().min(1, 'an argument cannot be empty'))
     .min(1, 'needs at least the program to start, e.g. ["claude", "-p"]'),
 });
+
+/** The runtime in this package calling a model API itself. `model` falls back to the persona's. */
+const BuiltinRuntimeSchema = z.strictObject({
+  builtin: z.strictObject({
+    provider: z.enum(PROVIDERS),
+    model: z.string().min(1, 'cannot be empty').optional(),
+    base_url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+    /** Per request; the Messages API requires one. */
+    max_output_tokens: z.number().int().positive().max(1_000_000).optional(),
+  }),
+});
+
+// Every form normalises to an object that still has `command`, the program a turn starts, so the
+// engine launches each the same way; `kind` says which of the package's runtimes that program runs.
+const RuntimeSchema = z.union(
+  [
+    CommandRuntimeSchema,
+    BuiltinRuntimeSchema.transform((r) => ({ kind: 'builtin' as const, builtin: r.builtin, command: [RUNTIME_PROGRAM] })),
+    z.literal('claude-code').transform(() => ({ kind: 'claude-code' as const, command: [RUNTIME_PROGRAM] })),
+    z.literal('codex').transform(() => ({ kind: 'codex' as const, command: [RUNTIME_PROGRAM] })),
+  ],
+  { error: 'expected claude-code, codex, {builtin: {provider: anthropic|openai, ...}} or {command: [...]}' },
+);
 
 /** The file shape: what a YAML declaration may contain. Parsing yields the normalised form. */
 export const PersonaDeclarationSchema = z
@@ -77,6 +107,7 @@ export const PersonaDeclarationSchema = z
     timeout: TimeoutSchema.optional(),
     addressable: z.strictObject({ external: z.boolean() }).default({ external: false }),
     runtime: RuntimeSchema,
+    budget: BudgetDeclarationSchema.optional(),
     description: z.string().optional(),
   })
   .transform(({ timeout, ...rest }) => ({ ...rest, timeout_ms: timeout ?? null }));
@@ -95,6 +126,14 @@ export type Persona = NormalisedPersona & {
   /** `sha256:<hex>` of the canonical normalised declaration; see `declarationHash`. */
   hash: string;
 };
+
+/** The normalised `runtime:` of a persona. */
+export type PersonaRuntime = NormalisedPersona['runtime'];
+
+/** Which runtime a persona runs on: one of the package's own, or `command` for any other program. */
+export function runtimeKind(runtime: PersonaRuntime): 'command' | 'builtin' | 'claude-code' | 'codex' {
+  return 'kind' in runtime ? runtime.kind : 'command';
+}
 
 /** One reason a declaration file was refused; `field` is a dotted path, or null for the whole file. */
 export type PersonaProblem = { file: string; field: string | null; reason: string };

@@ -1,0 +1,89 @@
+// The run journal: one JSON line per event, appended as the run goes and forced to disk at its boundaries.
+import { closeSync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import path from 'node:path';
+import { NexusError } from '../../../protocol/errors.js';
+import { JournalEntrySchema, type JournalEntry, type RunStateFile } from '../../../protocol/runs.js';
+
+type Draft = JournalEntry extends infer E ? (E extends JournalEntry ? Omit<E, 'ts'> : never) : never;
+
+/**
+ * When the journal is forced to disk: before and after every acting command (so a resume
+ * never repeats an effect without knowing), at every status change, and otherwise at most
+ * this long after an entry, so what a crash can lose is a re-askable reply or a re-runnable read.
+ */
+export const SYNC_INTERVAL_MS = 1_000;
+
+export class Journal {
+  private fd: number;
+  private lastSync: number;
+
+  constructor(
+    readonly file: string,
+    private readonly clock: () => number,
+  ) {
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+    this.fd = openSync(file, 'a', 0o600);
+    this.lastSync = clock();
+  }
+
+  /**
+   * Appends one entry. `sync: true` forces it (and everything before it) to disk now;
+   * `'soon'` does so only when the last sync is older than SYNC_INTERVAL_MS.
+   */
+  append(entry: Draft, sync: boolean | 'soon' = false): void {
+    const line = JSON.stringify({ ...entry, ts: new Date(this.clock()).toISOString() }) + '\n';
+    writeSync(this.fd, line);
+    if (sync === true || (sync === 'soon' && this.clock() - this.lastSync >= SYNC_INTERVAL_MS)) this.sync();
+  }
+
+  sync(): void {
+    fdatasyncSync(this.fd);
+    this.lastSync = this.clock();
+  }
+
+  close(): void {
+    if (this.fd < 0) return;
+    try {
+      fdatasyncSync(this.fd);
+    } finally {
+      closeSync(this.fd);
+      this.fd = -1;
+    }
+  }
+}
+
+/**
+ * Reads a journal back. A last line cut short by a crash is dropped (it was never synced as a
+ * whole); any other line that does not parse makes the journal unusable.
+ * @throws NexusError JOURNAL_INVALID
+ */
+export function readJournal(file: string): JournalEntry[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new NexusError('JOURNAL_INVALID', `the journal ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { file });
+  }
+  const lines = text.split('\n');
+  const entries: JournalEntry[] = [];
+  for (const [i, line] of lines.entries()) {
+    if (line.trim() === '') continue;
+    const last = i >= lines.length - 2;
+    let parsed;
+    try {
+      parsed = JournalEntrySchema.safeParse(JSON.parse(line));
+    } catch {
+      parsed = null;
+    }
+    if (parsed?.success) entries.push(parsed.data);
+    else if (!last) throw new NexusError('JOURNAL_INVALID', `line ${i + 1} of the journal ${file} is not a journal entry`, { file, line: i + 1 });
+  }
+  return entries;
+}
+
+/** Replaces the run-state file in one step (temporary file, then rename), so a reader sees the old state or the new. */
+export function writeRunState(file: string, state: RunStateFile): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
+  renameSync(tmp, file);
+}

@@ -1,0 +1,68 @@
+// The process a session turn starts for runtime: builtin, claude-code or codex (`nxs-runtime [--resume] [spec.json]`, prompt on stdin).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { loadPersona } from '../../adapters/personas/index.js';
+import { workspacePaths } from '../../paths.js';
+import { SessionSpecSchema, type SessionSpec } from '../../adapters/sessions/index.js';
+import { runAdapterTurn } from './adapters/turn.js';
+import { nxcReply } from './answer.js';
+import { runSessionTurn } from './session.js';
+
+/** The spec named on the command line, else the turn's own copy in the session folder the environment names. */
+function specPath(args: string[], env: NodeJS.ProcessEnv): string {
+  if (args[0]) return path.resolve(args[0]);
+  const root = env['NXC_WORKSPACE_DIR'];
+  const session = env['NXC_SESSION'];
+  const turn = env['NXC_TURN'];
+  if (!root || !session || !turn) throw new TypeError('usage: nxs-runtime [spec.json] (or NXC_WORKSPACE_DIR, NXC_SESSION and NXC_TURN from a session turn)');
+  return path.join(workspacePaths(root).sessions, session, `turn-${turn}.spec.json`);
+}
+
+function readStdin(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let s = '';
+    process.stdin.setEncoding('utf8');
+    process.stdin.on('data', (d: string) => (s += d));
+    process.stdin.on('end', () => resolve(s));
+    process.stdin.on('error', reject);
+  });
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  // --resume continues the turn's journal (a runtime restarted after a crash) with the limits and usage it saved.
+  const resume = args[0] === '--resume';
+  const file = specPath(resume ? args.slice(1) : args, process.env);
+  const spec: SessionSpec = SessionSpecSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+  const prompt = await readStdin();
+  const sessionDir = path.dirname(file);
+  const answer = nxcReply(spec.thread, process.env);
+  // SIGTERM is how the sidecar stops a turn (its timeout, or a stop): the run ends at its next boundary and still reports.
+  const cancel = new AbortController();
+  const onSignal = () => cancel.abort();
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  const persona = await loadPersona(spec.workspace_dir, spec.role).catch(() => null);
+  if (persona === null || persona.hash !== spec.declaration.hash) {
+    const reply = await answer(`[runtime] ${spec.handle} could not start: its declaration ${spec.declaration.file} changed or vanished after the turn was planned.`, { escalate: true });
+    return reply.posted ? 0 : 1;
+  }
+  const turn = { session: spec.session, turn: spec.turn, thread: spec.thread, role: spec.role, workspace_dir: spec.workspace_dir, written_at: spec.written_at, sessionDir };
+  const input = { turn, persona, prompt, env: process.env, answer, signal: cancel.signal, resume };
+  const runtime = persona.runtime;
+  const outcome = 'kind' in runtime && runtime.kind !== 'builtin' ? await runAdapterTurn({ ...input, kind: runtime.kind }) : await runSessionTurn(input);
+  const line = { status: outcome.result.status, reason: outcome.result.reason, usage: outcome.result.usage, answer: outcome.answer, state: outcome.files.state };
+  process.stdout.write(JSON.stringify(line) + '\n');
+  // A refused answer while a round this session commissioned is open is the engine's "waiting": not a failure.
+  return outcome.answer.posted || outcome.answer.code === 'SUB_ROUND_OPEN' ? 0 : 1;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`nxs-runtime: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

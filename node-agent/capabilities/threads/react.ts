@@ -1,0 +1,120 @@
+// What ops taken in from other workspaces set in motion here: admitting (or refusing) their commissions,
+// and waking local sessions their answers and follow-ups are for.
+import { newSessionId} from '../../../protocol/ids.js';
+import type { Op, OpOf } from '../../../protocol/ops.js';
+import type { Warning } from '../../../protocol/receipts.js';
+import { appendOps} from '../../kernel/index.js';
+import { loadOperation} from './operations.js';
+import { openSubRounds, newSessionState } from './fold.js';
+import { certifiedKeys } from '../keys/index.js';
+import { admitStamp} from '../trust/index.js';
+import {
+  emptyPlan,
+  planRequesterWake,
+  planTurn,
+  startTurns,
+  type Plan,
+} from './turns.js';
+
+import type { EngineCore } from './core.js';
+
+export function reactOf(core: EngineCore) {
+  const { deps, db, workspace, writer, recordStartFailures } = core;
+
+  /**
+   * What ops taken in from another workspace set in motion here (called by the node after they are
+   * stored): a commission addressed to this workspace is admitted (a session starts at the stamped
+   * depth + 1) or refused (`commission.rejected`); an answer, hand-back or refusal of a thread a
+   * local session opened wakes that session; a follow-up to a local session's thread wakes it.
+   */
+  async function react(ops: readonly Op[]): Promise<{ started: number; rejected: number; warnings: Warning[] }> {
+    const warnings: Warning[] = [];
+    let started = 0;
+    let rejected = 0;
+    for (const op of ops) {
+      if (op.workspace === workspace.id || op.thread === null) continue;
+      let plan: Plan | null = null;
+      if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {
+        const out = await admit(op as OpOf<'thread.opened'>);
+        if (out === 'rejected') rejected++;
+        else plan = out;
+      } else if (op.kind === 'message.posted' || op.kind === 'commission.rejected') {
+        plan = await db.transaction(async (tx) => {
+          const state = await loadOperation(tx, op.operation);
+          const thread = state.threads[op.thread!];
+          if (!thread) return null;
+          const p = emptyPlan();
+          const local = (id: string | null) => id !== null && state.sessions[id]?.handle.startsWith(`${workspace.short}/`) === true;
+          const effect = op.kind === 'message.posted' ? op.body.effect : 'escalate';
+          if ((effect === 'answer' || effect === 'escalate') && local(thread.opener.session)) {
+            await planRequesterWake(deps, tx, state, thread, p);
+          } else if (effect === 'reopen' && local(thread.session)) {
+            const s = state.sessions[thread.session!]!;
+            if (s.in_turn || openSubRounds(state, s.id).length === 0) await planTurn(deps, tx, state, s, 'follow_up', p, 'step_skipped');
+          }
+          await appendOps(tx, writer, p.drafts);
+          return p;
+        });
+      }
+      if (plan === null) continue;
+      const w = [...plan.warnings];
+      started += (await startTurns(deps, plan.turns, w)).length;
+      await recordStartFailures(w);
+      warnings.push(...w);
+    }
+    return { started, rejected, warnings };
+  }
+
+  /** A remote commission addressed here: its persona must be addressable and its stamp admitted. */
+  async function admit(op: OpOf<'thread.opened'>): Promise<Plan | 'rejected' | null> {
+    const target = op.body.target;
+    if (target.kind !== 'remote') return null;
+    const before = (await loadOperation(db, op.operation)).threads[op.thread!];
+    if (!before || before.session !== null || before.rejected) return null;
+    let refusal: { code: string; message: string } | null = null;
+    let depth = 0;
+    // The asker's key chain as this node verified it: a stamp signed after `nxs key rotate` verifies
+    // with a key certified from the trusted genesis key. A chain that cannot be read offers none.
+    const chain = await certifiedKeys(db, op.workspace).catch(() => []);
+    const verdict = await admitStamp(workspace.paths, op.body.stamp, {
+      now: deps.now(),
+      certified: (iss) => (iss === op.workspace ? chain : []),
+    });
+    if (!verdict.ok) refusal = { code: verdict.code, message: verdict.message };
+    else {
+      const c = verdict.claims;
+      if (c.iss !== op.workspace || c.thread !== op.thread || c.target_role !== target.role || c.sub !== op.body.opener.handle) {
+        refusal = { code: 'STAMP_FORGED', message: 'the stamp does not vouch for this commission (issuer, thread, role or asker differ)' };
+      }
+      depth = verdict.sessionDepth;
+    }
+    if (refusal === null) {
+      const persona = await deps.loadPersona(workspace.paths.root, target.role).catch(() => null);
+      if (persona === null || !persona.addressable.external) {
+        refusal = {
+          code: 'NOT_ADDRESSABLE',
+          message: persona === null ? `no persona "${target.role}" is declared in ${workspace.id}` : `${target.role} is not declared addressable: {external: true}`,
+        };
+      }
+    }
+    return db.transaction(async (tx) => {
+      const state = await loadOperation(tx, op.operation);
+      const thread = state.threads[op.thread!];
+      if (!thread || thread.session !== null || thread.rejected) return null;
+      if (refusal !== null) {
+        await appendOps(tx, writer, [{ operation: op.operation, thread: op.thread, session: null, kind: 'commission.rejected', body: refusal }]);
+        return 'rejected' as const;
+      }
+      const plan = emptyPlan();
+      const id = newSessionId();
+      const handle = `${workspace.short}/${target.role}`;
+      plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body: { role: target.role, handle, depth } });
+      const session = newSessionState({ id, thread: op.thread!, role: target.role, handle, depth });
+      await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
+      await appendOps(tx, writer, plan.drafts);
+      return plan;
+    });
+  }
+
+  return react;
+}

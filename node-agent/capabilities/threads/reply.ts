@@ -1,0 +1,92 @@
+// nxc reply: an answer, a hand-back (--escalate), a follow-up, or a message that moves nothing.
+import { NexusError } from '../../../protocol/errors.js';
+import type { Receipt} from '../../../protocol/receipts.js';
+import { appendOps} from '../../kernel/index.js';
+import { loadOperation, operationOfThread } from './operations.js';
+import { openSubRounds, type ThreadState} from './fold.js';
+import type { ReplyInput} from '../../../protocol/commands.js';
+import {
+  emptyPlan,
+  messageDraft,
+  planRequesterWake,
+  planTurn,
+  startTurns,
+} from './turns.js';
+
+import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
+
+export function replyOf(core: EngineCore) {
+  const { deps, db, writer, workingCopy, recordStartFailures } = core;
+  const reap = () => core.reap();
+
+  async function reply(input: ReplyInput): Promise<Receipt> {
+    const text = checkText(input.text);
+    const { wc, note } = await workingCopy();
+    await reap();
+    const result = await db.transaction(async (tx) => {
+      const caller = await resolveCaller(deps, tx, input.caller);
+      const opId = await operationOfThread(tx, input.thread);
+      if (opId === null) throw new NexusError('UNKNOWN_THREAD', `no thread ${input.thread} in this workspace`);
+      const state = await loadOperation(tx, opId);
+      const thread = state.threads[input.thread]!;
+      const plan = emptyPlan();
+      const author = authorOf(caller);
+      const answering =
+        (caller.session !== null && caller.session.id === thread.session) ||
+        (caller.session === null && caller.handle === thread.target.handle);
+      if (answering) {
+        if (caller.session !== null && !input.escalate) {
+          const open = openSubRounds(state, caller.session.id);
+          if (open.length > 0) {
+            throw new NexusError(
+              'SUB_ROUND_OPEN',
+              `you commissioned ${open.map((t) => t.id).join(', ')} and it is still open: end your turn without replying to wait for it, or --escalate`,
+              { open: open.map((t) => t.id) },
+            );
+          }
+        }
+        const effect = dischargeEffect(thread, caller.handle, input.escalate);
+        plan.drafts.push(messageDraft(opId, thread.id, author, text, effect, wc));
+        if (effect === 'answer' || effect === 'escalate') await planRequesterWake(deps, tx, state, thread, plan);
+      } else if (thread.escalated && caller.handle !== thread.expected_handle) {
+        // On an escalated thread only the handle that escalated can answer the hand-back.
+        plan.drafts.push(messageDraft(opId, thread.id, author, text, 'none', wc));
+      } else {
+        plan.drafts.push(messageDraft(opId, thread.id, author, text, thread.state === 'answered' ? 'reopen' : 'none', wc));
+        // A follow-up to whoever owes the thread. A session waiting on its own round is not
+        // disturbed: it reads the follow-up when that round's answer starts it again.
+        const target = thread.session === null ? undefined : state.sessions[thread.session];
+        const waiting = target !== undefined && !target.in_turn && openSubRounds(state, target.id).length > 0;
+        if (target && !waiting) await planTurn(deps, tx, state, target, 'follow_up', plan, 'step_skipped');
+      }
+      await appendOps(tx, writer, plan.drafts);
+      const message = plan.drafts.find((d) => d.kind === 'message.posted')!;
+      return { plan, operation: opId, message: (message.body as { message: string }).message };
+    });
+    const warnings = [...result.plan.warnings];
+    const woke = await startTurns(deps, result.plan.turns, warnings);
+    await recordStartFailures(warnings);
+    return {
+      posted: true,
+      thread: input.thread,
+      operation: result.operation,
+      message: result.message,
+      woke: woke[0] ?? null,
+      warnings,
+      refs_warning: null,
+      working_copy: wc,
+      worker_names_a_working_copy: wc !== null,
+      working_copy_note: note,
+    };
+  }
+
+  return reply;
+}
+
+/** How an answer from the thread's owner lands: once per owed turn, and once more only to answer a hand-back. */
+function dischargeEffect(thread: ThreadState, handle: string, escalate: boolean) {
+  if (thread.state === 'open') return escalate ? ('escalate' as const) : ('answer' as const);
+  if (thread.escalated && handle === thread.expected_handle && !escalate) return 'answer' as const;
+  return 'none' as const;
+}
+

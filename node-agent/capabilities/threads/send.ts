@@ -1,0 +1,177 @@
+// nxc send: a commission to a persona here or in another workspace, or a message to a person.
+import { sql } from 'drizzle-orm';
+import { signStamp } from '../../../crypto/index.js';
+import { NexusError } from '../../../protocol/errors.js';
+import { Handle, newSessionId, newThreadId, WorkspaceId } from '../../../protocol/ids.js';
+import { ROLE_PATTERN } from '../../../protocol/persona.js';
+import type { Receipt} from '../../../protocol/receipts.js';
+import { commissionDepth } from './depth.js';
+import { appendOps, type Exec } from '../../kernel/index.js';
+import { type SessionState, newSessionState } from './fold.js';
+import { tables } from '../../adapters/store/index.js';
+import { resolveAlias } from '../trust/index.js';
+import type { SendInput} from '../../../protocol/commands.js';
+import {
+  emptyPlan,
+  messageDraft,
+  planTurn,
+  startTurns,
+} from './turns.js';
+
+import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
+
+export function sendOf(core: EngineCore) {
+  const { deps, db, workspace, writer, workingCopy, recordStartFailures } = core;
+  const reap = () => core.reap();
+
+  async function send(input: SendInput): Promise<Receipt> {
+    const slash = input.to.startsWith('@') ? -1 : input.to.indexOf('/');
+    if (slash >= 0) return sendRemote(input, input.to.slice(0, slash), input.to.slice(slash + 1));
+    const text = checkText(input.text);
+    const to = input.to.startsWith('@') ? input.to.slice(1) : input.to;
+    const persona = input.to.startsWith('@') ? null : await deps.loadPersona(workspace.paths.root, to);
+    const { wc, note } = await workingCopy();
+    await reap();
+    const result = await db.transaction(async (tx) => {
+      const caller = await resolveCaller(deps, tx, input.caller);
+      if (caller.replyOnly) {
+        throw new NexusError('REPLY_ONLY', `${caller.handle} is declared with tools: [] and may only run nxc reply`);
+      }
+      const thread = newThreadId();
+      const operation = caller.operation?.id ?? thread;
+      const parent = caller.session?.thread ?? null;
+      const plan = emptyPlan();
+      const author = authorOf(caller);
+      let session: SessionState | null = null;
+      if (persona !== null) {
+        const depth = commissionDepth(caller.depth, persona.role);
+        const handle = `${workspace.short}/${persona.role}`;
+        plan.drafts.push({
+          operation,
+          thread,
+          session: null,
+          kind: 'thread.opened',
+          body: { parent, subject: input.subject, opener: author, target: { kind: 'persona', role: persona.role, handle } },
+        });
+        const id = newSessionId();
+        plan.drafts.push({ operation, thread, session: id, kind: 'session.created', body: { role: persona.role, handle, depth } });
+        session = newSessionState({ id, thread, role: persona.role, handle, depth });
+      } else {
+        if (!Handle.safeParse(to).success || to.includes('/')) {
+          throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(input.to)} is neither a declared persona nor a person's handle`);
+        }
+        if (!input.to.startsWith('@') && !(await knownPerson(tx, to))) {
+          throw new NexusError(
+            'UNKNOWN_RECIPIENT',
+            `no persona "${to}" is declared in .nxs-personas/, and no person by that handle has posted here; write @${to} to address a person`,
+          );
+        }
+        plan.drafts.push({
+          operation,
+          thread,
+          session: null,
+          kind: 'thread.opened',
+          body: { parent, subject: input.subject, opener: author, target: { kind: 'person', handle: to } },
+        });
+      }
+      const message = messageDraft(operation, thread, author, text, 'commission', wc);
+      plan.drafts.push(message);
+      if (session !== null) {
+        const state = caller.operation ?? { id: operation, threads: {}, sessions: {}, head: null };
+        await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
+      }
+      await appendOps(tx, writer, plan.drafts);
+      return { plan, thread, operation, message: (message.body as { message: string }).message };
+    });
+    const warnings = [...result.plan.warnings];
+    const woke = await startTurns(deps, result.plan.turns, warnings);
+    await recordStartFailures(warnings);
+    return {
+      posted: true,
+      thread: result.thread,
+      operation: result.operation,
+      message: result.message,
+      woke: woke[0] ?? null,
+      warnings,
+      refs_warning: input.subject === null ? 'no subject was named: the message posted, but nothing says what it refers to (--subject)' : null,
+      working_copy: wc,
+      worker_names_a_working_copy: wc !== null,
+      working_copy_note: note,
+    };
+  }
+
+  /**
+   * `nxc send <workspace-id-or-alias>/<role>`: a commission to a persona of another workspace. The
+   * thread is opened here with a stamp signed by this workspace's key; nothing starts here. The
+   * target's node admits it (a session there) or refuses it (a `commission.rejected` op).
+   */
+  async function sendRemote(input: SendInput, where: string, role: string): Promise<Receipt> {
+    if (!ROLE_PATTERN.test(role)) {
+      throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(input.to)}: "${role}" is not a role name`);
+    }
+    const target = WorkspaceId.safeParse(where).success ? where : resolveAlias(workspace.paths, where);
+    if (target === null) {
+      throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(where)} is neither a workspace id nor the alias of a trusted workspace (nxs sync trust add --name)`);
+    }
+    // Addressed to this very workspace: an ordinary commission.
+    if (target === workspace.id) return send({ ...input, to: role });
+    const text = checkText(input.text);
+    const { wc, note } = await workingCopy();
+    await reap();
+    const handle = `${target.slice(0, 4)}/${role}`;
+    const result = await db.transaction(async (tx) => {
+      const caller = await resolveCaller(deps, tx, input.caller);
+      if (caller.replyOnly) {
+        throw new NexusError('REPLY_ONLY', `${caller.handle} is declared with tools: [] and may only run nxc reply`);
+      }
+      // The receiver checks the stamped depth; refusing here first spares a round trip.
+      commissionDepth(caller.depth, input.to);
+      const thread = newThreadId();
+      const operation = caller.operation?.id ?? thread;
+      const parent = caller.session?.thread ?? null;
+      const author = authorOf(caller);
+      const stamp = await signStamp(deps.keys.key, {
+        sub: caller.handle,
+        role: caller.session?.role ?? null,
+        aud: target,
+        target_role: role,
+        thread,
+        depth: caller.depth,
+      });
+      const message = messageDraft(operation, thread, author, text, 'commission', wc);
+      await appendOps(tx, writer, [
+        {
+          operation,
+          thread,
+          session: null,
+          kind: 'thread.opened',
+          body: { parent, subject: input.subject, opener: author, target: { kind: 'remote', workspace: target, role, handle }, stamp },
+        },
+        message,
+      ]);
+      return { thread, operation, message: (message.body as { message: string }).message };
+    });
+    return {
+      posted: true,
+      thread: result.thread,
+      operation: result.operation,
+      message: result.message,
+      woke: null,
+      warnings: [],
+      refs_warning: input.subject === null ? 'no subject was named: the message posted, but nothing says what it refers to (--subject)' : null,
+      working_copy: wc,
+      worker_names_a_working_copy: wc !== null,
+      working_copy_note: note,
+      remote: { workspace: target, role },
+    };
+  }
+
+  async function knownPerson(db2: Exec, handle: string): Promise<boolean> {
+    const rows = await db2.execute(
+      sql`select 1 from ${tables.ops} where ${tables.ops.kind} = 'message.posted' and ${tables.ops.body}->'author'->>'handle' = ${handle} limit 1`,
+    );
+    return (rows as unknown as { rows: unknown[] }).rows.length > 0;
+  }
+
+  return send;
+}

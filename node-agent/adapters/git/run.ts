@@ -66,12 +66,18 @@ const REPOSITORY_LOCAL_ENV = [
 // stuck fsmonitor would hang us.
 const FIXED_CONFIG = ['-c', 'core.hooksPath=/dev/null', '-c', 'commit.gpgsign=false', '-c', 'tag.gpgsign=false', '-c', 'core.fsmonitor=false'];
 
-/**
- * Runs `git <args>` in `cwd` and resolves with its output when it exits with 0 (or a code in `okCodes`).
- * @throws {NexusError} `GIT_FAILED` when git cannot be started, times out, or exits with any other code; the
- *   details carry the arguments, the exit code, stderr and the cause.
- */
-export function runGit(cwd: string, args: readonly string[], opts: RunGitOptions = {}): Promise<GitRun> {
+/** Everything a git call ended with, failure included. */
+export type GitOutcome = GitRun & {
+  /** Exited with 0 (or an `okCodes` code). */
+  ok: boolean;
+  /** Why git could not be started at all (ENOENT: no git, or no such folder). */
+  spawnCode: string | undefined;
+  /** Stopped at the timeout. */
+  killed: boolean;
+};
+
+/** Runs `git <args>` in `cwd` and resolves with how it ended, whatever that was: the caller decides what a failure means. */
+export function spawnGit(cwd: string, args: readonly string[], opts: RunGitOptions = {}): Promise<GitOutcome> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of REPOSITORY_LOCAL_ENV) delete env[name];
   env.LC_ALL = 'C';
@@ -80,8 +86,8 @@ export function runGit(cwd: string, args: readonly string[], opts: RunGitOptions
   if (opts.indexFile !== undefined) env.GIT_INDEX_FILE = opts.indexFile;
   Object.assign(env, opts.env);
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const ok = new Set([0, ...(opts.okCodes ?? [])]);
-  return new Promise((resolve, reject) => {
+  const okCodes = new Set([0, ...(opts.okCodes ?? [])]);
+  return new Promise((resolve) => {
     const child = execFile(
       'git',
       [...FIXED_CONFIG, ...args],
@@ -89,30 +95,42 @@ export function runGit(cwd: string, args: readonly string[], opts: RunGitOptions
       (error, stdout, stderr) => {
         const err = error as (NodeJS.ErrnoException & { killed?: boolean; code?: number | string }) | null;
         const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
-        const result: GitRun = { stdout: stdout.toString('utf8'), raw: stdout, stderr: stderr.toString('utf8'), code };
-        if (err === null || (typeof err.code === 'number' && ok.has(err.code) && !err.killed)) {
-          resolve(result);
-          return;
-        }
-        const why =
-          err.code === 'ENOENT'
-            ? 'git is not installed or not on PATH (or the folder does not exist)'
-            : err.killed
-              ? `did not finish within ${timeout} ms`
-              : `exited with ${code}`;
-        reject(
-          new NexusError('GIT_FAILED', `git ${args[0] ?? ''} ${why}: ${result.stderr.trim().split('\n')[0] ?? ''}`.trim(), {
-            cwd,
-            args: [...args],
-            code,
-            stderr: result.stderr.trim(),
-            cause: err,
-          }),
-        );
+        const killed = err?.killed ?? false;
+        resolve({
+          stdout: stdout.toString('utf8'),
+          raw: stdout,
+          stderr: stderr.toString('utf8'),
+          code,
+          ok: err === null || (typeof err.code === 'number' && okCodes.has(err.code) && !killed),
+          spawnCode: typeof err?.code === 'string' ? err.code : undefined,
+          killed,
+        });
       },
     );
     // git may exit before reading all of stdin; that is reported through its exit, not as a pipe error.
     child.stdin?.on('error', () => {});
     child.stdin?.end(opts.input ?? '');
+  });
+}
+
+/**
+ * Runs `git <args>` in `cwd` and resolves with its output when it exits with 0 (or a code in `okCodes`).
+ * @throws {NexusError} `GIT_FAILED` when git cannot be started, times out, or exits with any other code; the
+ *   details carry the arguments, the exit code, stderr and the cause.
+ */
+export async function runGit(cwd: string, args: readonly string[], opts: RunGitOptions = {}): Promise<GitRun> {
+  const r = await spawnGit(cwd, args, opts);
+  if (r.ok) return { stdout: r.stdout, raw: r.raw, stderr: r.stderr, code: r.code };
+  const why =
+    r.spawnCode === 'ENOENT'
+      ? 'git is not installed or not on PATH (or the folder does not exist)'
+      : r.killed
+        ? `did not finish within ${opts.timeoutMs ?? DEFAULT_TIMEOUT_MS} ms`
+        : `exited with ${r.code}`;
+  throw new NexusError('GIT_FAILED', `git ${args[0] ?? ''} ${why}: ${r.stderr.trim().split('\n')[0] ?? ''}`.trim(), {
+    cwd,
+    args: [...args],
+    code: r.code,
+    stderr: r.stderr.trim(),
   });
 }

@@ -1,9 +1,9 @@
 // Reads where a git working copy stands (HEAD, branch, dirtiness, content fingerprint) without changing it.
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { lstat, readlink, stat } from 'node:fs/promises';
 import { NexusError } from '../../../protocol/errors.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
+import { spawnGit } from './run.js';
 
 /** The words appended to a description when the working copy holds changes no commit holds. */
 export const DIRTY_NOTE = 'uncommitted changes are NOT saved anywhere';
@@ -12,30 +12,8 @@ const SHORT_SHA_LENGTH = 12;
 const FINGERPRINT_DOMAIN = 'nexus-working-copy/1';
 // A git that hangs (a stuck fsmonitor hook, a dead network mount) must not hang every message.
 const GIT_TIMEOUT_MS = 30_000;
-// Status output of a big tree with many untracked files can run to megabytes; never truncate it.
-const GIT_MAX_BUFFER = 512 * 1024 * 1024;
 // A file that vanishes between `git status` and hashing is a concurrent edit; reading again settles it.
 const MAX_ATTEMPTS = 3;
-
-// The variables git itself clears when it steps into another repository (its `local_repo_env`).
-// Inherited from a hook or a `git -c` parent they would point git at some other repository than `dir`.
-const REPOSITORY_LOCAL_ENV = [
-  'GIT_ALTERNATE_OBJECT_DIRECTORIES',
-  'GIT_CONFIG',
-  'GIT_CONFIG_PARAMETERS',
-  'GIT_CONFIG_COUNT',
-  'GIT_OBJECT_DIRECTORY',
-  'GIT_DIR',
-  'GIT_WORK_TREE',
-  'GIT_IMPLICIT_WORK_TREE',
-  'GIT_GRAFT_FILE',
-  'GIT_INDEX_FILE',
-  'GIT_NO_REPLACE_OBJECTS',
-  'GIT_REPLACE_REF_BASE',
-  'GIT_PREFIX',
-  'GIT_SHALLOW_FILE',
-  'GIT_COMMON_DIR',
-] as const;
 
 /**
  * Reads the working copy that contains `dir`.
@@ -362,43 +340,14 @@ function gitFailure(what: string, dir: string, result: GitResult): NexusError {
   });
 }
 
-function gitEnv(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of REPOSITORY_LOCAL_ENV) delete env[name];
-  // Without this, `git status` writes its refreshed stat cache back into the index.
-  env.GIT_OPTIONAL_LOCKS = '0';
-  env.LC_ALL = 'C';
-  return env;
-}
-
-/** Runs git with output captured as bytes. Resolves on failure too; callers decide what it means. */
+/** Runs a read-only git call (no index refresh written back); resolves on failure too, callers decide what it means. */
 function runGit(cwd: string, args: readonly string[], input?: string): Promise<GitResult> {
-  return new Promise((resolve) => {
-    const child = execFile(
-      'git',
-      args,
-      {
-        cwd,
-        env: gitEnv(),
-        encoding: 'buffer',
-        maxBuffer: GIT_MAX_BUFFER,
-        timeout: GIT_TIMEOUT_MS,
-        windowsHide: true,
-      },
-      (error, stdout, stderr) => {
-        const code = (error as NodeJS.ErrnoException | null)?.code;
-        resolve({
-          ok: error === null,
-          stdout,
-          stderr: stderr.toString('utf8'),
-          spawnCode: typeof code === 'string' ? code : undefined,
-          killed: error?.killed ?? false,
-        });
-      },
-    );
-    // git may exit before reading all of stdin (a path it could not open); that is not a crash here.
-    child.stdin?.on('error', () => {});
-    // latin1 turns each char back into the byte it came from, so paths round-trip exactly.
-    child.stdin?.end(input ?? '', 'latin1');
-  });
+  // latin1 turns each char back into the byte it came from, so paths round-trip exactly.
+  return spawnGit(cwd, args, { readOnly: true, timeoutMs: GIT_TIMEOUT_MS, ...(input === undefined ? {} : { input: Buffer.from(input, 'latin1') }) }).then((r) => ({
+    ok: r.ok,
+    stdout: r.raw,
+    stderr: r.stderr,
+    spawnCode: r.spawnCode,
+    killed: r.killed,
+  }));
 }

@@ -1,5 +1,6 @@
 // A workspace's binding to a relay stream (.nxs/sync.json, mode 600: it holds the stream token).
-import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { writeFileAtomic } from '../../../infra/index.js';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { NexusError } from '../../../protocol/errors.js';
@@ -38,10 +39,8 @@ export function checkRelayUrl(raw: string): string {
 }
 
 export function writeBinding(paths: WorkspacePaths, binding: Binding): void {
-  const target = file(paths);
-  const tmp = `${target}.tmp-${process.pid}`;
-  writeFileSync(tmp, JSON.stringify(binding, null, 2) + '\n', { mode: 0o600 });
-  renameSync(tmp, target);
+  // The token is a secret: mode 600, and never half written.
+  writeFileAtomic(file(paths), JSON.stringify(binding, null, 2) + '\n');
 }
 
 export function removeBinding(paths: WorkspacePaths): boolean {

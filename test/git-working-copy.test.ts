@@ -338,7 +338,7 @@ describe('describeWorkingCopy', () => {
     expect(describeWorkingCopy({ commit, branch: 'feat/parser', dirty: true, fingerprint })).toBe(
       `9f2c1ab4e7d0 on feat/parser · ${DIRTY_NOTE}`,
     );
-    expect(DIRTY_NOTE).toBe('uncommitted changes are NOT saved anywhere');
+    expect(DIRTY_NOTE).toBe('uncommitted work NOT saved anywhere');
   });
 
   it('says detached at the short sha when no branch is checked out', () => {

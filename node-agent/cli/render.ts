@@ -1,6 +1,6 @@
 // Human-readable renderings of receipts, status reports and threads. --json prints the objects instead.
 import type { Receipt, StatusReport, StatusRow, ThreadView } from '../../protocol/receipts.js';
-import { describeWorkingCopy } from '../adapters/git/index.js';
+import { describeTree, describeWorkingCopy } from '../adapters/git/index.js';
 
 export function renderReceipt(r: Receipt): string {
   const lines = [`posted ${r.message} in ${r.thread} (operation ${r.operation})`];
@@ -15,7 +15,7 @@ export function renderReceipt(r: Receipt): string {
 
 function rowSuffix(row: StatusRow): string {
   if (row.working_copy === null) return '';
-  return ` · tree ${describeWorkingCopy(row.working_copy)}`;
+  return ` · tree ${describeTree(row.working_copy)}`;
 }
 
 function rowText(row: StatusRow): string {

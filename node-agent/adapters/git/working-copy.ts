@@ -6,7 +6,7 @@ import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { spawnGit } from './run.js';
 
 /** The words appended to a description when the working copy holds changes no commit holds. */
-export const DIRTY_NOTE = 'uncommitted changes are NOT saved anywhere';
+export const DIRTY_NOTE = 'uncommitted work NOT saved anywhere';
 
 const SHORT_SHA_LENGTH = 12;
 const FINGERPRINT_DOMAIN = 'nexus-working-copy/1';
@@ -50,7 +50,7 @@ export async function readWorkingCopy(dir: string): Promise<WorkingCopy | null> 
 
 /**
  * One line a person can read, e.g. `9f2c1ab4e7d0 on feat/parser`,
- * `detached at 9f2c1ab4e7d0 · uncommitted changes are NOT saved anywhere`,
+ * `detached at 9f2c1ab4e7d0 · uncommitted work NOT saved anywhere`,
  * `no commits yet on main`, or `no working copy named (not a git repository)` for `null`.
  */
 export function describeWorkingCopy(wc: WorkingCopy | null): string {
@@ -63,6 +63,12 @@ export function describeWorkingCopy(wc: WorkingCopy | null): string {
     where = wc.branch === null ? `detached at ${short}` : `${short} on ${wc.branch}`;
   }
   return wc.dirty ? `${where} · ${DIRTY_NOTE}` : where;
+}
+
+/** The same facts as a status row's suffix says them: `9f2c1ab4e7d0 on feat/parser, uncommitted work NOT saved`. */
+export function describeTree(wc: WorkingCopy): string {
+  const where = describeWorkingCopy({ ...wc, dirty: false });
+  return wc.dirty ? `${where}, uncommitted work NOT saved` : where;
 }
 
 /** Thrown inside one read when the tree moved under it; the caller reads again. */

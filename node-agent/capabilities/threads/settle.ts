@@ -46,7 +46,7 @@ export function finishTurnOf(core: EngineCore) {
             : end.exitCode !== 0
               ? `exited with code ${end.exitCode}`
               : 'exited normally';
-        const textOut = `[runtime] ${s.handle} ${why} without replying; this answer is written in its name.${crashed ? '' : ' Check the tools its declaration grants.'}`;
+        const textOut = `sidecar: ${s.handle} ${why} without replying; this answer is written in its name.${crashed ? '' : ' Check the tools its declaration grants.'}`;
         const effect = crashed ? 'escalate' : 'answer';
         plan.drafts.push(messageDraft(opId, thread.id, { handle: s.handle, session: s.id }, textOut, effect, null, true));
         await planRequesterWake(deps, tx, state, thread, plan);

@@ -2,7 +2,11 @@
 import { z } from 'zod';
 import { WorkingCopySchema } from './working-copy.js';
 
-/** Machine-readable warning classes. None of them changes a command's exit code. */
+/**
+ * Machine-readable warning classes. tick_unscheduled, service_not_running and declaration_changed never
+ * change a command's exit code; a trigger that failed after its message was written (step_skipped,
+ * step_unanswered, requester_not_woken) prints the whole receipt and exits TRIGGER_FAILED_EXIT.
+ */
 export const WarningClassSchema = z.enum([
   'step_skipped', // a trigger failed after its message was written: nobody is working on it
   'step_unanswered', // a started step's window ran out unanswered
@@ -117,3 +121,17 @@ export const ThreadViewSchema = z.object({
   messages: z.array(ThreadMessageSchema),
 });
 export type ThreadView = z.infer<typeof ThreadViewSchema>;
+
+/** The classes that mean a trigger failed after its message was durably written. */
+export const TRIGGER_FAILED_CLASSES: readonly WarningClass[] = ['step_skipped', 'step_unanswered', 'requester_not_woken'];
+
+/**
+ * The exit code of a command whose message was written but whose trigger failed: not 0 (something
+ * is not in motion that should be), not 1 (nothing of ours failed), not 2 (something was written).
+ */
+export const TRIGGER_FAILED_EXIT = 3;
+
+/** The exit code a receipt's warnings call for. */
+export function exitCodeOf(warnings: readonly Warning[]): 0 | typeof TRIGGER_FAILED_EXIT {
+  return warnings.some((w) => TRIGGER_FAILED_CLASSES.includes(w.class)) ? TRIGGER_FAILED_EXIT : 0;
+}

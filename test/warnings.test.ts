@@ -1,4 +1,5 @@
-// Warnings ride on receipts and never change the exit code: already_running, declaration_changed, tick_unscheduled;
+// Warnings ride on receipts: declaration_changed and tick_unscheduled leave the exit code alone, a trigger that failed
+// after its message was written (already_running is a step_skipped) exits 3 with the whole receipt;
 // and what a reply-only persona and a workspace outside git look like.
 import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -33,11 +34,11 @@ describe('a second wake while the session’s process lives', () => {
     await ws.cleanup();
   });
 
-  it('posts the message, starts nothing, and warns already_running with exit code 0', async () => {
+  it('posts the message, starts nothing, and warns already_running with exit code 3 (the trigger failed after the write)', async () => {
     const sent = await send(ws, 'busy', 'start working');
     const session = sent.woke.session;
     const r = await ws.nxc(['reply', '--thread', sent.thread, '--json', 'and also this']);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.code, r.stdout + r.stderr).toBe(3);
     expect(r.json).toMatchObject({ posted: true, woke: null, thread: sent.thread });
     expect(r.json.warnings).toEqual([
       expect.objectContaining({ reason: 'already_running', session, thread: sent.thread, role: 'busy', message: expect.any(String) }),

@@ -76,10 +76,9 @@ export function callerFromEnv(env: NodeJS.ProcessEnv): CallerClaim {
 }
 
 /** Runs a command body and turns any failure into its exit code and message (JSON when asked). */
-export async function runCommand(io: Io, json: boolean, body: () => Promise<void>): Promise<number> {
+export async function runCommand(io: Io, json: boolean, body: () => Promise<void | number>): Promise<number> {
   try {
-    await body();
-    return 0;
+    return (await body()) ?? 0;
   } catch (err) {
     const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err));
     if (!isNexusError(err) && io.env['NEXUS_DEBUG']) io.stderr(`${(err as Error).stack ?? String(err)}\n`);

@@ -1,6 +1,6 @@
 // nxc: the chat command. Each verb turns argv into a command of protocol/commands.ts and renders the answer.
 import { NexusError } from '../../protocol/errors.js';
-import type { Warning } from '../../protocol/receipts.js';
+import { exitCodeOf, type Warning } from '../../protocol/receipts.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
@@ -26,6 +26,7 @@ const send: Verb = {
     const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
     if (a.json) printJson(io, receipt);
     else io.stdout(renderReceipt(receipt));
+    return exitCodeOf(receipt.warnings);
   },
 };
 
@@ -49,6 +50,7 @@ const reply: Verb = {
     const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
     if (a.json) printJson(io, receipt);
     else io.stdout(renderReceipt(receipt));
+    return exitCodeOf(receipt.warnings);
   },
 };
 
@@ -97,9 +99,12 @@ const tick: Verb = {
     const base = { warnings: r.serviceWarning ? [r.serviceWarning] : [] };
     const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null);
     const out = { ticked: true, via: r.via, settled: r.result.settled, thread: thread ?? null, warnings };
-    if (a.json) return printJson(io, out);
-    io.stdout(`tick done via ${r.via}: ${r.result.settled} dead turn(s) settled\n`);
-    for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
+    if (a.json) printJson(io, out);
+    else {
+      io.stdout(`tick done via ${r.via}: ${r.result.settled} dead turn(s) settled\n`);
+      for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
+    }
+    return exitCodeOf(warnings);
   },
 };
 

@@ -28,7 +28,8 @@ export type Verb = {
   details?: string;
   /** How many positionals it takes: [min, max]. Default [0, 0]. */
   arity?: readonly [number, number];
-  run: (io: Io, args: Args) => Promise<void>;
+  /** Resolves to the exit code when it is not 0 for a command that did its work (see TRIGGER_FAILED_EXIT). */
+  run: (io: Io, args: Args) => Promise<void | number>;
 };
 
 export type Program = { name: 'nxc' | 'nxs'; summary: string; verbs: readonly Verb[]; footer?: string };
@@ -158,7 +159,7 @@ export async function cliMain(io: Io, program: Program): Promise<number> {
     if (parsed.positionals.length < min || parsed.positionals.length > max) {
       throw new NexusError('USAGE', `usage: ${usageOf(program, verb)}`);
     }
-    await verb.run(io, { values: parsed.values, positionals: parsed.positionals, json: parsed.values['json'] === true });
+    return verb.run(io, { values: parsed.values, positionals: parsed.positionals, json: parsed.values['json'] === true });
   });
 }
 

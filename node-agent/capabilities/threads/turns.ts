@@ -21,6 +21,8 @@ export type PlannedTurn = {
   turn: number;
   reason: TurnReason;
   declarationHash: string;
+  /** The warning class a failed start is reported under: step_skipped for a commission or follow-up, requester_not_woken for a wake. */
+  failureClass: Warning['class'];
 };
 
 export type Plan = { drafts: OpDraft[]; turns: PlannedTurn[]; warnings: Warning[] };
@@ -59,7 +61,7 @@ export async function planTurn(
   session: SessionState,
   reason: TurnReason,
   plan: Plan,
-  alreadyRunningClass: Warning['class'],
+  failureClass: 'step_skipped' | 'requester_not_woken',
 ): Promise<void> {
   if (!session.handle.startsWith(`${deps.workspace.short}/`)) {
     // A session of another workspace, known here through sync: only its own node may start it.
@@ -75,7 +77,7 @@ export async function planTurn(
   }
   if (session.in_turn || plan.turns.some((t) => t.session.id === session.id)) {
     plan.warnings.push({
-      class: alreadyRunningClass,
+      class: failureClass,
       reason: 'already_running',
       session: session.id,
       thread: session.thread,
@@ -90,7 +92,7 @@ export async function planTurn(
   } catch (err) {
     if (!(err instanceof NexusError)) throw err;
     plan.warnings.push({
-      class: 'step_skipped',
+      class: failureClass,
       reason: 'persona_invalid',
       role: session.role,
       session: session.id,
@@ -101,7 +103,7 @@ export async function planTurn(
   }
   if (persona === null) {
     plan.warnings.push({
-      class: 'step_skipped',
+      class: failureClass,
       reason: 'persona_missing',
       role: session.role,
       session: session.id,
@@ -128,7 +130,7 @@ export async function planTurn(
     kind: 'session.turn_started',
     body: { role: session.role, turn, reason, declaration_hash: persona.hash },
   });
-  plan.turns.push({ session, operation: state.id, turn, reason, declarationHash: persona.hash });
+  plan.turns.push({ session, operation: state.id, turn, reason, declarationHash: persona.hash, failureClass });
 }
 
 /**
@@ -164,7 +166,7 @@ export async function startTurns(deps: EngineDeps, turns: PlannedTurn[], warning
       });
     } else {
       warnings.push({
-        class: 'step_skipped',
+        class: t.failureClass,
         reason: 'start_failed',
         role: t.session.role,
         session: t.session.id,

@@ -20,6 +20,8 @@ export type EngineDeps = {
   projections: readonly Projection[];
   /** Starts one session turn's process; returns its pids. */
   launch: (turn: TurnLaunch) => Promise<LaunchResult>;
+  /** The environment a newly commissioned session starts from (NXC_* removed); later turns reuse the one recorded in its spec. */
+  baseEnv: () => Record<string, string>;
   /** Whether a local process is still alive. */
   alive: (pid: number) => boolean;
   readWorkingCopy: (dir: string) => Promise<WorkingCopy | null>;

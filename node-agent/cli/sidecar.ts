@@ -19,15 +19,29 @@ function report(line: object): void {
   }
 }
 
+/** How long a sidecar keeps trying to report its turn's end before leaving it to the node's ticker. */
+const SETTLE_GIVE_UP_MS = 5 * 60_000;
+
+/**
+ * Reports the turn's end, retrying any failure with backoff and jitter: a store held by a slow
+ * command, a node restarting, a transient store error. Each failure is logged (this process's stderr
+ * is the turn's sidecar log). If it never gets through, it exits and the node's ticker (or the next
+ * command) settles the turn, since this pid is then gone.
+ */
 async function settle(specDir: string, end: { session: string; turn: number; exitCode: number | null; signal: string | null; timedOut: boolean }, workspaceDir: string) {
   const ws = findWorkspace(workspaceDir, { NXC_WORKSPACE_DIR: workspaceDir });
+  const started = Date.now();
   for (let attempt = 1; ; attempt++) {
     try {
       const { result, via } = await routed(ws, (run) => run('turns.finish', end), process.env);
       writeFileSync(doneMarker(specDir, end.turn), JSON.stringify({ ...end, ...result, via, at: new Date().toISOString() }) + '\n');
       return;
     } catch (err) {
-      if (!(err instanceof NexusError && err.code === 'STORE_BUSY') || attempt >= 10) throw err;
+      const code = err instanceof NexusError ? err.code : 'INTERNAL';
+      process.stderr.write(`${new Date().toISOString()} sidecar: reporting the end of turn ${end.turn} failed (attempt ${attempt}, ${code}): ${err instanceof Error ? err.message : String(err)}\n`);
+      if (Date.now() - started > SETTLE_GIVE_UP_MS) throw err;
+      const backoff = Math.min(30_000, 250 * 2 ** Math.min(attempt, 7));
+      await new Promise((r) => setTimeout(r, backoff / 2 + Math.random() * (backoff / 2)));
     }
   }
 }
@@ -40,7 +54,7 @@ async function main(): Promise<void> {
   const prompt = readFileSync(spec.prompt_file, 'utf8');
   const transcript = openSync(spec.transcript_file, 'a', 0o600);
   const [command, ...args] = spec.declaration.command;
-  const base = baseEnvironment(process.env);
+  const base = spec.base_env ?? baseEnvironment(process.env);
   // Sessions reach `nxc` through PATH, so the installed package's bin comes first.
   const env = { ...base, ...spec.env, PATH: [join(packageRoot(), 'bin'), base['PATH'] ?? ''].join(delimiter) };
   const child = spawn(command!, args, { cwd: spec.workspace_dir, env, stdio: ['pipe', transcript, transcript], detached: true });

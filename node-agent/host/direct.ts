@@ -8,7 +8,7 @@ import { threadHandlers } from '../capabilities/threads/commands.js';
 import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
-import { launchTurn, processAlive } from '../adapters/sessions/index.js';
+import { baseEnvironment, launchTurn, processAlive } from '../adapters/sessions/index.js';
 import { openStore } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { invoke, type Handlers } from '../kernel/index.js';
@@ -33,6 +33,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     now: () => new Date(),
     projections: PROJECTIONS,
     launch: launchTurn,
+    baseEnv: () => baseEnvironment(process.env),
     alive: processAlive,
     readWorkingCopy,
     loadPersona,

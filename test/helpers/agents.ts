@@ -89,6 +89,11 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
       if (turn === 1) await nxc(['send', arg, '--subject', 's', 'sub']);
       else await nxc(['reply', '--thread', thread, 'got it']);
       return 0;
+    case 'env-wait':
+      // Commission `arg`, then on the next turn answer with the environment it was started with.
+      if (turn === 1) await nxc(['send', arg, '--subject', 's', 'sub']);
+      else await nxc(['reply', '--thread', thread, `MARK=${env['MARK'] ?? ''}`]);
+      return 0;
     case 'try-send':
       await nxc(['send', arg || 'coder', '--subject', 's', 'may I?']);
       await nxc(['reply', '--thread', thread, 'replied']);

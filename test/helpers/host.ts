@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Workspace } from '../../node-agent/adapters/workspace/index.js';
 import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
-import { doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '../../node-agent/adapters/sessions/index.js';
+import { baseEnvironment, doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '../../node-agent/adapters/sessions/index.js';
 import { writeSpec } from '../../node-agent/adapters/sessions/spec.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import { hostFor, realDeps, type Host } from '../../node-agent/host/index.js';
@@ -47,6 +47,8 @@ export class InProcessWorkspace {
   private readonly running = new Map<number, Running>();
   private settling = 0;
   private closing = false;
+  /** The environment of the command being served: a session commissioned now starts from it. */
+  private commandEnv: NodeJS.ProcessEnv = {};
   private watch: NodeJS.Timeout | null = null;
 
   constructor(
@@ -66,6 +68,7 @@ export class InProcessWorkspace {
           realDeps(this.workspace, this.store.db, {
             now: this.clock.now,
             launch: (t) => this.launch(t),
+            baseEnv: () => baseEnvironment(this.commandEnv),
             alive: (pid) => this.running.has(pid),
           }),
         );
@@ -85,7 +88,11 @@ export class InProcessWorkspace {
   readonly route: Router = async (ws, fn, env) => {
     const paths = nodePaths(env['NEXUS_HOME'] ? env['NEXUS_HOME'] : undefined);
     const unserved = isRegistered(paths, ws.id) && runningNode(paths) === null;
-    return { result: await this.serve((h) => fn(h.run)), via: 'direct', serviceWarning: unserved ? SERVICE_NOT_RUNNING : null };
+    const result = await this.serve((h) => {
+      this.commandEnv = env;
+      return fn(h.run);
+    });
+    return { result, via: 'direct', serviceWarning: unserved ? SERVICE_NOT_RUNNING : null };
   };
 
   /** Runs `nxc` or `nxs` in this process, as a person at a terminal (or a session) would. */
@@ -145,7 +152,7 @@ export class InProcessWorkspace {
   }
 
   private async runTurn(entry: Running, spec: TurnLaunch['spec'], prompt: string, script: { mode: string; arg: string }): Promise<void> {
-    const sessionEnv = { ...this.env, ...spec.env };
+    const sessionEnv = { ...(spec.base_env ?? this.env), ...spec.env };
     const sleep = (ms: number) =>
       new Promise<void>((resolve, reject) => {
         if (entry.stop.signal.aborted) return reject(entry.stop.signal.reason);

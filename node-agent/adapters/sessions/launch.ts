@@ -45,7 +45,7 @@ export async function launchTurn(launch: TurnLaunch): Promise<LaunchResult> {
       cwd: spec.workspace_dir,
       detached: true,
       stdio: ['ignore', 'pipe', logFd],
-      env: baseEnvironment(),
+      env: spec.base_env ?? baseEnvironment(),
     });
   } finally {
     closeSync(logFd);

@@ -31,6 +31,12 @@ export const SessionSpecSchema = z.object({
   allowed_tools: z.array(z.string()).nullable(),
   reply_only: z.boolean(),
   env: z.record(z.string(), z.string()),
+  /**
+   * The environment the session's processes start from (NXC_* removed), taken once when the session was
+   * commissioned and reused for every later turn: a turn started because somebody else's command noticed
+   * an answer must not inherit that somebody's shell.
+   */
+  base_env: z.record(z.string(), z.string()).optional(),
   prompt_file: z.string(),
   transcript_file: z.string(),
   written_at: z.string(),

@@ -25,6 +25,9 @@ export function replyOf(core: EngineCore) {
     await reap();
     const result = await db.transaction(async (tx) => {
       const caller = await resolveCaller(deps, tx, input.caller);
+      if (caller.replyOnly && caller.session !== null && input.thread !== caller.session.thread) {
+        throw new NexusError('REPLY_ONLY', `${caller.handle} is declared with tools: [] and may reply only in its own thread (${caller.session.thread})`);
+      }
       const opId = await operationOfThread(tx, input.thread);
       if (opId === null) throw new NexusError('UNKNOWN_THREAD', `no thread ${input.thread} in this workspace`);
       const state = await loadOperation(tx, opId);

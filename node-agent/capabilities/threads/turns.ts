@@ -8,7 +8,7 @@ import { newMessageId } from '../../../protocol/ids.js';
 import { type Exec, type OpDraft } from '../../kernel/index.js';
 import { lastDeclaration, threadOps } from './operations.js';
 import { openSubRounds, type OperationState, type SessionState, type ThreadState } from './fold.js';
-import { buildPrompt, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
+import { buildPrompt, readSpec, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
 
@@ -189,8 +189,11 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
   if (persona === null || persona.hash !== t.declarationHash) {
     error = 'its declaration changed or vanished while the command ran';
   } else {
-    const replyOnly = Array.isArray(persona.tools) && persona.tools.length === 0 && persona.permissions !== 'bypassPermissions';
-    const allowed = persona.tools === undefined ? null : persona.tools.length === 0 ? [REPLY_ONLY_TOOL] : persona.tools;
+    // One truth for the engine and the runtime: bypassPermissions approves everything, whatever tools: says.
+    const bypass = persona.permissions === 'bypassPermissions';
+    const replyOnly = Array.isArray(persona.tools) && persona.tools.length === 0 && !bypass;
+    const allowed = persona.tools === undefined || bypass ? null : persona.tools.length === 0 ? [REPLY_ONLY_TOOL] : persona.tools;
+    const baseEnv = readSpec(dir)?.base_env ?? deps.baseEnv();
     const prompt = await composePrompt(deps, t, persona.system_prompt, replyOnly);
     const env: Record<string, string> = {
       NXC_SESSION: s.id,
@@ -227,6 +230,7 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
       allowed_tools: allowed,
       reply_only: replyOnly,
       env,
+      base_env: baseEnv,
       prompt_file: `${dir}/turn-${t.turn}.prompt`,
       transcript_file: `${dir}/turn-${t.turn}.log`,
       written_at: deps.now().toISOString(),

@@ -1,0 +1,71 @@
+// The pid-owned lock: a holder is alive as long as its process runs, however late it is, and a dead
+// holder's lock is taken at the next attempt. Nothing here waits for a rule's duration.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { acquireLock, processStartTime, readLockOwner } from '../infra/index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'nexus-locks-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) c.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const busy = () => Object.assign(new Error('busy'), { code: 'STORE_BUSY' });
+
+/** A lock folder written as if `pid` (started at `start`) held it since long ago. */
+function forge(lock: string, pid: number, start: number | null): void {
+  mkdirSync(lock, { recursive: true });
+  writeFileSync(join(lock, 'owner.json'), JSON.stringify({ pid, start, host: hostname(), since: '2020-01-01T00:00:00Z', purpose: 'a test' }));
+  const old = new Date(Date.now() - 3_600_000);
+  utimesSync(lock, old, old);
+  utimesSync(join(lock, 'owner.json'), old, old);
+}
+
+describe('the pid-owned lock', () => {
+  it('a live holder keeps the lock however long since it last did anything (a starved process is not a dead one)', async () => {
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    children.push(child);
+    await new Promise((r) => child.once('spawn', r));
+    child.kill('SIGSTOP'); // as starved as a process gets
+    const lock = join(dir, 'starved.lock');
+    forge(lock, child.pid!, processStartTime(child.pid!));
+    await expect(acquireLock(lock, { waitMs: 300, purpose: 'a contender', busy })).rejects.toMatchObject({ code: 'STORE_BUSY' });
+    expect(readLockOwner(lock)?.pid).toBe(child.pid);
+    child.kill('SIGKILL');
+  });
+
+  it('a holder whose process is gone loses the lock at once', async () => {
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    const pid = child.pid!;
+    await new Promise((r) => child.once('exit', r));
+    const lock = join(dir, 'dead.lock');
+    forge(lock, pid, 12345);
+    const release = await acquireLock(lock, { waitMs: 0, purpose: 'the new holder', busy });
+    expect(readLockOwner(lock)?.pid).toBe(process.pid);
+    release();
+  });
+
+  it('a pid reused by a later process is not the holder (its start time differs)', async () => {
+    const lock = join(dir, 'reused.lock');
+    // Our own pid, but a start time it never had: whoever wrote this is gone.
+    forge(lock, process.pid, (processStartTime(process.pid) ?? 0) + 1);
+    const release = await acquireLock(lock, { waitMs: 0, purpose: 'the new holder', busy });
+    expect(readLockOwner(lock)?.since).not.toBe('2020-01-01T00:00:00Z');
+    release();
+  });
+
+  it('says who holds it after a second of waiting, and refuses early when asked to', async () => {
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    children.push(child);
+    await new Promise((r) => child.once('spawn', r));
+    const lock = join(dir, 'node.lock');
+    forge(lock, child.pid!, processStartTime(child.pid!));
+    const early = await acquireLock(lock, { waitMs: 10_000, purpose: 'x', busy, refuseEarly: (o) => (o.purpose === 'a test' ? new Error(`held by ${o.pid}`) : null) }).catch((e: Error) => e);
+    expect(String(early)).toContain(`held by ${child.pid}`);
+    child.kill('SIGKILL');
+  });
+});

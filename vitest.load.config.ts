@@ -1,0 +1,12 @@
+// `npm run test:load`: the core scenarios (send, reply, escalation, a 32-deep chain, refusals) with
+// CPU-burning processes beside them. No reply may be lost and no command may fail with STORE_BUSY.
+import { defineConfig } from 'vitest/config';
+import base from './vitest.config.js';
+
+export default defineConfig({
+  test: {
+    ...base.test,
+    include: ['test/chat-basics.test.ts', 'test/escalation.test.ts', 'test/depth.test.ts', 'test/refusals.test.ts', 'test/core-defects.test.ts', 'test/locks.test.ts'],
+    globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/cpu-burn.ts'],
+  },
+});

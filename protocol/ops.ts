@@ -124,7 +124,9 @@ export const KeyRotatedSchema = z.object({
  */
 export const CommissionRejectedSchema = z.object({
   kind: z.literal('commission.rejected'),
-  body: z.object({ code: z.string(), message: z.string() }),
+  // A code in the shape of protocol/errors.ts codes, not the closed list itself: a newer receiver's
+  // code must still reach an older asker instead of being refused as a bad body.
+  body: z.object({ code: z.string().regex(/^[A-Z][A-Z0-9_]{1,63}$/), message: z.string().max(4096) }),
 });
 
 /** The kind-specific part of an op. One union, parsed once at every edge. */

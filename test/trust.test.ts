@@ -1,5 +1,5 @@
 // `nxs sync trust add | list | remove` through the real CLI: which workspaces' stamped commissions a workspace admits.
-import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
@@ -163,6 +163,20 @@ describe('nxs sync trust', () => {
       const r = await me.nxs(['sync', ...args, '--json']);
       expect(r.code, args.join(' ')).toBe(2);
       expect(r.json.error.code).toBe('USAGE');
+    }
+  });
+
+  it('a trust.json that is not JSON is CONFIG_INVALID (exit 1), not a store failure', async () => {
+    const file = trustFile(me);
+    const before = existsSync(file) ? readFileSync(file, 'utf8') : null;
+    writeFileSync(file, '{ not json');
+    try {
+      const r = await me.nxs(['sync', 'trust', 'list', '--json']);
+      expect(r.code).toBe(1);
+      expect(r.json.error.code).toBe('CONFIG_INVALID');
+    } finally {
+      if (before === null) rmSync(file, { force: true });
+      else writeFileSync(file, before);
     }
   });
 

@@ -3,13 +3,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { acquireLockSync, describeOwner, writeFileAtomic } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 
-/** Reads and parses a JSON file; `null` when it does not exist. Throws STORE_FAILED when unreadable or not JSON. */
+/** Reads and parses a JSON file; `null` when it does not exist. Throws CONFIG_INVALID when unreadable or not JSON. */
 export function readJsonFile(file: string): unknown {
   if (!existsSync(file)) return null;
   try {
     return JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    throw new NexusError('STORE_FAILED', `${file} is not readable JSON; fix it or move it away`);
+  } catch (err) {
+    throw new NexusError('CONFIG_INVALID', `${file} is not readable JSON; fix it or move it away`, undefined, { cause: err });
   }
 }
 

@@ -4,7 +4,7 @@
 //   BENCH_RELAY_DATA       PGlite data folder, or
 //   BENCH_RELAY_DB_URL     PostgreSQL URL (+ BENCH_RELAY_DB_SCHEMA, a schema of its own)
 //   BENCH_RELAY_OPERATOR   the operator token to use
-import { startRelay, stderrLog } from '../server/index.js';
+import { createLogger, startRelay } from '../server/index.js';
 
 async function main(): Promise<void> {
   const dataDir = process.env['BENCH_RELAY_DATA'];
@@ -14,7 +14,8 @@ async function main(): Promise<void> {
   const relay = await startRelay({
     ...(dataDir !== undefined ? { dataDir } : { databaseUrl: databaseUrl!, ...(schema === undefined ? {} : { databaseSchema: schema }) }),
     ...(operatorToken === undefined ? {} : { operatorToken }),
-    log: stderrLog(),
+    // Warnings and errors only: a line per connection would be noise in the bench's output.
+    log: createLogger({ component: 'relay', level: 'warn' }),
   });
   let stopping = false;
   const stop = async () => {

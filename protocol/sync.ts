@@ -207,8 +207,8 @@ export type FromRelay = z.infer<typeof FromRelaySchema>;
 
 // ---- HTTP
 
-/** `GET /v1/info`. */
-export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema });
+/** `GET /v1/info`. `version` is the relay's package version (relays before it did not send one). */
+export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema, version: z.string().optional() });
 /** `POST /v1/streams` body. */
 export const CreateStreamRequestSchema = z.object({ name: StreamName });
 /** `POST /v1/streams` answer: the stream token is shown this once. */

@@ -2,7 +2,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { ERROR_TABLE, isNexusError, NexusError, type ErrorCode } from '../protocol/errors.js';
 import { CreateStreamResponseSchema, StreamName } from '../protocol/sync.js';
-import { stderrLog } from './log.js';
+import { createLogger, parseLogLevel, type LogLevel } from '../infra/index.js';
 import { defaultRelayDataDir } from './paths.js';
 import { startRelay } from './relay.js';
 
@@ -17,9 +17,11 @@ export type RelayIo = {
 
 const HELP = `nxs relay: run a relay, and make streams on it
 
-  nxs relay serve [--host H] [--port P] [--data-dir DIR] [--database-url URL] [--verbose] [--json]
+  nxs relay serve [--host H] [--port P] [--data-dir DIR] [--database-url URL] [--log-level L] [--verbose] [--json]
       serve until SIGINT/SIGTERM. PGlite in DIR (default $NEXUS_HOME/relay), or PostgreSQL at URL
       (or $DATABASE_URL). The operator token is $NEXUS_RELAY_TOKEN, or made on first start and shown once.
+      Logs are JSON lines on stderr at --log-level (debug|info|warn|error; default $NEXUS_LOG_LEVEL, else
+      info; --verbose is debug). The banner goes to stderr; --json prints one JSON object on stdout instead.
   nxs relay stream create NAME --relay URL [--token T] [--json]
       create a stream; prints its token (shown once). The operator token is --token or $NEXUS_RELAY_TOKEN.
 `;
@@ -54,6 +56,7 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
     'data-dir': { type: 'string' },
     'database-url': { type: 'string' },
     verbose: { type: 'boolean' },
+    'log-level': { type: 'string' },
     json: { type: 'boolean' },
   });
   if (positionals.length > 0) throw new NexusError('USAGE', `unexpected argument "${positionals[0]}"\n${HELP}`);
@@ -65,10 +68,17 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
   const databaseUrl = values['database-url'] ?? (values['data-dir'] === undefined ? io.env['DATABASE_URL'] || undefined : undefined);
   const dataDir = databaseUrl === undefined ? (values['data-dir'] ?? defaultRelayDataDir(io.env)) : undefined;
   const token = io.env['NEXUS_RELAY_TOKEN'] || undefined;
+  let level: LogLevel | undefined = values.verbose ? 'debug' : undefined;
+  if (values['log-level'] !== undefined) {
+    const parsed = parseLogLevel(values['log-level']);
+    if (parsed === null) throw new NexusError('USAGE', `--log-level ${values['log-level']} is not one of debug, info, warn, error`);
+    level = parsed;
+  }
+  const log = createLogger({ component: 'relay', env: io.env, sink: io.stderr, ...(level === undefined ? {} : { level }) });
   const relay = await startRelay({
     host: values.host ?? '127.0.0.1',
     port,
-    log: stderrLog(values.verbose ?? false),
+    log,
     ...(dataDir === undefined ? { databaseUrl: databaseUrl! } : { dataDir }),
     ...(token === undefined ? {} : { operatorToken: token }),
   });
@@ -76,9 +86,10 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
     if (values.json) {
       io.stdout(JSON.stringify({ url: relay.url, storage: relay.storage, data_dir: dataDir ?? null, operator_token: relay.operatorToken ?? null }) + '\n');
     } else {
-      io.stdout(`relay listening on ${relay.url} (${relay.storage}${dataDir === undefined ? '' : ` in ${dataDir}`})\n`);
+      // The banner is for a person at a terminal; stdout stays free for --json. The token is never a log line.
+      io.stderr(`relay listening on ${relay.url} (${relay.storage}${dataDir === undefined ? '' : ` in ${dataDir}`})\n`);
       if (relay.operatorToken !== undefined) {
-        io.stdout(`operator token (shown this once; stored hashed): ${relay.operatorToken}\n`);
+        io.stderr(`operator token (shown this once; stored hashed): ${relay.operatorToken}\n`);
       }
     }
     await (io.untilStopped ?? untilSignal)();

@@ -14,14 +14,14 @@ import {
   type PushSchema,
   type SyncErrorCode,
 } from '../protocol/sync.js';
+import type { Logger } from '../infra/index.js';
 import type { FeedConsumer, Hub, StreamFeed } from './hub.js';
-import type { RelayLog } from './log.js';
 import type { ConnectionGauge, RelayMetrics } from './metrics.js';
 import type { StoredOp, StreamStore } from './storage/index.js';
 import { tokenMatches } from './tokens.js';
 
 /** What every connection shares. */
-export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; metrics: RelayMetrics; log: RelayLog };
+export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; metrics: RelayMetrics; log: Logger };
 
 /** Frames read ahead of the one being handled before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 4;
@@ -69,19 +69,29 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private queued = 0;
   private readonly pinger: NodeJS.Timeout;
   private pongDeadline: NodeJS.Timeout | undefined;
+  /** This connection's lines: `conn` and the peer's address, then `stream` and `node` once known. */
+  private log: Logger;
+  private readonly opened = Date.now();
 
   constructor(
     private readonly ws: WebSocket,
     readonly id: number,
     private readonly deps: ConnectionDeps,
+    remote?: string,
   ) {
+    this.log = deps.log.child({ conn: id, ...(remote === undefined ? {} : { remote }) });
     ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
-    ws.on('close', () => this.shutdown());
+    ws.on('close', (code, reason) => {
+      this.log.info('node disconnected', { code, reason: reason.toString(), sent_seq: this.cursor, open_ms: Date.now() - this.opened });
+      this.shutdown();
+    });
     ws.on('error', (err: Error & { code?: string }) => {
       // ws has already closed the socket (1009 past its hard payload cap, 1007 for bad UTF-8, ...).
       const code = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'FRAME_TOO_LARGE' : 'BAD_FRAME';
-      if (this.state !== 'closed') deps.metrics.rejected(code);
-      deps.log('debug', 'socket error', { conn: id, error: err.message });
+      if (this.state !== 'closed') {
+        deps.metrics.rejected(code);
+        this.log.warn('sync connection refused', { code, message: err.message });
+      }
       this.shutdown();
     });
     this.pinger = setInterval(() => this.ping(), deps.limits.ping_interval_ms);
@@ -176,7 +186,8 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     this.cursor = h.since;
     this.welcomeHead = row.head;
     this.send({ type: 'welcome', protocol: SYNC_PROTOCOL, stream: row.name, head: row.head, limits: this.deps.limits });
-    this.deps.log('info', 'node connected', { conn: this.id, stream: row.name, node: h.node, since: h.since, head: row.head });
+    this.log = this.log.child({ stream: row.name, node: h.node });
+    this.log.info('node connected', { since: h.since, head: row.head });
     this.wake();
   }
 
@@ -273,7 +284,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
 
   private internal(err: unknown): void {
     if (this.state === 'closed') return; // the relay is closing under it, or the socket went first
-    this.deps.log('error', 'sync connection failed', { conn: this.id, stream: this.stream, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    this.log.error('sync connection failed', { error: err });
     this.fail('INTERNAL', 'the relay failed; try again');
   }
 
@@ -281,7 +292,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private fail(code: SyncErrorCode, message: string, resumeFrom?: number): void {
     if (this.state === 'closed') return;
     this.deps.metrics.rejected(code);
-    this.deps.log(code === 'INTERNAL' ? 'warn' : 'debug', 'sync connection refused', { conn: this.id, code, message });
+    this.log.warn('sync connection refused', { code, message, ...(resumeFrom === undefined ? {} : { resume_from: resumeFrom }) });
     this.send(resumeFrom === undefined ? { type: 'error', code, message } : { type: 'error', code, message, resume_from: resumeFrom });
     if (this.ws.readyState === OPEN) this.ws.close(syncCloseCode(code), code);
     this.shutdown();

@@ -3,7 +3,7 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { ERROR_TABLE, type ErrorCode } from '../protocol/errors.js';
 import { CreateStreamRequestSchema, SYNC_PATH, SYNC_PROTOCOL, type Limits } from '../protocol/sync.js';
-import type { RelayLog } from './log.js';
+import type { Logger } from '../infra/index.js';
 import type { RelayMetrics } from './metrics.js';
 import type { StreamStore } from './storage/index.js';
 import { hashToken, newToken } from './tokens.js';
@@ -13,9 +13,11 @@ export type HttpDeps = {
   store: StreamStore;
   metrics: RelayMetrics;
   limits: Limits;
-  log: RelayLog;
+  log: Logger;
   /** Whether a bearer token is the operator's. */
   isOperator: (token: string) => boolean;
+  /** The package version, in /v1/info. */
+  version: string;
 };
 
 /** How long `/readyz` waits for storage. */
@@ -57,7 +59,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
     return c.text(deps.metrics.render(heads), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 
-  app.get('/v1/info', (c) => c.json({ protocol: SYNC_PROTOCOL, sync_path: SYNC_PATH, limits: deps.limits }));
+  app.get('/v1/info', (c) => c.json({ protocol: SYNC_PROTOCOL, sync_path: SYNC_PATH, limits: deps.limits, version: deps.version }));
 
   app.post(
     '/v1/streams',
@@ -82,14 +84,14 @@ export function createHttpApp(deps: HttpDeps): Hono {
       if (!(await deps.store.createStream(parsed.data.name, hashToken(token)))) {
         return fail(c, 'STREAM_EXISTS', `a stream named ${parsed.data.name} exists`);
       }
-      deps.log('info', 'stream created', { stream: parsed.data.name });
+      deps.log.info('stream created', { stream: parsed.data.name });
       return c.json({ name: parsed.data.name, token });
     },
   );
 
   app.notFound((c) => c.json({ ok: false, error: { code: 'BAD_REQUEST', message: `no route ${c.req.method} ${c.req.path}` } }, 404));
   app.onError((err, c) => {
-    deps.log('error', 'http handler failed', { path: c.req.path, error: err.stack ?? err.message });
+    deps.log.error('http handler failed', { method: c.req.method, path: c.req.path, error: err });
     return fail(c, 'INTERNAL', 'the relay failed; try again');
   });
   return app;

@@ -1,5 +1,5 @@
 // Live fan-out: one feed per stream with connections, reading each commit once and waking its consumers.
-import type { RelayLog } from './log.js';
+import type { Logger } from '../infra/index.js';
 import type { StoredOp, StreamStore } from './storage/index.js';
 
 /** A consumer of a feed: told to look again whenever the feed's head moves. */
@@ -31,7 +31,7 @@ export class StreamFeed {
     readonly stream: string,
     private readonly store: StreamStore,
     private readonly limits: FeedLimits,
-    private readonly log: RelayLog,
+    private readonly log: Logger,
   ) {
     this.unsubscribe = store.subscribe(stream, (head) => this.notice(head));
   }
@@ -94,7 +94,7 @@ export class StreamFeed {
         }
       } while (this.again && !this.closed);
     } catch (err) {
-      if (!this.closed) this.log('error', 'feed read failed', { stream: this.stream, error: String(err) });
+      if (!this.closed) this.log.error('feed read failed', { stream: this.stream, error: err });
     } finally {
       this.filling = false;
     }
@@ -118,7 +118,7 @@ export class Hub {
   constructor(
     private readonly store: StreamStore,
     private readonly limits: FeedLimits,
-    private readonly log: RelayLog,
+    private readonly log: Logger,
   ) {}
 
   /** Adds a consumer to the stream's feed (made on first use). Join before reading the head, so no commit slips between. */

@@ -20,6 +20,9 @@ export class RelayMetrics {
   private readonly live = new Set<ConnectionGauge>();
   private accepted = 0;
 
+  /** `version` is the package version, shown as `nexus_build_info{version}`. */
+  constructor(private readonly version: string) {}
+
   connected(conn: ConnectionGauge): void {
     this.live.add(conn);
     this.accepted += 1;
@@ -53,6 +56,7 @@ export class RelayMetrics {
       for (const [labels, value] of rows) out.push(`${name}${labels} ${value}`);
     };
     const byStream = (m: Map<string, number>) => [...m].map(([s, v]): [string, number] => [`{stream="${label(s)}"}`, v]);
+    family('nexus_build_info', 'gauge', 'The running relay: always 1, its version as a label.', [[`{version="${label(this.version)}"}`, 1]]);
     family('nexus_relay_connections', 'gauge', 'Open sync connections.', [['', this.live.size]]);
     family('nexus_relay_connections_accepted_total', 'counter', 'Sync connections accepted.', [['', this.accepted]]);
     family('nexus_relay_ops_in_total', 'counter', 'Ops stored from pushes.', byStream(this.opsIn));

@@ -1,15 +1,17 @@
 // The relay end to end: a real relay on port 0 (PGlite; PostgreSQL for two instances), real ws clients, its HTTP side and CLI.
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId, newThreadId } from '../protocol/ids.js';
-import { rawElements, rawMember, SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl, type Limits, type SyncErrorCode } from '../protocol/sync.js';
-import { main, openPgliteStore, silentLog, startRelay, type Relay, type RelayLog } from '../server/index.js';
+import { rawElements, rawMember, RelayInfoSchema, SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl, type Limits, type SyncErrorCode } from '../protocol/sync.js';
+import { createLogger, main, openPgliteStore, silentLog, startRelay, type Relay } from '../server/index.js';
 
 type Frame = { type: string; [k: string]: unknown };
+const REPO_ROOT = join(fileURLToPath(import.meta.url), '..', '..');
 const WORKSPACE = 'abcdefghijklmnopqrstuvwxyz';
 
 /** A valid wire op; `extra` overrides fields. */
@@ -115,8 +117,10 @@ async function metric(base: string, line: string): Promise<number> {
 }
 
 const LIMITS: Partial<Limits> = { max_ops_per_push: 50, send_buffer_bytes: 64 * 1024, slow_consumer_ms: 300, ping_interval_ms: 500, ping_timeout_ms: 3_000 };
-const errors: string[] = [];
-const log: RelayLog = (level, message, fields) => void (level === 'error' && errors.push(`${message} ${JSON.stringify(fields)}`));
+/** Every line the relay logged, parsed: the relay's own JSON lines, as an operator's collector would read them. */
+const logged: Array<Record<string, unknown>> = [];
+const log = createLogger({ component: 'relay', level: 'debug', env: {}, sink: (line) => void logged.push(JSON.parse(line) as Record<string, unknown>) });
+const errorLines = () => logged.filter((r) => r['level'] === 'error');
 const dirs: string[] = [];
 let template = '';
 let relay: Relay;
@@ -138,7 +142,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await relay?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  expect(errors).toEqual([]);
+  expect(errorLines()).toEqual([]);
 });
 
 describe('a relay on PGlite', () => {
@@ -150,6 +154,33 @@ describe('a relay on PGlite', () => {
     const info = (await (await fetch(`${url}/v1/info`)).json()) as { protocol: number; limits: Limits };
     expect(info.protocol).toBe(SYNC_PROTOCOL);
     expect(info.limits).toMatchObject({ ...LIMITS, max_frame_bytes: 1024 * 1024, page_size: 500 });
+  });
+
+  it('reports its package version in /v1/info and as nexus_build_info', async () => {
+    const { version } = JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string };
+    const info = RelayInfoSchema.parse(await (await fetch(`${url}/v1/info`)).json());
+    expect(info.version).toBe(version);
+    expect(await metric(url, `nexus_build_info{version="${version}"}`)).toBe(1);
+  });
+
+  it('logs connects, disconnects with their close code, and refusals with their code, as JSON lines', async () => {
+    const token = await createStream(url, operator, 'logged');
+    const node = await TestNode.open(url);
+    await node.hello('logged', token);
+    await node.expect('caught_up');
+    node.ws.close(1000, 'bye');
+    await node.closed;
+    const intruder = await TestNode.open(url);
+    intruder.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'logged', token: 'not-the-token', node: 'intruder', since: 0 });
+    await intruder.refused('UNAUTHORIZED');
+    await expect.poll(() => logged.filter((r) => r['msg'] === 'node disconnected' && r['code'] === SYNC_ERROR_TABLE.UNAUTHORIZED.close).length).toBe(1);
+    const connected = logged.find((r) => r['msg'] === 'node connected' && r['stream'] === 'logged')!;
+    expect(connected).toMatchObject({ level: 'info', component: 'relay', node: 'test-node', since: 0, head: 0, conn: expect.any(Number), ts: expect.any(String) });
+    const mine = logged.filter((r) => r['conn'] === connected['conn']);
+    expect(mine.at(-1)).toMatchObject({ level: 'info', msg: 'node disconnected', code: 1000, reason: 'bye', stream: 'logged', node: 'test-node' });
+    const refused = logged.find((r) => r['msg'] === 'sync connection refused' && r['code'] === 'UNAUTHORIZED');
+    expect(refused).toMatchObject({ level: 'warn', component: 'relay' });
+    expect(JSON.stringify(logged)).not.toContain(token);
   });
 
   it('creates streams only for the operator, once, with a valid name', async () => {
@@ -300,12 +331,17 @@ describe('nxs relay (the CLI)', () => {
       let out = '';
       let stop!: () => void;
       const stopped = new Promise<void>((r) => (stop = r));
-      const done = main(['relay', 'serve', '--port', '0', '--data-dir', dir, '--json'], { env: {}, stdout: (s) => (out += s), stderr: () => undefined, untilStopped: () => stopped });
+      let err = '';
+      const done = main(['relay', 'serve', '--port', '0', '--data-dir', dir, '--json'], { env: {}, stdout: (s) => (out += s), stderr: (s) => (err += s), untilStopped: () => stopped });
       await expect.poll(() => out, { timeout: 60_000 }).toContain('\n');
-      return { info: JSON.parse(out) as { url: string; operator_token: string | null }, stop: async () => (stop(), done) };
+      return { info: JSON.parse(out) as { url: string; operator_token: string | null }, stop: async () => (stop(), done), stderr: () => err };
     };
     const first = await serve();
     expect(first.info.operator_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    // stderr carries the relay's JSON log lines, never the operator token.
+    const lines = first.stderr().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toContainEqual(expect.objectContaining({ level: 'info', component: 'relay', msg: 'relay listening', url: first.info.url, storage: 'pglite' }));
+    expect(first.stderr()).not.toContain(first.info.operator_token!);
     const run = async (...argv: string[]) => {
       let out = '';
       const code = await main(argv, { env: { NEXUS_RELAY_TOKEN: first.info.operator_token! }, stdout: (s) => (out += s), stderr: (s) => (out += s) });

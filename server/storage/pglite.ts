@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { NexusError } from '../../protocol/errors.js';
-import type { RelayLog } from '../log.js';
+import type { Logger } from '../../infra/index.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
 import { CommitEmitter, migrate, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
@@ -16,7 +16,7 @@ const LOCK_STALE_MS = 10_000;
 export type PgliteStoreOptions = {
   /** The relay's data folder; the database lives in `<dataDir>/pgdata`. */
   dataDir: string;
-  log: RelayLog;
+  log: Logger;
   /** How long to wait for a lock held by another process (default 12 s, just past staleness). */
   lockWaitMs?: number;
 };
@@ -49,7 +49,7 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
       retries: { retries: Math.ceil(waitMs / 100), minTimeout: 50, maxTimeout: 100, factor: 1.2 },
       onCompromised: (err) => {
         // Someone took the folder over: two writers would corrupt it, so this one stops using it.
-        opts.log('error', 'relay data lock lost; closing the store', { dir: opts.dataDir, error: err.message });
+        opts.log.error('relay data lock lost; closing the store', { dir: opts.dataDir, error: err });
         void pg?.close().catch(() => undefined);
       },
     });

@@ -1,7 +1,7 @@
 // The StreamStore on PostgreSQL: a pg Pool, with LISTEN/NOTIFY (and a short poll) so several relays serve one stream.
 import pg from 'pg';
 import { NexusError } from '../../protocol/errors.js';
-import type { RelayLog } from '../log.js';
+import type { Logger } from '../../infra/index.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
 import { CommitEmitter, migrate, quoteIdent, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
@@ -14,7 +14,7 @@ export type PostgresStoreOptions = {
   url: string;
   /** A schema of its own (created when missing); default: the connection's search_path. */
   schema?: string;
-  log: RelayLog;
+  log: Logger;
   /** The safety-net poll of watched streams' heads, in ms (default 500). */
   pollMs?: number;
   poolSize?: number;
@@ -35,7 +35,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
   if (opts.schema !== undefined) config.options = `-c search_path=${quoteIdent(opts.schema)}`;
   const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10 });
   // An idle client's error must not reach the process as an unhandled 'error' event.
-  pool.on('error', (err) => opts.log('warn', 'postgres pool client failed', { error: err.message }));
+  pool.on('error', (err) => opts.log.warn('postgres pool client failed', { error: err.message }));
   const db: SqlDb = {
     ...adapt(pool),
     async transaction(fn) {
@@ -77,7 +77,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
       if (listener === client) listener = null;
       client.end().catch(() => undefined);
       if (closed) return;
-      opts.log('warn', 'postgres LISTEN connection lost; the poll covers until it is back', { error: err.message });
+      opts.log.warn('postgres LISTEN connection lost; the poll covers until it is back', { error: err.message });
       retry ??= setTimeout(() => {
         retry = undefined;
         void listen();
@@ -111,7 +111,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     pool
       .query<{ name: string; head: string }>('SELECT name, head FROM streams WHERE name = ANY($1::text[])', [streams])
       .then((res) => res.rows.forEach((r) => emitter.emit(r.name, Number(r.head))))
-      .catch((err: Error) => opts.log('warn', 'postgres poll failed', { error: err.message }))
+      .catch((err: Error) => opts.log.warn('postgres poll failed', { error: err.message }))
       .finally(() => (polling = false));
   }, opts.pollMs ?? 500);
   poll.unref();

@@ -1,6 +1,7 @@
 // The sync wire protocol between nodes and the relay: frames each way, limits, error codes and their ws close codes.
 import { z } from 'zod';
 import { OpId, SessionId, ThreadId, WorkspaceId } from './ids.js';
+import { STORABLE_REASONS } from './storable.js';
 
 /**
  * The version both sides put in their first frame (`hello`, `welcome`). 2: every op carries `key` and
@@ -159,8 +160,13 @@ export const WelcomeSchema = z.object({
   head: Seq,
   limits: LimitsSchema,
 });
-/** One op's fate in a push: the seq it has (a duplicate keeps the one it was first given). */
-export const AckResultSchema = z.object({ op: z.string(), seq: Seq, duplicate: z.boolean() });
+/**
+ * One op's fate in a push: the seq it has (a duplicate keeps the one it was first given). An op no store
+ * could keep (protocol/storable.ts) is `refused` with its reason and seq 0: it was not stored and never
+ * will be, so pushing it again cannot help. Older nodes, which do not know `refused`, drop the member and
+ * count the op as acknowledged, which is what it is.
+ */
+export const AckResultSchema = z.object({ op: z.string(), seq: Seq, duplicate: z.boolean(), refused: z.enum(STORABLE_REASONS).optional() });
 /** Sent only after the push is durably committed. */
 export const AckSchema = z.object({
   type: z.literal('ack'),

@@ -8,17 +8,21 @@ import {
   StreamName,
   SYNC_PROTOCOL,
   syncCloseCode,
+  type AckResultSchema,
   type FromRelay,
   type HelloSchema,
   type Limits,
   type PushSchema,
   type SyncErrorCode,
 } from '../protocol/sync.js';
+import { checkStorable } from '../protocol/storable.js';
 import type { Logger } from '../infra/index.js';
 import type { FeedConsumer, Hub, StreamFeed } from './hub.js';
 import type { ConnectionGauge, RelayMetrics } from './metrics.js';
 import type { StoredOp, StreamStore } from './storage/index.js';
 import { tokenMatches } from './tokens.js';
+
+type AckResult = z.infer<typeof AckResultSchema>;
 
 /** What every connection shares. */
 export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; metrics: RelayMetrics; log: Logger };
@@ -159,7 +163,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       case 'hello':
         return this.state === 'hello' ? this.hello(frame) : this.fail('BAD_FRAME', 'hello was already received');
       case 'push':
-        return this.push(frame, text);
+        return this.push(frame, text, (value as { ops: unknown[] }).ops);
       case 'ping':
         return this.send({ type: 'pong', t: frame.t });
       case 'pong':
@@ -191,7 +195,8 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     this.wake();
   }
 
-  private async push(p: z.infer<typeof PushSchema>, text: string): Promise<void> {
+  /** `parsed` is each op as JSON.parse gave it (before zod), checked for what no store can keep. */
+  private async push(p: z.infer<typeof PushSchema>, text: string, parsed: unknown[]): Promise<void> {
     const stream = this.stream!;
     // The exact text of each op, as pushed: it is stored and forwarded byte for byte.
     const raw = rawElements(rawMember(text, 'ops') ?? '');
@@ -201,12 +206,31 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       const bytes = Buffer.byteLength(raw[i]!);
       if (bytes > max) return this.fail('OP_TOO_LARGE', `op ${op.id} is ${bytes} bytes; the limit is ${max}`);
     }
-    const { results, head } = await this.deps.store.append(
-      stream,
-      p.ops.map((op, i) => ({ id: op.id, text: raw[i]! })),
-    );
-    const duplicates = results.filter((r) => r.duplicate).length;
-    this.deps.metrics.pushed(stream, results.length - duplicates, duplicates);
+    // An op no store can keep costs only itself: a coded result in the ack, never stored or sent on.
+    const results: AckResult[] = new Array(p.ops.length);
+    const toAppend: Array<{ id: string; text: string }> = [];
+    const slots: number[] = [];
+    const refused: Record<string, number> = {};
+    for (const [i, op] of p.ops.entries()) {
+      const verdict = checkStorable(parsed[i]);
+      if (verdict.ok) {
+        toAppend.push({ id: op.id, text: raw[i]! });
+        slots.push(i);
+      } else {
+        results[i] = { op: op.id, seq: 0, duplicate: false, refused: verdict.reason };
+        refused[verdict.reason] = (refused[verdict.reason] ?? 0) + 1;
+        this.deps.metrics.refusedOp(verdict.reason);
+      }
+    }
+    if (slots.length < p.ops.length) this.log.warn('ops refused as not storable', { push: p.id, refused });
+    let head = this.feed!.head;
+    if (toAppend.length > 0) {
+      const out = await this.deps.store.append(stream, toAppend);
+      out.results.forEach((r, j) => (results[slots[j]!] = r));
+      head = out.head;
+      const duplicates = out.results.filter((r) => r.duplicate).length;
+      this.deps.metrics.pushed(stream, out.results.length - duplicates, duplicates);
+    }
     this.send({ type: 'ack', id: p.id, results, head });
   }
 

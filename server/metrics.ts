@@ -17,6 +17,7 @@ export class RelayMetrics {
   private readonly duplicates = new Map<string, number>();
   private readonly opsOut = new Map<string, number>();
   private readonly rejects = new Map<string, number>();
+  private readonly refused = new Map<string, number>();
   private readonly live = new Set<ConnectionGauge>();
   private accepted = 0;
 
@@ -43,6 +44,11 @@ export class RelayMetrics {
     bump(this.opsOut, stream, count);
   }
 
+  /** A pushed op refused as not storable (protocol/storable.ts), by reason. */
+  refusedOp(reason: string): void {
+    bump(this.refused, reason);
+  }
+
   /** A connection refused or closed with a coded error. */
   rejected(code: string): void {
     bump(this.rejects, code);
@@ -62,6 +68,7 @@ export class RelayMetrics {
     family('nexus_relay_ops_in_total', 'counter', 'Ops stored from pushes.', byStream(this.opsIn));
     family('nexus_relay_ops_duplicate_total', 'counter', 'Pushed ops dropped as duplicates by id.', byStream(this.duplicates));
     family('nexus_relay_ops_out_total', 'counter', 'Ops sent to consumers.', byStream(this.opsOut));
+    family('nexus_relay_ops_refused_total', 'counter', 'Pushed ops refused as not storable, by reason; never stored.', [...this.refused].map(([r, v]): [string, number] => [`{reason="${label(r)}"}`, v]));
     family('nexus_relay_rejects_total', 'counter', 'Connections closed with a coded error, by code.', [...this.rejects].map(([c, v]): [string, number] => [`{code="${label(c)}"}`, v]));
     family('nexus_relay_stream_head', 'gauge', 'The last seq of each stream.', heads.map((h): [string, number] => [`{stream="${label(h.name)}"}`, h.head]));
     const head = new Map(heads.map((h) => [h.name, h.head]));

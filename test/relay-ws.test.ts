@@ -7,6 +7,7 @@ import pg from 'pg';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId, newThreadId } from '../protocol/ids.js';
+import { MAX_LAMPORT, type StorableReason } from '../protocol/storable.js';
 import { rawElements, rawMember, RelayInfoSchema, SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl, type Limits, type SyncErrorCode } from '../protocol/sync.js';
 import { createLogger, main, openPgliteStore, silentLog, startRelay, type Relay } from '../server/index.js';
 
@@ -267,6 +268,54 @@ describe('a relay on PGlite', () => {
     fresh.ws.close();
   });
   let edgeToken = '';
+
+  /** Nesting `depth` containers deep inside the body. */
+  const deepBody = (depth: number) => {
+    let v: unknown = 'leaf';
+    for (let i = 0; i < depth; i++) v = [v];
+    return { deep: v };
+  };
+  const poison: Array<[string, StorableReason, () => string]> = [
+    ['a NUL in the body text', 'nul', () => JSON.stringify(wireOp({ body: { text: 'a\u0000b' } }))],
+    ['a NUL in a body key', 'nul', () => JSON.stringify(wireOp({ body: { 'k\u0000': 1 } }))],
+    ['a lone surrogate in the body text', 'surrogate', () => JSON.stringify(wireOp({ body: { text: 'x\ud800y' } }))],
+    ['a lone surrogate in a body key', 'surrogate', () => JSON.stringify(wireOp({ body: { '\udfffk': 1 } }))],
+    ['nesting far past the bound', 'too_deep', () => JSON.stringify(wireOp({ body: deepBody(200) }))],
+    ['a lamport past MAX_LAMPORT', 'lamport_range', () => JSON.stringify(wireOp({ lamport: MAX_LAMPORT + 1 }))],
+    ['a lamport at the last safe integer', 'lamport_range', () => JSON.stringify(wireOp({ lamport: Number.MAX_SAFE_INTEGER }))],
+  ];
+
+  it.each(poison)('refuses an op with %s as %s in its ack, stores and fans out the good op after it, and keeps the connection', async (_, reason, text) => {
+    const stream = `poison-${reason.replace('_', '-')}-${Math.random().toString(36).slice(2, 8)}`;
+    const token = await createStream(url, operator, stream);
+    const [pusher, watcher] = [await TestNode.open(url), await TestNode.open(url)];
+    for (const n of [pusher, watcher]) await n.hello(stream, token), await n.expect('caught_up');
+    const bad = text();
+    const badId = (JSON.parse(bad) as { id: string }).id;
+    const before = await metric(url, `nexus_relay_ops_refused_total{reason="${reason}"}`);
+    pusher.send(`{"type":"push","id":1,"ops":[${bad}]}`);
+    expect(await pusher.expect('ack')).toEqual({ type: 'ack', id: 1, head: 0, results: [{ op: badId, seq: 0, duplicate: false, refused: reason }] });
+    // The good op goes alone, then beside a second copy of the poison: seqs stay gapless.
+    const good = [wireOp(), wireOp()];
+    const ack = await pusher.push(2, [good[0]]);
+    expect(ack['results']).toEqual([{ op: good[0]!['id'], seq: 1, duplicate: false }]);
+    pusher.send(`{"type":"push","id":3,"ops":[${bad},${JSON.stringify(good[1])}]}`);
+    expect((await pusher.expect('ack'))['results']).toEqual([
+      { op: badId, seq: 0, duplicate: false, refused: reason },
+      { op: good[1]!['id'], seq: 2, duplicate: false },
+    ]);
+    expect(await metric(url, `nexus_relay_ops_refused_total{reason="${reason}"}`)).toBe(before + 2);
+    // Only the good ops were stored and sent on, to the watcher and to a node reading from 0.
+    expect(await watcher.opsUntil(2)).toEqual([1, 2]);
+    const late = await TestNode.open(url);
+    await late.hello(stream, token);
+    expect(await late.opsUntil(2)).toEqual([1, 2]);
+    const sent = [...watcher.frames, ...late.frames].filter((f) => f.type === 'ops').flatMap((f) => (f['ops'] as Array<{ op: { id: string } }>).map((o) => o.op.id));
+    expect(sent).not.toContain(badId);
+    expect(new Set(sent)).toEqual(new Set(good.map((o) => o['id'])));
+    expect(pusher.ws.readyState).toBe(WebSocket.OPEN);
+    for (const n of [pusher, watcher, late]) n.ws.close();
+  });
 
   it('closes a node that stops reading with SLOW_CONSUMER and a resume seq, while another keeps receiving', async () => {
     const token = await createStream(url, operator, 'slow');

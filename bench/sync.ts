@@ -7,13 +7,14 @@
 //   3. fan-out latency from one producer to ten live subscribers;
 //   4. catch-up of a backlog into a fresh node store (PGlite): wire only, applied the way SyncClient
 //      applies pages (signature checks, ingestChecked -> ingestOps, cursor, one transaction per page),
-//      and through the real SyncClient.
+//      and through the real SyncClient;
+//   5. /healthz latency on the PGlite relay while many nodes catch up at once (ours only).
 // Ops are real signed protocol-2 ops (thread.opened + message.posted). The relay runs in a child
 // process (bench/sync-relay.ts), as NATS runs in its own; every JetStream stream, PostgreSQL schema
 // and temp folder made here is removed at the end, on failure, and on SIGINT/SIGTERM.
 // Knobs (environment): BENCH_OPS, BENCH_BATCH, BENCH_WINDOW, BENCH_LAT_RATE, BENCH_LAT_SECS,
-// BENCH_FANOUT_SUBS, BENCH_FANOUT_RATE, BENCH_FANOUT_SECS, BENCH_BACKLOG, BENCH_PARTS
-// (e.g. "ingest,latency,fanout,catchup"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
+// BENCH_FANOUT_SUBS, BENCH_FANOUT_RATE, BENCH_FANOUT_SECS, BENCH_BACKLOG, BENCH_HZ_READERS, BENCH_HZ_OPS,
+// BENCH_PARTS (e.g. "ingest,latency,fanout,catchup,healthz"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
 // BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: the relay child writes a V8 CPU profile there).
 // Quick run: BENCH_OPS=5000 BENCH_LAT_SECS=2 BENCH_FANOUT_SECS=2 BENCH_BACKLOG=10000 npm run bench:sync
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -55,10 +56,14 @@ const FAN_SUBS = Math.round(num('BENCH_FANOUT_SUBS', 10));
 const FAN_RATE = num('BENCH_FANOUT_RATE', 200);
 const FAN_SECS = num('BENCH_FANOUT_SECS', 5);
 const BACKLOG = Math.round(num('BENCH_BACKLOG', 100_000));
+const HZ_READERS = Math.round(num('BENCH_HZ_READERS', 20));
+const HZ_OPS = Math.round(num('BENCH_HZ_OPS', 5_000));
+/** /healthz must answer within this while nodes catch up (a liveness probe's patience, with room). */
+const HZ_TARGET_MS = 200;
 const TIMEOUT_MS = num('BENCH_TIMEOUT_S', 300) * 1000;
 const NATS_URL = process.env['BENCH_NATS_URL'] ?? '127.0.0.1:4222';
 const PG_URL = process.env['BENCH_DATABASE_URL'] || process.env['TEST_DATABASE_URL'] || undefined;
-const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'ingest,latency,fanout,catchup').split(',').map((s) => s.trim()));
+const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'ingest,latency,fanout,catchup,healthz').split(',').map((s) => s.trim()));
 const RELAY_PROF = process.env['BENCH_RELAY_PROF'];
 /** The relay's backlog page size (DEFAULT_LIMITS.page_size); JetStream pulls in batches of the same size. */
 let PAGE = 500;
@@ -642,6 +647,42 @@ async function jsFanout(nats: Nats, subs: number, count: number, rate: number): 
   });
 }
 
+// ---- 5. /healthz during catch-ups
+
+/** `readers` bare clients catch up on `ops` at once while /healthz is polled every 10 ms; the poll latencies. */
+async function oursHealthz(relay: RelayProc, readers: number, ops: BenchOp[]): Promise<{ lat: Lat; catchupMs: number }> {
+  const seeded = await seedOurs(relay, ops, 'healthz');
+  const samples: number[] = [];
+  let polling = true;
+  const poller = (async () => {
+    while (polling) {
+      const s = performance.now();
+      const res = await fetch(`${relay.url}/healthz`);
+      await res.text();
+      if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
+      samples.push(performance.now() - s);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  })();
+  const t0 = performance.now();
+  const conns: RelayConn[] = [];
+  try {
+    await Promise.all(
+      Array.from({ length: readers }, async (_, i) => {
+        const c = await RelayConn.open(relay.url, seeded.stream, seeded.token, 0, `bench-hz-${i}`);
+        conns.push(c);
+        c.onOps = () => undefined;
+        await c.caughtUp;
+      }),
+    );
+    return { lat: lat(samples), catchupMs: performance.now() - t0 };
+  } finally {
+    polling = false;
+    await poller;
+    await Promise.all(conns.map((c) => c.close()));
+  }
+}
+
 // ---- 4. catch-up
 
 /** Where applying pages goes: waiting for signature checks, ingestChecked (key chain + ingestOps), the rest of the transaction. */
@@ -732,8 +773,8 @@ class Stores {
   }
 }
 
-async function seedOurs(relay: RelayProc, ops: BenchOp[]): Promise<{ stream: string; token: string; rate: number }> {
-  const stream = `catchup-${RUN_ID}`;
+async function seedOurs(relay: RelayProc, ops: BenchOp[], label = 'catchup'): Promise<{ stream: string; token: string; rate: number }> {
+  const stream = `${label}-${RUN_ID}`;
   const token = await createStream(relay.url, stream);
   const conn = await RelayConn.open(relay.url, stream, token, 0, 'bench-producer');
   try {
@@ -1037,6 +1078,18 @@ async function main(): Promise<void> {
       out(figRow('applied: SyncClient (ours) vs the same loop (JS)', { ours: oursRes.client, js: jsRes?.loop ?? null }, fmtRate, target(oursRes.client)));
       if (oursRes.loopStats) out(`  (ours, applied: ${oursRes.loopStats})`);
       if (jsRes?.loopStats) out(`  (JetStream, applied: ${jsRes.loopStats})`);
+    }
+
+    // 5. /healthz while nodes catch up
+    if (PARTS.has('healthz')) {
+      header(`5. /healthz while ${HZ_READERS} nodes catch up on ${HZ_OPS.toLocaleString('en-US')} ops each at once (relay on PGlite; lower is better)`);
+      progress(`5. healthz: ${HZ_READERS} readers x ${HZ_OPS} ops`);
+      const r = await attempt('healthz during catch-up', () => oursHealthz(relay, HZ_READERS, makeOps(HZ_OPS)));
+      const f = (x: number | null): Figure => ({ ours: x, js: null });
+      out(figRow(`p50 (${r?.lat.n ?? 0} polls, every 10 ms)`, f(r?.lat.p50 ?? null), fmtMs));
+      out(figRow('p99', f(r?.lat.p99 ?? null), fmtMs));
+      out(figRow('max', f(r?.lat.max ?? null), fmtMs, `<= ${HZ_TARGET_MS} ms: ${verdict(r ? r.lat.max <= HZ_TARGET_MS : null)}`));
+      if (r) out(`  (all ${HZ_READERS} caught up in ${fmtMs(r.catchupMs)}: ${fmtRate((HZ_READERS * HZ_OPS * 1000) / r.catchupMs)} ops sent)`);
     }
   } finally {
     for (const fn of cleanup.reverse()) await fn().catch((err: unknown) => progress(`cleanup: ${String(err)}`));

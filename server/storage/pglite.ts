@@ -21,6 +21,23 @@ export type PgliteStoreOptions = {
   lockWaitMs?: number;
 };
 
+/**
+ * PGlite runs in this thread: a query is synchronous WebAssembly whose promise settles as a microtask.
+ * Twenty catch-ups reading page after page would chain queries through microtasks alone and never let
+ * the event loop reach its I/O phase: /healthz and every socket would wait seconds. So top-level work
+ * goes through one queue, one job per event-loop turn (the next job starts from setImmediate, which
+ * runs after the I/O phase of the next turn): a request waits for at most one query, not all of them.
+ */
+export class Turns {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(job: () => Promise<T>): Promise<T> {
+    const p = this.tail.then(() => new Promise<void>((r) => setImmediate(r))).then(job);
+    this.tail = p.catch(() => undefined);
+    return p;
+  }
+}
+
 function adapt(db: PGlite | Transaction): Sql {
   return {
     query: async <T>(text: string, params?: unknown[]) => (await db.query<T>(text, params as unknown[])).rows,
@@ -59,7 +76,14 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
   try {
     pg = await PGlite.create({ dataDir: target });
     const client = pg;
-    const db: SqlDb = { ...adapt(client), transaction: (fn) => client.transaction((tx) => fn(adapt(tx))) };
+    const turns = new Turns();
+    const direct = adapt(client);
+    // Statements inside a transaction run on its own connection state: only whole jobs take turns.
+    const db: SqlDb = {
+      query: (text, params) => turns.run(() => direct.query(text, params)),
+      exec: (script) => turns.run(() => direct.exec(script)),
+      transaction: (fn) => turns.run(() => client.transaction((tx) => fn(adapt(tx)))),
+    };
     await migrate(db, relayMigrationsDir());
     let closed = false;
     return sqlStreamStore(db, new CommitEmitter(), {

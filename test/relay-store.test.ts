@@ -1,5 +1,5 @@
 // The relay's StreamStore suite, run against PGlite and PostgreSQL alike.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -205,5 +205,63 @@ describe.each(backends)('the $name stream store', (backend) => {
     expect(await b.operatorTokenHash()).toBe(first ?? (won ? 'aa' : null));
     await expect(a.ping()).resolves.toBeUndefined();
     expect((await a.heads()).length).toBeGreaterThan(0);
+  });
+});
+
+/** Every entry under `root` (itself included) as `d700` / `f600` style: kind and permission bits. */
+function modes(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (path: string) => {
+    const st = lstatSync(path);
+    out.set(path, `${st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'f'}${(st.mode & 0o777).toString(8)}`);
+    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  walk(root);
+  return out;
+}
+
+/** The entries whose mode is not private: folders 0700, files 0600. */
+function notPrivate(root: string): string[] {
+  return [...modes(root)].filter(([, m]) => m !== 'd700' && m !== 'f600').map(([p, m]) => `${m} ${p}`);
+}
+
+describe('the PGlite relay data folder', () => {
+  it('is created private: folders 0700, files 0600, and stays so after ops were written', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'nexus-relay-perms-'));
+    const dir = join(parent, 'relay', 'data');
+    try {
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      try {
+        expect(modes(dir).size).toBeGreaterThan(100);
+        expect(notPrivate(dir)).toEqual([]);
+        await store.createStream('perms', 'h');
+        await store.append('perms', Array.from({ length: 200 }, () => op()));
+      } finally {
+        await store.close();
+      }
+      expect(notPrivate(dir)).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it('tightens a folder left readable by others when it is opened', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-perms-'));
+    try {
+      await (await openPgliteStore({ dataDir: dir, log: silentLog })).close();
+      for (const [path, m] of modes(dir)) chmodSync(path, m.startsWith('d') ? 0o755 : 0o644);
+      chmodSync(dir, 0o777);
+      expect(notPrivate(dir).length).toBe(modes(dir).size);
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      try {
+        expect(notPrivate(dir)).toEqual([]);
+        await store.createStream('reopened', 'h');
+        expect((await store.getStream('reopened'))?.head).toBe(0);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

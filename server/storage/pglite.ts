@@ -1,12 +1,12 @@
 // The StreamStore on PGlite: one data directory, held by this process alone under a file lock.
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { NexusError } from '../../protocol/errors.js';
 import type { Logger } from '../../infra/index.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
+import { makePrivateDir, tightenTree, withPrivateUmask } from './private-dir.js';
 import { CommitEmitter, migrate, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
 
 /** A lock not refreshed for this long belongs to a dead process and is taken over. */
@@ -50,10 +50,12 @@ function adapt(db: PGlite | Transaction): Sql {
 /**
  * Opens (creating on first use) the PGlite store in `dataDir`, migrated. PGlite has no lock of its
  * own, so a proper-lockfile lock is held until `close()`; a second relay on the folder gets STORE_BUSY.
+ * The folder is private: made under umask 077, and every folder set 0700 and file 0600 once open
+ * (PGlite writes its initial files 0666 whatever the umask) and again at close.
  */
 export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamStore> {
   const target = join(opts.dataDir, 'pgdata');
-  mkdirSync(opts.dataDir, { recursive: true });
+  makePrivateDir(opts.dataDir);
   const waitMs = opts.lockWaitMs ?? LOCK_STALE_MS + 2_000;
   let pg: PGlite | undefined;
   let release: () => Promise<void>;
@@ -74,7 +76,7 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
     throw new NexusError('STORE_BUSY', `the relay data folder ${opts.dataDir} is held by another process`, { cause: String(err) });
   }
   try {
-    pg = await PGlite.create({ dataDir: target });
+    pg = await withPrivateUmask(() => PGlite.create({ dataDir: target }));
     const client = pg;
     const turns = new Turns();
     const direct = adapt(client);
@@ -84,7 +86,9 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
       exec: (script) => turns.run(() => direct.exec(script)),
       transaction: (fn) => turns.run(() => client.transaction((tx) => fn(adapt(tx)))),
     };
-    await migrate(db, relayMigrationsDir());
+    await withPrivateUmask(() => migrate(db, relayMigrationsDir()));
+    const loosened = tightenTree(opts.dataDir);
+    if (loosened > 0) opts.log.debug('relay data folder made private', { dir: opts.dataDir, entries: loosened });
     let closed = false;
     return sqlStreamStore(db, new CommitEmitter(), {
       kind: 'pglite',
@@ -93,6 +97,8 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
         closed = true;
         try {
           await client.close();
+          // Files PGlite wrote while open (its relation cache, new segments) come out of the umask.
+          tightenTree(opts.dataDir);
         } finally {
           await release().catch(() => undefined);
         }

@@ -17,11 +17,13 @@ export type RelayIo = {
 
 const HELP = `nxs relay: run a relay, and make streams on it
 
-  nxs relay serve [--host H] [--port P] [--data-dir DIR] [--database-url URL] [--log-level L] [--verbose] [--json]
+  nxs relay serve [--host H] [--port P] [--data-dir DIR] [--database-url URL] [--metrics-token T]
+                  [--log-level L] [--verbose] [--json]
       serve until SIGINT/SIGTERM. PGlite in DIR (default $NEXUS_HOME/relay), or PostgreSQL at URL
       (or $DATABASE_URL). The operator token is $NEXUS_RELAY_TOKEN, or made on first start and shown once.
       Logs are JSON lines on stderr at --log-level (debug|info|warn|error; default $NEXUS_LOG_LEVEL, else
       info; --verbose is debug). The banner goes to stderr; --json prints one JSON object on stdout instead.
+      With --metrics-token (or $NEXUS_METRICS_TOKEN), /metrics needs Authorization: Bearer T.
   nxs relay stream create NAME --relay URL [--token T] [--json]
       create a stream; prints its token (shown once). The operator token is --token or $NEXUS_RELAY_TOKEN.
 `;
@@ -57,6 +59,7 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
     'database-url': { type: 'string' },
     verbose: { type: 'boolean' },
     'log-level': { type: 'string' },
+    'metrics-token': { type: 'string' },
     json: { type: 'boolean' },
   });
   if (positionals.length > 0) throw new NexusError('USAGE', `unexpected argument "${positionals[0]}"\n${HELP}`);
@@ -68,6 +71,8 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
   const databaseUrl = values['database-url'] ?? (values['data-dir'] === undefined ? io.env['DATABASE_URL'] || undefined : undefined);
   const dataDir = databaseUrl === undefined ? (values['data-dir'] ?? defaultRelayDataDir(io.env)) : undefined;
   const token = io.env['NEXUS_RELAY_TOKEN'] || undefined;
+  const metricsToken = values['metrics-token'] ?? (io.env['NEXUS_METRICS_TOKEN'] || undefined);
+  if (metricsToken !== undefined && metricsToken.length < 16) throw new NexusError('USAGE', 'the metrics token must be at least 16 characters');
   let level: LogLevel | undefined = values.verbose ? 'debug' : undefined;
   if (values['log-level'] !== undefined) {
     const parsed = parseLogLevel(values['log-level']);
@@ -81,6 +86,7 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
     log,
     ...(dataDir === undefined ? { databaseUrl: databaseUrl! } : { dataDir }),
     ...(token === undefined ? {} : { operatorToken: token }),
+    ...(metricsToken === undefined ? {} : { metricsToken }),
   });
   try {
     if (values.json) {

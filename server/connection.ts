@@ -57,7 +57,6 @@ function opsFrame(rows: StoredOp[], maxBytes: number): { frame: string; count: n
 /** A socket's whole life on the relay. Bad input closes this connection with a coded error, never the relay. */
 export class SyncConnection implements FeedConsumer, ConnectionGauge {
   stream: string | null = null;
-  node: string | null = null;
   private state: 'hello' | 'open' | 'closed' = 'hello';
   private joined: string | null = null;
   private feed: StreamFeed | null = null;
@@ -186,7 +185,6 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     feed.known(row.head);
     this.state = 'open';
     this.stream = row.name;
-    this.node = h.node;
     this.cursor = h.since;
     this.welcomeHead = row.head;
     this.send({ type: 'welcome', protocol: SYNC_PROTOCOL, stream: row.name, head: row.head, limits: this.deps.limits });

@@ -6,7 +6,7 @@ import { CreateStreamRequestSchema, SYNC_PATH, SYNC_PROTOCOL, type Limits } from
 import type { Logger } from '../infra/index.js';
 import type { RelayMetrics } from './metrics.js';
 import type { StreamStore } from './storage/index.js';
-import { hashToken, newToken } from './tokens.js';
+import { hashToken, newToken, tokenMatches } from './tokens.js';
 
 /** What the HTTP app needs. */
 export type HttpDeps = {
@@ -18,6 +18,8 @@ export type HttpDeps = {
   isOperator: (token: string) => boolean;
   /** The package version, in /v1/info. */
   version: string;
+  /** When set, /metrics answers only `Authorization: Bearer <token>` with the token hashing to this. */
+  metricsTokenHash?: string;
 };
 
 /** How long `/readyz` waits for storage. */
@@ -55,6 +57,12 @@ export function createHttpApp(deps: HttpDeps): Hono {
   });
 
   app.get('/metrics', async (c) => {
+    if (deps.metricsTokenHash !== undefined) {
+      const token = bearer(c.req.header('authorization'));
+      if (token === null || !tokenMatches(token, deps.metricsTokenHash)) {
+        return fail(c, 'UNAUTHORIZED', '/metrics needs the metrics token (Authorization: Bearer ...)', { 'www-authenticate': 'Bearer' });
+      }
+    }
     const heads = await deps.store.heads();
     return c.text(deps.metrics.render(heads), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });

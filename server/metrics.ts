@@ -1,7 +1,8 @@
-// The relay's counters and gauges, rendered as Prometheus text.
+// The relay's counters and gauges, rendered as Prometheus text. Labels are bounded: a stream (made by
+// the operator), an error code, a refusal reason, the version; never a connection, a node or an address.
 
-/** What a connection reports for the lag gauge: the last seq it was sent. */
-export type ConnectionGauge = { id: number; stream: string | null; node: string | null; sentSeq(): number };
+/** What a connection reports for the lag gauges: its stream (once past hello) and the last seq it was sent. */
+export type ConnectionGauge = { stream: string | null; sentSeq(): number };
 
 function label(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -31,6 +32,11 @@ export class RelayMetrics {
 
   disconnected(conn: ConnectionGauge): void {
     this.live.delete(conn);
+  }
+
+  /** Forgets a deleted stream's series, so they do not outlive it. */
+  forgetStream(stream: string): void {
+    for (const m of [this.opsIn, this.duplicates, this.opsOut]) m.delete(stream);
   }
 
   /** Ops of a push: `stored` new ones, `duplicate` dropped by id. */
@@ -72,13 +78,18 @@ export class RelayMetrics {
     family('nexus_relay_rejects_total', 'counter', 'Connections closed with a coded error, by code.', [...this.rejects].map(([c, v]): [string, number] => [`{code="${label(c)}"}`, v]));
     family('nexus_relay_stream_head', 'gauge', 'The last seq of each stream.', heads.map((h): [string, number] => [`{stream="${label(h.name)}"}`, h.head]));
     const head = new Map(heads.map((h) => [h.name, h.head]));
-    const lags = [...this.live]
-      .filter((c) => c.stream !== null)
-      .map((c): [string, number] => [
-        `{conn="${c.id}",stream="${label(c.stream!)}",node="${label(c.node ?? '')}"}`,
-        Math.max(0, (head.get(c.stream!) ?? 0) - c.sentSeq()),
-      ]);
-    family('nexus_relay_connection_lag', 'gauge', 'Ops committed on the stream and not yet sent to this connection.', lags);
+    const perStream = new Map<string, { conns: number; maxLag: number }>();
+    for (const c of this.live) {
+      if (c.stream === null) continue;
+      const s = perStream.get(c.stream) ?? { conns: 0, maxLag: 0 };
+      s.conns += 1;
+      s.maxLag = Math.max(s.maxLag, (head.get(c.stream) ?? 0) - c.sentSeq());
+      perStream.set(c.stream, s);
+    }
+    const rows = (pick: (s: { conns: number; maxLag: number }) => number) =>
+      [...perStream].map(([stream, s]): [string, number] => [`{stream="${label(stream)}"}`, pick(s)]);
+    family('nexus_relay_stream_connections', 'gauge', 'Open sync connections past hello, by stream.', rows((s) => s.conns));
+    family('nexus_relay_stream_lag_max', 'gauge', 'Ops committed on the stream and not yet sent to its most lagging connection.', rows((s) => Math.max(0, s.maxLag)));
     return out.join('\n') + '\n';
   }
 }

@@ -33,6 +33,8 @@ export type RelayOptions = {
   log?: Logger;
   /** PostgreSQL safety-net poll, in ms (default 500). */
   pollMs?: number;
+  /** When set, /metrics requires `Authorization: Bearer <metricsToken>` (at least 16 characters). */
+  metricsToken?: string;
 };
 
 /** A running relay. */
@@ -101,6 +103,7 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
   const log = opts.log ?? createLogger({ component: 'relay' });
   const version = packageVersion();
   const limits = resolveLimits(opts.limits);
+  if (opts.metricsToken !== undefined && opts.metricsToken.length < 16) throw new NexusError('BAD_REQUEST', 'the metrics token must be at least 16 characters');
   const host = opts.host ?? '127.0.0.1';
   const store = await openStore(opts, log);
   try {
@@ -108,7 +111,10 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
     const metrics = new RelayMetrics(version);
     const page = limits.page_size;
     const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes }, log);
-    const app = createHttpApp({ store, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash), version });
+    const app = createHttpApp({ store, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash),
+      version,
+      ...(opts.metricsToken === undefined ? {} : { metricsTokenHash: hashToken(opts.metricsToken) }),
+    });
     // Not serve(): listening ourselves lets a busy port surface as an error.
     const server = createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: false }) as Server;
     const sync = attachSyncServer(server, { store, hub, limits, metrics, log });

@@ -366,8 +366,35 @@ describe('a relay on PGlite', () => {
     expect(await metric(url, 'nexus_relay_stream_head{stream="metered"}')).toBe(3);
     expect(await metric(url, 'nexus_relay_connections')).toBeGreaterThanOrEqual(1);
     expect(await metric(url, 'nexus_relay_rejects_total{code="BAD_FRAME"}')).toBeGreaterThanOrEqual(1);
-    expect(await res.text()).toMatch(/nexus_relay_connection_lag\{conn="\d+",stream="metered",node="test-node"\} 0/);
+    expect(await metric(url, 'nexus_relay_stream_connections{stream="metered"}')).toBe(1);
+    expect(await metric(url, 'nexus_relay_stream_lag_max{stream="metered"}')).toBe(0);
+    // Labels stay bounded: streams, codes, reasons and the version; never a connection, node or address.
+    const labels = new Set([...(await res.text()).matchAll(/[{,]([a-z_]+)="/g)].map((m) => m[1]));
+    expect(labels.has('stream')).toBe(true);
+    expect([...labels].filter((l) => !['code', 'reason', 'stream', 'version'].includes(l!))).toEqual([]);
     node.ws.close();
+  });
+
+  it('guards /metrics with a metrics token when given one, and only /metrics', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-'));
+    dirs.push(dir);
+    cpSync(template, dir, { recursive: true });
+    const guarded = await startRelay({ dataDir: dir, operatorToken: 'operator-token-0123456789', metricsToken: 'metrics-token-0123456789', log });
+    try {
+      const scrape = (token?: string) => fetch(`${guarded.url}/metrics`, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
+      for (const token of [undefined, 'wrong-token-0123456789', 'operator-token-0123456789']) {
+        const res = await scrape(token);
+        expect([res.status, res.headers.get('www-authenticate'), ((await res.json()) as { error: { code: string } }).error.code]).toEqual([401, 'Bearer', 'UNAUTHORIZED']);
+      }
+      const ok = await scrape('metrics-token-0123456789');
+      expect(ok.status).toBe(200);
+      expect(await ok.text()).toContain('nexus_relay_connections 0');
+      expect((await fetch(`${guarded.url}/healthz`)).status).toBe(200);
+      expect((await fetch(`${guarded.url}/v1/info`)).status).toBe(200);
+    } finally {
+      await guarded.close();
+    }
+    await expect(startRelay({ dataDir: dir, metricsToken: 'short', log })).rejects.toMatchObject({ code: 'BAD_REQUEST' });
   });
 });
 

@@ -1,2 +1,3 @@
 // The infra door: pieces every host shares (relay, node, sync client). infra/ imports only protocol/ and node built-ins.
 export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
+export { backoffDelay, type BackoffOptions } from './backoff.js';

@@ -217,8 +217,14 @@ export type FromRelay = z.infer<typeof FromRelaySchema>;
 export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema, version: z.string().optional() });
 /** `POST /v1/streams` body. */
 export const CreateStreamRequestSchema = z.object({ name: StreamName });
-/** `POST /v1/streams` answer: the stream token is shown this once. */
+/** `POST /v1/streams` answer, and `POST /v1/streams/:name/rotate-token`'s: the stream token is shown this once. */
 export const CreateStreamResponseSchema = z.object({ name: StreamName, token: z.string() });
+/** One stream in `GET /v1/streams`: `connections` are the ones open on the relay instance that answered. */
+export const StreamInfoSchema = z.object({ name: StreamName, head: Seq, created_at: z.string(), connections: z.number().int().min(0) });
+/** `GET /v1/streams` (operator). */
+export const ListStreamsResponseSchema = z.object({ streams: z.array(StreamInfoSchema) });
+/** `DELETE /v1/streams/:name` (operator): the stream and its ops are gone; its connections were closed with UNKNOWN_STREAM. */
+export const DeleteStreamResponseSchema = z.object({ name: StreamName, deleted_ops: Seq });
 
 /** The sync socket URL for a relay base URL given as http(s):// or ws(s)://. */
 export function syncUrl(base: string): string {

@@ -15,6 +15,7 @@ import {
   type PushSchema,
   type SyncErrorCode,
 } from '../protocol/sync.js';
+import { isNexusError } from '../protocol/errors.js';
 import { checkStorable } from '../protocol/storable.js';
 import type { Logger } from '../infra/index.js';
 import type { FeedConsumer, Hub, StreamFeed } from './hub.js';
@@ -63,6 +64,8 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   /** The last seq sent (or the `since` the node already held). */
   private cursor = 0;
   private welcomeHead = 0;
+  /** The hash of the token this connection was admitted with: a replaced token evicts it. */
+  private tokenHash: string | null = null;
   private caughtUp = false;
   private pumping = false;
   private rewake = false;
@@ -111,6 +114,14 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     if (this.state === 'closed') return;
     this.shutdown();
     if (this.ws.readyState === OPEN) this.ws.close(1001, 'relay shutting down');
+  }
+
+  admittedWith(tokenHash: string): boolean {
+    return this.state !== 'open' || this.tokenHash === tokenHash;
+  }
+
+  evict(code: 'UNKNOWN_STREAM' | 'UNAUTHORIZED', message: string): void {
+    this.fail(code, message);
   }
 
   /** The feed moved: send what this connection has not had yet. */
@@ -185,6 +196,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     feed.known(row.head);
     this.state = 'open';
     this.stream = row.name;
+    this.tokenHash = row.tokenHash;
     this.cursor = h.since;
     this.welcomeHead = row.head;
     this.send({ type: 'welcome', protocol: SYNC_PROTOCOL, stream: row.name, head: row.head, limits: this.deps.limits });
@@ -223,7 +235,13 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     if (slots.length < p.ops.length) this.log.warn('ops refused as not storable', { push: p.id, refused });
     let head = this.feed!.head;
     if (toAppend.length > 0) {
-      const out = await this.deps.store.append(stream, toAppend);
+      let out: Awaited<ReturnType<StreamStore['append']>>;
+      try {
+        out = await this.deps.store.append(stream, toAppend);
+      } catch (err) {
+        if (isNexusError(err) && err.code === 'UNKNOWN_STREAM') return this.fail('UNKNOWN_STREAM', `stream ${stream} was deleted`);
+        throw err;
+      }
       out.results.forEach((r, j) => (results[slots[j]!] = r));
       head = out.head;
       const duplicates = out.results.filter((r) => r.duplicate).length;

@@ -2,8 +2,17 @@
 import type { Logger } from '../infra/index.js';
 import type { StoredOp, StreamStore } from './storage/index.js';
 
-/** A consumer of a feed: told to look again whenever the feed's head moves. */
-export type FeedConsumer = { wake(): void };
+/**
+ * A consumer of a feed: told to look again whenever the feed's head moves, and checked again when its
+ * stream is deleted or its token replaced.
+ */
+export type FeedConsumer = {
+  wake(): void;
+  /** Whether it was admitted with the token of this hash (true while not admitted yet: its hello decides). */
+  admittedWith(tokenHash: string): boolean;
+  /** Closes it with a coded error. */
+  evict(code: 'UNKNOWN_STREAM' | 'UNAUTHORIZED', message: string): void;
+};
 
 /** Bounds of a feed's cache of recent ops. */
 export type FeedLimits = { pageSize: number; cacheOps: number; cacheBytes: number };
@@ -114,12 +123,30 @@ export class StreamFeed {
 /** The feeds of streams that have consumers on this relay. */
 export class Hub {
   private readonly feeds = new Map<string, StreamFeed>();
+  private readonly unwatch: () => void;
 
   constructor(
     private readonly store: StreamStore,
     private readonly limits: FeedLimits,
     private readonly log: Logger,
-  ) {}
+  ) {
+    this.unwatch = store.onStreamChanged((stream) => void this.recheck(stream));
+  }
+
+  /** A stream was deleted or its token replaced (here or on another instance): its consumers are checked again. */
+  private async recheck(stream: string): Promise<void> {
+    const feed = this.feeds.get(stream);
+    if (!feed) return;
+    try {
+      const row = await this.store.getStream(stream);
+      for (const c of [...feed.consumers]) {
+        if (!row) c.evict('UNKNOWN_STREAM', `stream ${stream} was deleted`);
+        else if (!c.admittedWith(row.tokenHash)) c.evict('UNAUTHORIZED', `the token of stream ${stream} was replaced`);
+      }
+    } catch (err) {
+      this.log.error('stream recheck failed', { stream, error: err });
+    }
+  }
 
   /** Adds a consumer to the stream's feed (made on first use). Join before reading the head, so no commit slips between. */
   join(stream: string, consumer: FeedConsumer): StreamFeed {
@@ -146,6 +173,7 @@ export class Hub {
   }
 
   close(): void {
+    this.unwatch();
     for (const feed of this.feeds.values()) feed.close();
     this.feeds.clear();
   }

@@ -89,7 +89,13 @@ async function operatorToken(store: StreamStore, given: string | undefined): Pro
 
 function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(new NexusError('USAGE', `cannot listen on ${host}:${port}: ${err.message}`));
+    // The OS's reason stays visible: a taken port is not a usage error, and callers branch on it.
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new NexusError('ADDRESS_IN_USE', `${host}:${port} is in use by another process`, { cause: err, os_code: err.code })
+          : new NexusError('LISTEN_FAILED', `cannot listen on ${host}:${port}: ${err.message}`, { cause: err, os_code: err.code ?? null }),
+      );
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);
@@ -111,7 +117,7 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
     const metrics = new RelayMetrics(version);
     const page = limits.page_size;
     const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes }, log);
-    const app = createHttpApp({ store, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash),
+    const app = createHttpApp({ store, hub, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash),
       version,
       ...(opts.metricsToken === undefined ? {} : { metricsTokenHash: hashToken(opts.metricsToken) }),
     });

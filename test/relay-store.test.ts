@@ -197,6 +197,33 @@ describe.each(backends)('the $name stream store', (backend) => {
     }
   });
 
+  test('lists streams, replaces a token and deletes a stream with all its ops, and either store hears of it', async () => {
+    const [keep, drop] = [streamName(), streamName()];
+    await a.createStream(keep, 'h-keep');
+    await a.createStream(drop, 'h-drop');
+    await a.append(drop, [op(), op(), op()]);
+    const changed: string[] = [];
+    const off = b.onStreamChanged((s) => changed.push(s));
+    const listed = (await b.listStreams()).filter((s) => s.name === keep || s.name === drop);
+    expect(new Map(listed.map((s) => [s.name, s.head]))).toEqual(new Map([[keep, 0], [drop, 3]]));
+    expect(Number.isNaN(Date.parse(listed[0]!.createdAt))).toBe(false);
+
+    expect(await a.setTokenHash(keep, 'h-new')).toBe(true);
+    expect((await b.getStream(keep))?.tokenHash).toBe('h-new');
+    expect(await a.setTokenHash(`${keep}-nope`, 'x')).toBe(false);
+
+    expect(await a.deleteStream(drop)).toBe(3);
+    expect(await b.getStream(drop)).toBeNull();
+    expect(await b.read(drop, 0, 10)).toEqual([]);
+    expect(await a.deleteStream(drop)).toBeNull();
+    await expect(a.append(drop, [op()])).rejects.toMatchObject({ code: 'UNKNOWN_STREAM' });
+    await expect.poll(() => [...new Set(changed)].sort(), { timeout: 5_000 }).toEqual([keep, drop].sort());
+    off();
+    // A stream made again under a deleted name starts from seq 1.
+    expect(await a.createStream(drop, 'h-again')).toBe(true);
+    expect((await a.append(drop, [op()])).results[0]!.seq).toBe(1);
+  });
+
   test('stores the operator token hash only once', async () => {
     const first = await a.operatorTokenHash();
     const won = await a.initOperatorTokenHash('aa');

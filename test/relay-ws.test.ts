@@ -1,6 +1,7 @@
 // The relay end to end: a real relay on port 0 (PGlite; PostgreSQL for two instances), real ws clients, its HTTP side and CLI.
 import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -430,10 +431,134 @@ describe('nxs relay (the CLI)', () => {
     expect((await run('stream', 'create', 'x', '--relay', first.info.url, '--token', 'wrong-wrong-wrong', '--json')).out.error?.code).toBe('UNAUTHORIZED');
     expect((await run('serve', '--port', 'nope', '--json')).code).toBe(2);
     expect(await first.stop()).toBe(0);
-    expect(await run('stream', 'create', 'late', '--relay', first.info.url, '--json')).toMatchObject({ code: 1, out: { error: { code: 'RELAY_UNREACHABLE' } } });
+    expect(await run('stream', 'create', 'late', '--relay', first.info.url, '--wait', '1', '--json')).toMatchObject({ code: 1, out: { error: { code: 'RELAY_UNREACHABLE' } } });
     const second = await serve();
     expect(second.info.operator_token).toBeNull();
     expect(await second.stop()).toBe(0);
+  });
+});
+
+/** `nxs relay ...` in this process: exit code, stdout parsed as JSON when it is, and stderr. */
+async function nxsRelay(env: NodeJS.ProcessEnv, ...argv: string[]) {
+  let out = '';
+  let err = '';
+  const code = await main(argv, { env, stdout: (s) => (out += s), stderr: (s) => (err += s) });
+  type Answer = Record<string, unknown> & { error?: { code: string; message: string } };
+  let json: Answer | null;
+  try {
+    json = JSON.parse(out) as Answer;
+  } catch {
+    json = null;
+  }
+  return { code, out, err, json };
+}
+
+/** A port nothing listens on right now (taken from the OS, then let go). */
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
+  const port = (srv.address() as AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+describe('nxs relay stream list | delete | rotate-token (the operator)', () => {
+  it('lists streams with head and connections, replaces a token (evicting its nodes), deletes a stream (evicting its nodes)', async () => {
+    const env = { NEXUS_RELAY_TOKEN: operator };
+    const cli = (...argv: string[]) => nxsRelay(env, 'stream', ...argv, '--relay', url, '--json');
+    const doomedToken = (await cli('create', 'doomed')).json!['token'] as string;
+    const keptToken = (await cli('create', 'kept')).json!['token'] as string;
+    const onDoomed = await TestNode.open(url);
+    await onDoomed.hello('doomed', doomedToken);
+    await onDoomed.push(1, [wireOp(), wireOp(), wireOp()]);
+    const onKept = await TestNode.open(url);
+    await onKept.hello('kept', keptToken);
+
+    const list = await cli('list');
+    expect(list.code).toBe(0);
+    const streams = list.json!['streams'] as Array<{ name: string; head: number; connections: number; created_at: string }>;
+    expect(streams.find((x) => x.name === 'doomed')).toMatchObject({ head: 3, connections: 1, created_at: expect.any(String) });
+    expect(streams.find((x) => x.name === 'kept')).toMatchObject({ head: 0, connections: 1 });
+    const human = await nxsRelay(env, 'stream', 'list', '--relay', url);
+    expect(human.out).toMatch(/^doomed\s+3\s+1\s+\d{4}-/m);
+
+    const rotated = await cli('rotate-token', 'kept');
+    expect(rotated).toMatchObject({ code: 0, json: { name: 'kept', token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) } });
+    await onKept.refused('UNAUTHORIZED');
+    const withOld = await TestNode.open(url);
+    withOld.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'kept', token: keptToken, node: 'n', since: 0 });
+    await withOld.refused('UNAUTHORIZED');
+    const withNew = await TestNode.open(url);
+    await withNew.hello('kept', rotated.json!['token'] as string);
+    withNew.ws.close();
+
+    expect(await cli('delete', 'doomed')).toMatchObject({ code: 2, json: { error: { code: 'USAGE' } } });
+    expect(await cli('delete', 'doomed', '--yes')).toMatchObject({ code: 0, json: { name: 'doomed', deleted_ops: 3 } });
+    await onDoomed.refused('UNKNOWN_STREAM');
+    expect(((await cli('list')).json!['streams'] as Array<{ name: string }>).map((x) => x.name)).not.toContain('doomed');
+    expect(await cli('delete', 'doomed', '--yes')).toMatchObject({ code: 2, json: { error: { code: 'UNKNOWN_STREAM' } } });
+    expect(await cli('rotate-token', 'doomed')).toMatchObject({ code: 2, json: { error: { code: 'UNKNOWN_STREAM' } } });
+    // The name is free again, and the new stream starts from seq 1.
+    const again = (await cli('create', 'doomed')).json!['token'] as string;
+    const fresh = await TestNode.open(url);
+    expect((await fresh.hello('doomed', again))['head']).toBe(0);
+    expect((await fresh.push(1, [wireOp()]))['results']).toMatchObject([{ seq: 1 }]);
+    fresh.ws.close();
+  });
+
+  it('refuses a wrong operator token and bad input with their codes, and explains itself with --help', async () => {
+    expect(await nxsRelay({ NEXUS_RELAY_TOKEN: 'wrong-token-0123456789' }, 'stream', 'list', '--relay', url, '--json')).toMatchObject({ code: 2, json: { error: { code: 'UNAUTHORIZED' } } });
+    expect(await nxsRelay({}, 'stream', 'list', '--relay', url, '--json')).toMatchObject({ code: 2, json: { error: { code: 'USAGE' } } });
+    expect(await nxsRelay({ NEXUS_RELAY_TOKEN: operator }, 'stream', 'delete', 'Bad!', '--yes', '--relay', url, '--json')).toMatchObject({ code: 2, json: { error: { code: 'BAD_REQUEST' } } });
+    expect(await nxsRelay({ NEXUS_RELAY_TOKEN: operator }, 'stream', 'frob', '--relay', url, '--json')).toMatchObject({ code: 2, json: { error: { code: 'USAGE' } } });
+    for (const argv of [['stream', '--help'], ['stream', 'list', '--help'], ['stream', 'rotate-token', '-h'], ['serve', '--help'], ['--help']]) {
+      const r = await nxsRelay({}, ...argv);
+      expect(r.code, argv.join(' ')).toBe(0);
+      expect(r.out).toMatch(/nxs relay/);
+    }
+    expect((await nxsRelay({}, 'stream', '--help')).out).toMatch(/rotate-token/);
+  });
+
+  it('waits for a relay that is still starting instead of failing at once', async () => {
+    const port = await freePort();
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-'));
+    dirs.push(dir);
+    cpSync(template, dir, { recursive: true });
+    const token = 'late-operator-token-0123456789';
+    // The command starts first, while nothing listens on the port.
+    const listing = nxsRelay({ NEXUS_RELAY_TOKEN: token }, 'stream', 'list', '--relay', `http://127.0.0.1:${port}`, '--wait', '60', '--json');
+    const late = await startRelay({ port, dataDir: dir, operatorToken: token, log });
+    try {
+      expect(await listing).toMatchObject({ code: 0, json: { streams: [] } });
+    } finally {
+      await late.close();
+    }
+  });
+
+  it('names a taken port ADDRESS_IN_USE (not USAGE) and a bad database URL without its password', async () => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+    const port = (holder.address() as AddressInfo).port;
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-'));
+    dirs.push(dir);
+    cpSync(template, dir, { recursive: true });
+    try {
+      const taken = await nxsRelay({ NEXUS_RELAY_TOKEN: operator }, 'serve', '--port', String(port), '--data-dir', dir, '--json');
+      expect(taken).toMatchObject({ code: 1, json: { ok: false, error: { code: 'ADDRESS_IN_USE' } } });
+      expect(taken.json!.error!.message).toContain(`127.0.0.1:${port}`);
+      await expect(startRelay({ port, dataDir: dir, log })).rejects.toMatchObject({ code: 'ADDRESS_IN_USE', details: { os_code: 'EADDRINUSE' } });
+    } finally {
+      await new Promise((r) => holder.close(r));
+    }
+    const refused = await nxsRelay({}, 'serve', '--port', '0', '--database-url', 'postgres://relay:s3cret-pw@127.0.0.1:1/relaydb', '--json');
+    expect(refused).toMatchObject({ code: 1, json: { error: { code: 'STORE_FAILED' } } });
+    expect(refused.json!.error!.message).toContain('postgres://relay:***@127.0.0.1:1/relaydb');
+    for (const bad of ['mysql://relay:s3cret-pw@db/relay', 'no url at all', 'postgres://relay:s3cret-pw@[bad']) {
+      const r = await nxsRelay({}, 'serve', '--port', '0', '--database-url', bad, '--json');
+      expect(r).toMatchObject({ code: 2, json: { error: { code: 'USAGE' } } });
+      expect(r.out).not.toContain('s3cret-pw');
+    }
+    expect(refused.out).not.toContain('s3cret-pw');
   });
 });
 
@@ -466,7 +591,14 @@ describe.skipIf(pgSkip !== null)('two relays on one PostgreSQL database', () => 
       expect(await onA.opsUntil(42)).toEqual(seqRange(3, 42));
       expect(await onB.opsUntil(42)).toEqual(seqRange(1, 42));
       onA.ws.close();
-      onB.ws.close();
+      // A token replaced through one instance evicts the stream's nodes on the other; a deleted stream too.
+      const rotated = await nxsRelay({ NEXUS_RELAY_TOKEN: 'operator-token-for-tests' }, 'stream', 'rotate-token', 'shared', '--relay', a.url, '--json');
+      expect(rotated.code).toBe(0);
+      await onB.refused('UNAUTHORIZED');
+      const again = await TestNode.open(b.url);
+      await again.hello('shared', rotated.json!['token'] as string);
+      expect((await nxsRelay({ NEXUS_RELAY_TOKEN: 'operator-token-for-tests' }, 'stream', 'delete', 'shared', '--yes', '--relay', a.url, '--json')).json).toMatchObject({ deleted_ops: 42 });
+      await again.refused('UNKNOWN_STREAM');
     } finally {
       await Promise.all([a.close(), b.close()]);
       const c = new pg.Client({ connectionString: PG_URL! });

@@ -6,7 +6,10 @@ import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
 import { CommitEmitter, migrate, quoteIdent, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
 
-/** The NOTIFY channel; payloads are `<stream>:<seq>` and rows are always read from the table. */
+/**
+ * The NOTIFY channel; payloads are `<stream>:<seq>` for a commit (rows are always read from the table)
+ * and `<stream>:changed` when a stream was deleted or its token replaced.
+ */
 export const NOTIFY_CHANNEL = 'nexus_relay';
 
 /** Options of {@link openPostgresStore}. */
@@ -19,6 +22,17 @@ export type PostgresStoreOptions = {
   pollMs?: number;
   poolSize?: number;
 };
+
+/** `url` fit to show: its password replaced by `***` (also in text that does not parse as a URL). */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/(\/\/[^/:@]*:)[^@/]*@/, '$1***@');
+  }
+}
 
 function adapt(client: pg.Pool | pg.PoolClient): Sql {
   return {
@@ -60,7 +74,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     await migrate(db, relayMigrationsDir(), opts.schema);
   } catch (err) {
     await pool.end().catch(() => undefined);
-    throw new NexusError('STORE_FAILED', `the relay database could not be opened: ${String(err)}`);
+    const why = err instanceof Error ? err.message : String(err);
+    throw new NexusError('STORE_FAILED', `the relay database at ${redactDatabaseUrl(opts.url)} could not be opened: ${why}`, { cause: err });
   }
 
   const emitter = new CommitEmitter();
@@ -88,8 +103,12 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     client.on('notification', (msg) => {
       if (msg.channel !== NOTIFY_CHANNEL || !msg.payload) return;
       const at = msg.payload.lastIndexOf(':');
-      const seq = Number(msg.payload.slice(at + 1));
-      if (at > 0 && Number.isSafeInteger(seq)) emitter.emit(msg.payload.slice(0, at), seq);
+      if (at <= 0) return;
+      const stream = msg.payload.slice(0, at);
+      const tail = msg.payload.slice(at + 1);
+      if (tail === 'changed') return emitter.changed(stream);
+      const seq = Number(tail);
+      if (Number.isSafeInteger(seq)) emitter.emit(stream, seq);
     });
     try {
       await client.connect();
@@ -121,6 +140,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     // Delivered only if the transaction commits, and to every listener (this instance's too).
     onAppend: async (tx, stream, head) => {
       await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:${head}`]);
+    },
+    onChange: async (tx, stream) => {
+      await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:changed`]);
     },
     close: async () => {
       if (closed) return;

@@ -1,7 +1,8 @@
 // The StreamStore in SQL shared by PGlite and PostgreSQL: migrations, the locked-head append, paged reads.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AppendResult, OpToAppend, StoredOp, StreamRow, StreamStore } from './port.js';
+import { NexusError } from '../../protocol/errors.js';
+import type { AppendResult, OpToAppend, StoredOp, StreamRow, StreamStore, StreamSummary } from './port.js';
 
 /** Statements on one connection (or inside one transaction). */
 export type Sql = {
@@ -40,9 +41,19 @@ export function quoteIdent(name: string): string {
   return `"${name}"`;
 }
 
-/** Fans commit notices out to in-process subscribers, per stream. */
+/** Fans commit notices out to in-process subscribers, per stream, and stream changes to whoever watches them. */
 export class CommitEmitter {
   private readonly listeners = new Map<string, Set<(head: number) => void>>();
+  private readonly changeListeners = new Set<(stream: string) => void>();
+
+  onChanged(listener: (stream: string) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => void this.changeListeners.delete(listener);
+  }
+
+  changed(stream: string): void {
+    for (const listener of this.changeListeners) listener(stream);
+  }
 
   subscribe(stream: string, listener: (head: number) => void): () => void {
     let set = this.listeners.get(stream);
@@ -69,6 +80,8 @@ export type SqlStoreHooks = {
   kind: StreamStore['kind'];
   /** Runs inside the append transaction once ops were inserted (PostgreSQL: NOTIFY). */
   onAppend?: (tx: Sql, stream: string, head: number) => Promise<void>;
+  /** Runs inside the transaction that deletes a stream or replaces its token (PostgreSQL: NOTIFY). */
+  onChange?: (tx: Sql, stream: string) => Promise<void>;
   close: () => Promise<void>;
 };
 
@@ -112,6 +125,38 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
       return rows.map((r) => ({ name: r.name, head: Number(r.head) }));
     },
 
+    async listStreams(): Promise<StreamSummary[]> {
+      const rows = await db.query<{ name: string; head: unknown; created_at: unknown }>('SELECT name, head, created_at FROM streams ORDER BY name');
+      return rows.map((r) => ({ name: r.name, head: Number(r.head), createdAt: new Date(r.created_at as string | Date).toISOString() }));
+    },
+
+    async deleteStream(name) {
+      const ops = await db.transaction(async (tx) => {
+        const [row] = await tx.query<{ head: unknown }>('SELECT head FROM streams WHERE name = $1 FOR UPDATE', [name]);
+        if (!row) return null;
+        await tx.query('DELETE FROM stream_ops WHERE stream = $1', [name]);
+        await tx.query('DELETE FROM streams WHERE name = $1', [name]);
+        await hooks.onChange?.(tx, name);
+        // Seqs are gapless from 1, so the head is the number of ops.
+        return Number(row.head);
+      });
+      if (ops !== null) emitter.changed(name);
+      return ops;
+    },
+
+    async setTokenHash(name, tokenHash) {
+      const done = await db.transaction(async (tx) => {
+        const rows = await tx.query('UPDATE streams SET token_hash = $2 WHERE name = $1 RETURNING name', [name, tokenHash]);
+        if (rows.length === 0) return false;
+        await hooks.onChange?.(tx, name);
+        return true;
+      });
+      if (done) emitter.changed(name);
+      return done;
+    },
+
+    onStreamChanged: (listener) => emitter.onChanged(listener),
+
     async operatorTokenHash() {
       const [row] = await db.query<{ token_hash: string }>('SELECT token_hash FROM relay_operator WHERE id = 1');
       return row?.token_hash ?? null;
@@ -142,7 +187,7 @@ async function appendLocked(
   onAppend: SqlStoreHooks['onAppend'],
 ): Promise<{ results: AppendResult[]; head: number; appended: number }> {
   const [row] = await tx.query<{ head: unknown }>('SELECT head FROM streams WHERE name = $1 FOR UPDATE', [stream]);
-  if (!row) throw new TypeError(`append: no stream ${stream}`);
+  if (!row) throw new NexusError('UNKNOWN_STREAM', `no stream ${stream}`);
   let head = Number(row.head);
   const ids = [...new Set(ops.map((o) => o.id))];
   const known = new Map<string, number>();

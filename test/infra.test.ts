@@ -1,6 +1,7 @@
-// The shared logger: one JSON object per line, a threshold, a component, child fields, an injected clock.
+// infra/: the shared logger (one JSON object per line, a threshold, a component, child fields, an injected clock) and the shared backoff.
 import { describe, expect, it } from 'vitest';
-import { createLogger, parseLogLevel, type LoggerOptions, type LogLevel } from '../infra/index.js';
+import fc from 'fast-check';
+import { backoffDelay, createLogger, parseLogLevel, type LoggerOptions, type LogLevel } from '../infra/index.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 
@@ -79,5 +80,30 @@ describe('the shared logger', () => {
     expect(a!['error']).toMatchObject({ name: 'Error', message: 'boom', code: 'EADDRINUSE', stack: expect.stringContaining('boom') });
     expect(a!['big']).toBe('12');
     expect(b).toMatchObject({ level: 'error', msg: 'circular', log_error: expect.stringContaining('not serialisable') });
+  });
+});
+
+describe('backoffDelay', () => {
+  it.each([
+    [0, 0, 50],
+    [0, 0.999999, 100],
+    [3, 0, 400],
+    [3, 0.5, 600],
+    [10, 0, 500],
+    [10, 0.999999, 1000],
+  ])('attempt %i with random %d waits %i ms (base 100, cap 1000)', (attempt, r, ms) => {
+    expect(backoffDelay(attempt, { baseMs: 100, maxMs: 1000 }, () => r)).toBe(ms);
+  });
+
+  it('stays within half the ceiling and the ceiling, whatever the attempt and the draw', () => {
+    fc.assert(
+      fc.property(fc.nat(1_000), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }), (attempt, r) => {
+        const d = backoffDelay(attempt, { baseMs: 100, maxMs: 5_000 }, () => r);
+        const ceiling = Math.min(5_000, 100 * 2 ** Math.min(attempt, 30));
+        expect(d).toBeGreaterThanOrEqual(Math.floor(ceiling / 2));
+        expect(d).toBeLessThanOrEqual(ceiling);
+      }),
+    );
+    expect(() => backoffDelay(-1, { baseMs: 1, maxMs: 1 })).toThrow(TypeError);
   });
 });

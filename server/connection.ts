@@ -30,6 +30,11 @@ export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; met
 
 /** Frames read ahead of the one being handled before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 4;
+/**
+ * Pushes of one connection waiting for their commit at once. Several in flight let a node's pushes
+ * join one group commit; past this many the socket stops being read until one is acknowledged.
+ */
+const MAX_PUSHES_IN_FLIGHT = 8;
 /** How often a consumer over its send-buffer cap is looked at again. */
 const DRAIN_POLL_MS = 20;
 
@@ -73,6 +78,9 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private draining = false;
   private queue: Promise<void> = Promise.resolve();
   private queued = 0;
+  /** Pushes handed to the group commit and not acknowledged yet; acks go out in push order, after this chain. */
+  private pushesInFlight = 0;
+  private acks: Promise<void> = Promise.resolve();
   private readonly pinger: NodeJS.Timeout;
   private pongDeadline: NodeJS.Timeout | undefined;
   /** This connection's lines: `conn` and the peer's address, then `stream` and `node` once known. */
@@ -145,7 +153,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       .catch((err: unknown) => this.internal(err))
       .finally(() => {
         this.queued -= 1;
-        if (this.ws.isPaused && this.queued <= 1) this.ws.resume();
+        this.resumeIfRoom();
       });
   }
 
@@ -233,21 +241,37 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       }
     }
     if (slots.length < p.ops.length) this.log.warn('ops refused as not storable', { push: p.id, refused });
-    let head = this.feed!.head;
-    if (toAppend.length > 0) {
-      let out: Awaited<ReturnType<StreamStore['append']>>;
-      try {
-        out = await this.deps.store.append(stream, toAppend);
-      } catch (err) {
-        if (isNexusError(err) && err.code === 'UNKNOWN_STREAM') return this.fail('UNKNOWN_STREAM', `stream ${stream} was deleted`);
-        throw err;
+    // Not awaited here: the next frame is read while this push waits for its group commit. Acks still
+    // go out in push order (a node moves its acknowledged mark to the highest ack it has seen).
+    const committed = toAppend.length > 0 ? this.feed!.append(toAppend) : null;
+    this.pushesInFlight += 1;
+    if (this.pushesInFlight >= MAX_PUSHES_IN_FLIGHT && !this.ws.isPaused) this.ws.pause();
+    const ack = async () => {
+      let head = this.feed?.head ?? 0;
+      if (committed) {
+        const out = await committed;
+        out.results.forEach((r, j) => (results[slots[j]!] = r));
+        head = out.head;
+        const duplicates = out.results.filter((r) => r.duplicate).length;
+        this.deps.metrics.pushed(stream, out.results.length - duplicates, duplicates);
       }
-      out.results.forEach((r, j) => (results[slots[j]!] = r));
-      head = out.head;
-      const duplicates = out.results.filter((r) => r.duplicate).length;
-      this.deps.metrics.pushed(stream, out.results.length - duplicates, duplicates);
-    }
-    this.send({ type: 'ack', id: p.id, results, head });
+      this.send({ type: 'ack', id: p.id, results, head });
+    };
+    this.acks = this.acks
+      .then(ack)
+      .catch((err: unknown) => {
+        if (isNexusError(err) && err.code === 'UNKNOWN_STREAM') return this.fail('UNKNOWN_STREAM', `stream ${stream} was deleted`);
+        this.internal(err);
+      })
+      .finally(() => {
+        this.pushesInFlight -= 1;
+        this.resumeIfRoom();
+      });
+  }
+
+  /** Reads the socket again once frames and pushes in flight are below their bounds. */
+  private resumeIfRoom(): void {
+    if (this.ws.isPaused && this.queued <= 1 && this.pushesInFlight < MAX_PUSHES_IN_FLIGHT && this.state !== 'closed') this.ws.resume();
   }
 
   private async pump(): Promise<void> {
@@ -308,7 +332,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       this.pongDeadline = undefined;
       // Frames still being worked through mean it is not silent; a full send buffer (our ping
       // queued behind it) is SLOW_CONSUMER's call, not this one.
-      if (this.queued === 0 && !this.draining) this.fail('PING_TIMEOUT', `nothing arrived within ${this.deps.limits.ping_timeout_ms} ms of a ping`);
+      if (this.queued === 0 && this.pushesInFlight === 0 && !this.draining) this.fail('PING_TIMEOUT', `nothing arrived within ${this.deps.limits.ping_timeout_ms} ms of a ping`);
     }, this.deps.limits.ping_timeout_ms);
     this.send({ type: 'ping', t: Date.now() });
   }

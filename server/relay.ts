@@ -116,7 +116,8 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
     const operator = await operatorToken(store, opts.operatorToken);
     const metrics = new RelayMetrics(version);
     const page = limits.page_size;
-    const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes }, log);
+    const group = { maxOps: 4 * limits.max_ops_per_push, maxBytes: 4 * limits.max_frame_bytes };
+    const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes, group }, log);
     const app = createHttpApp({ store, hub, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash),
       version,
       ...(opts.metricsToken === undefined ? {} : { metricsTokenHash: hashToken(opts.metricsToken) }),

@@ -224,6 +224,33 @@ describe('a relay on PGlite', () => {
     b.ws.close();
   });
 
+  it('acks pushes sent back to back in push order, with seqs gapless across connections and every op stored once', async () => {
+    const token = await createStream(url, operator, 'pipelined');
+    const pushers = await Promise.all([TestNode.open(url), TestNode.open(url), TestNode.open(url)]);
+    const watcher = await TestNode.open(url);
+    for (const n of [...pushers, watcher]) await n.hello('pipelined', token), await n.expect('caught_up');
+    const shared = wireOp();
+    const sent = pushers.map(() => Array.from({ length: 15 }, () => Array.from({ length: 10 }, () => wireOp())));
+    // The same op pushed by every node, twice each: stored once.
+    for (const batches of sent) batches[3]!.push(shared), batches[11]!.push(shared);
+    // No push waits for the ack of the one before.
+    for (const [n, node] of pushers.entries()) for (const [i, ops] of sent[n]!.entries()) node.send({ type: 'push', id: i + 1, ops });
+    const acks = await Promise.all(pushers.map(async (node) => Promise.all(Array.from({ length: 15 }, () => node.expect('ack')))));
+    for (const list of acks) expect(list.map((a) => a['id'])).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
+    const results = acks.flat().flatMap((a) => a['results'] as Array<{ op: string; seq: number; duplicate: boolean }>);
+    const total = 3 * 15 * 10 + 1;
+    expect(results.filter((r) => !r.duplicate).map((r) => r.seq).sort((x, y) => x - y)).toEqual(seqRange(1, total));
+    const sharedSeqs = new Set(results.filter((r) => r.op === shared['id']).map((r) => r.seq));
+    expect(sharedSeqs.size).toBe(1);
+    expect(results.filter((r) => r.op === shared['id'] && !r.duplicate)).toHaveLength(1);
+    // Watchers and late readers see the same ops at the same seqs, once each.
+    expect(await watcher.opsUntil(total)).toEqual(seqRange(1, total));
+    const seqOf = new Map(results.filter((r) => !r.duplicate).map((r) => [r.op, r.seq]));
+    const live = watcher.frames.filter((f) => f.type === 'ops').flatMap((f) => f['ops'] as Array<{ seq: number; op: { id: string } }>);
+    for (const o of live) expect(seqOf.get(o.op.id)).toBe(o.seq);
+    for (const n of [...pushers, watcher]) n.ws.close();
+  });
+
   it('resumes from since: only later ops, then caught_up', async () => {
     const token = await createStream(url, operator, 'resume');
     const a = await TestNode.open(url);

@@ -78,6 +78,8 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
   try {
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: target }));
     const client = pg;
+    // Appends write op texts as literals, where a doubled quote must be the only escape.
+    await client.exec('SET standard_conforming_strings = on');
     const turns = new Turns();
     const direct = adapt(client);
     // Statements inside a transaction run on its own connection state: only whole jobs take turns.

@@ -24,10 +24,11 @@ export interface StreamStore {
   getStream(name: string): Promise<StreamRow | null>;
   /**
    * Appends in one transaction under the stream row's lock: ops already stored (or repeated in
-   * `ops`) are duplicates and keep their seq; the rest get head+1, head+2, ... in order.
+   * `ops`) are duplicates and keep their seq; the rest get head+1, head+2, ... in order. `rows` are
+   * the ops this call stored, in seq order, so a caller can hand them on without reading them back.
    * Throws NexusError UNKNOWN_STREAM for a stream that does not exist (or was deleted meanwhile).
    */
-  append(stream: string, ops: readonly OpToAppend[]): Promise<{ results: AppendResult[]; head: number }>;
+  append(stream: string, ops: readonly OpToAppend[]): Promise<{ results: AppendResult[]; head: number; rows: StoredOp[] }>;
   /** Up to `limit` ops with seq > `afterSeq`, in seq order; with `maxBytes`, stops before exceeding it (always at least one op). */
   read(stream: string, afterSeq: number, limit: number, maxBytes?: number): Promise<StoredOp[]>;
   /** Every stream's head, for metrics. */

@@ -45,8 +45,9 @@ function adapt(client: pg.Pool | pg.PoolClient): Sql {
 
 /** Opens a pooled, migrated store on PostgreSQL, listening for other instances' commits. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<StreamStore> {
-  const config: pg.ClientConfig = { connectionString: opts.url };
-  if (opts.schema !== undefined) config.options = `-c search_path=${quoteIdent(opts.schema)}`;
+  // Appends write op texts as literals, where a doubled quote must be the only escape.
+  const config: pg.ClientConfig = { connectionString: opts.url, options: '-c standard_conforming_strings=on' };
+  if (opts.schema !== undefined) config.options += ` -c search_path=${quoteIdent(opts.schema)}`;
   const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10 });
   // An idle client's error must not reach the process as an unhandled 'error' event.
   pool.on('error', (err) => opts.log.warn('postgres pool client failed', { error: err.message }));

@@ -1,8 +1,8 @@
-// The StreamStore in SQL shared by PGlite and PostgreSQL: migrations, the locked-head append, paged reads.
+// The StreamStore in SQL shared by PGlite and PostgreSQL: migrations, streams, paged reads (the append is in append.ts).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { NexusError } from '../../protocol/errors.js';
-import type { AppendResult, OpToAppend, StoredOp, StreamRow, StreamStore, StreamSummary } from './port.js';
+import { appendOps, type OnAppend } from './append.js';
+import type { StoredOp, StreamRow, StreamStore, StreamSummary } from './port.js';
 
 /** Statements on one connection (or inside one transaction). */
 export type Sql = {
@@ -79,7 +79,7 @@ export class CommitEmitter {
 export type SqlStoreHooks = {
   kind: StreamStore['kind'];
   /** Runs inside the append transaction once ops were inserted (PostgreSQL: NOTIFY). */
-  onAppend?: (tx: Sql, stream: string, head: number) => Promise<void>;
+  onAppend?: OnAppend;
   /** Runs inside the transaction that deletes a stream or replaces its token (PostgreSQL: NOTIFY). */
   onChange?: (tx: Sql, stream: string) => Promise<void>;
   close: () => Promise<void>;
@@ -101,9 +101,9 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
     },
 
     async append(stream, ops) {
-      const out = await db.transaction((tx) => appendLocked(tx, stream, ops, hooks.onAppend));
-      if (out.appended > 0) emitter.emit(stream, out.head);
-      return { results: out.results, head: out.head };
+      const out = await appendOps(db, stream, ops, hooks.onAppend);
+      if (out.rows.length > 0) emitter.emit(stream, out.head);
+      return out;
     },
 
     async read(stream, afterSeq, limit, maxBytes): Promise<StoredOp[]> {
@@ -174,51 +174,4 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
     subscribe: (stream, listener) => emitter.subscribe(stream, listener),
     close: hooks.close,
   };
-}
-
-/**
- * The append itself: the stream row is locked, so seqs come from its head with no gap and no
- * second writer between reading the head and writing it back.
- */
-async function appendLocked(
-  tx: Sql,
-  stream: string,
-  ops: readonly OpToAppend[],
-  onAppend: SqlStoreHooks['onAppend'],
-): Promise<{ results: AppendResult[]; head: number; appended: number }> {
-  const [row] = await tx.query<{ head: unknown }>('SELECT head FROM streams WHERE name = $1 FOR UPDATE', [stream]);
-  if (!row) throw new NexusError('UNKNOWN_STREAM', `no stream ${stream}`);
-  let head = Number(row.head);
-  const ids = [...new Set(ops.map((o) => o.id))];
-  const known = new Map<string, number>();
-  if (ids.length > 0) {
-    const stored = await tx.query<{ op_id: string; seq: unknown }>('SELECT op_id, seq FROM stream_ops WHERE stream = $1 AND op_id = ANY($2::text[])', [stream, ids]);
-    for (const r of stored) known.set(r.op_id, Number(r.seq));
-  }
-  const results: AppendResult[] = [];
-  const seqs: number[] = [];
-  const opIds: string[] = [];
-  const texts: string[] = [];
-  for (const op of ops) {
-    const seq = known.get(op.id);
-    if (seq !== undefined) {
-      results.push({ op: op.id, seq, duplicate: true });
-      continue;
-    }
-    head += 1;
-    known.set(op.id, head);
-    seqs.push(head);
-    opIds.push(op.id);
-    texts.push(op.text);
-    results.push({ op: op.id, seq: head, duplicate: false });
-  }
-  if (seqs.length > 0) {
-    await tx.query(
-      'INSERT INTO stream_ops (stream, seq, op_id, op) SELECT $1, s, i, o FROM unnest($2::bigint[], $3::text[], $4::text[]) AS t(s, i, o)',
-      [stream, seqs, opIds, texts],
-    );
-    await tx.query('UPDATE streams SET head = $2 WHERE name = $1', [stream, head]);
-    await onAppend?.(tx, stream, head);
-  }
-  return { results, head, appended: seqs.length };
 }

@@ -1,2 +1,4 @@
-// Small runtime pieces shared by the node and the relay: files, locks, process liveness.
+// The infra door: pieces every host shares (relay, node, sync client). infra/ imports only protocol/ and node built-ins.
 export { acquireLock, acquireLockSync, describeOwner, processAlive, processStartTime, readLockOwner, writeFileAtomic, type LockOptions, type LockOwner, type Release } from './fs.js';
+export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
+export { backoffDelay, type BackoffOptions } from './backoff.js';

@@ -41,7 +41,7 @@ async function relayOn(dataDir: string, token: string): Promise<Relay> {
   try {
     return await startRelay({ port: DEFAULT_RELAY_PORT, dataDir, operatorToken: token });
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    if ((err as { code?: string }).code !== 'ADDRESS_IN_USE') throw err;
     say(`port ${DEFAULT_RELAY_PORT} is taken; the relay takes a free one`);
     return startRelay({ port: 0, dataDir, operatorToken: token });
   }

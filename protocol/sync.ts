@@ -1,6 +1,7 @@
 // The sync wire protocol between nodes and the relay: frames each way, limits, error codes and their ws close codes.
 import { z } from 'zod';
 import { OpId, SessionId, ThreadId, WorkspaceId } from './ids.js';
+import { STORABLE_REASONS } from './storable.js';
 
 /**
  * The version both sides put in their first frame (`hello`, `welcome`). 2: every op carries `key` and
@@ -159,8 +160,13 @@ export const WelcomeSchema = z.object({
   head: Seq,
   limits: LimitsSchema,
 });
-/** One op's fate in a push: the seq it has (a duplicate keeps the one it was first given). */
-export const AckResultSchema = z.object({ op: z.string(), seq: Seq, duplicate: z.boolean() });
+/**
+ * One op's fate in a push: the seq it has (a duplicate keeps the one it was first given). An op no store
+ * could keep (protocol/storable.ts) is `refused` with its reason and seq 0: it was not stored and never
+ * will be, so pushing it again cannot help. Older nodes, which do not know `refused`, drop the member and
+ * count the op as acknowledged, which is what it is.
+ */
+export const AckResultSchema = z.object({ op: z.string(), seq: Seq, duplicate: z.boolean(), refused: z.enum(STORABLE_REASONS).optional() });
 /** Sent only after the push is durably committed. */
 export const AckSchema = z.object({
   type: z.literal('ack'),
@@ -207,12 +213,18 @@ export type FromRelay = z.infer<typeof FromRelaySchema>;
 
 // ---- HTTP
 
-/** `GET /v1/info`. */
-export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema });
+/** `GET /v1/info`. `version` is the relay's package version (relays before it did not send one). */
+export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema, version: z.string().optional() });
 /** `POST /v1/streams` body. */
 export const CreateStreamRequestSchema = z.object({ name: StreamName });
-/** `POST /v1/streams` answer: the stream token is shown this once. */
+/** `POST /v1/streams` answer, and `POST /v1/streams/:name/rotate-token`'s: the stream token is shown this once. */
 export const CreateStreamResponseSchema = z.object({ name: StreamName, token: z.string() });
+/** One stream in `GET /v1/streams`: `connections` are the ones open on the relay instance that answered. */
+export const StreamInfoSchema = z.object({ name: StreamName, head: Seq, created_at: z.string(), connections: z.number().int().min(0) });
+/** `GET /v1/streams` (operator). */
+export const ListStreamsResponseSchema = z.object({ streams: z.array(StreamInfoSchema) });
+/** `DELETE /v1/streams/:name` (operator): the stream and its ops are gone; its connections were closed with UNKNOWN_STREAM. */
+export const DeleteStreamResponseSchema = z.object({ name: StreamName, deleted_ops: Seq });
 
 /** The sync socket URL for a relay base URL given as http(s):// or ws(s)://. */
 export function syncUrl(base: string): string {

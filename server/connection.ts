@@ -8,23 +8,33 @@ import {
   StreamName,
   SYNC_PROTOCOL,
   syncCloseCode,
+  type AckResultSchema,
   type FromRelay,
   type HelloSchema,
   type Limits,
   type PushSchema,
   type SyncErrorCode,
 } from '../protocol/sync.js';
+import { isNexusError } from '../protocol/errors.js';
+import { checkStorable } from '../protocol/storable.js';
+import type { Logger } from '../infra/index.js';
 import type { FeedConsumer, Hub, StreamFeed } from './hub.js';
-import type { RelayLog } from './log.js';
 import type { ConnectionGauge, RelayMetrics } from './metrics.js';
 import type { StoredOp, StreamStore } from './storage/index.js';
 import { tokenMatches } from './tokens.js';
 
+type AckResult = z.infer<typeof AckResultSchema>;
+
 /** What every connection shares. */
-export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; metrics: RelayMetrics; log: RelayLog };
+export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; metrics: RelayMetrics; log: Logger };
 
 /** Frames read ahead of the one being handled before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 4;
+/**
+ * Pushes of one connection waiting for their commit at once. Several in flight let a node's pushes
+ * join one group commit; past this many the socket stops being read until one is acknowledged.
+ */
+const MAX_PUSHES_IN_FLIGHT = 8;
 /** How often a consumer over its send-buffer cap is looked at again. */
 const DRAIN_POLL_MS = 20;
 
@@ -53,13 +63,14 @@ function opsFrame(rows: StoredOp[], maxBytes: number): { frame: string; count: n
 /** A socket's whole life on the relay. Bad input closes this connection with a coded error, never the relay. */
 export class SyncConnection implements FeedConsumer, ConnectionGauge {
   stream: string | null = null;
-  node: string | null = null;
   private state: 'hello' | 'open' | 'closed' = 'hello';
   private joined: string | null = null;
   private feed: StreamFeed | null = null;
   /** The last seq sent (or the `since` the node already held). */
   private cursor = 0;
   private welcomeHead = 0;
+  /** The hash of the token this connection was admitted with: a replaced token evicts it. */
+  private tokenHash: string | null = null;
   private caughtUp = false;
   private pumping = false;
   private rewake = false;
@@ -67,21 +78,34 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private draining = false;
   private queue: Promise<void> = Promise.resolve();
   private queued = 0;
+  /** Pushes handed to the group commit and not acknowledged yet; acks go out in push order, after this chain. */
+  private pushesInFlight = 0;
+  private acks: Promise<void> = Promise.resolve();
   private readonly pinger: NodeJS.Timeout;
   private pongDeadline: NodeJS.Timeout | undefined;
+  /** This connection's lines: `conn` and the peer's address, then `stream` and `node` once known. */
+  private log: Logger;
+  private readonly opened = Date.now();
 
   constructor(
     private readonly ws: WebSocket,
     readonly id: number,
     private readonly deps: ConnectionDeps,
+    remote?: string,
   ) {
+    this.log = deps.log.child({ conn: id, ...(remote === undefined ? {} : { remote }) });
     ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
-    ws.on('close', () => this.shutdown());
+    ws.on('close', (code, reason) => {
+      this.log.info('node disconnected', { code, reason: reason.toString(), sent_seq: this.cursor, open_ms: Date.now() - this.opened });
+      this.shutdown();
+    });
     ws.on('error', (err: Error & { code?: string }) => {
       // ws has already closed the socket (1009 past its hard payload cap, 1007 for bad UTF-8, ...).
       const code = err.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'FRAME_TOO_LARGE' : 'BAD_FRAME';
-      if (this.state !== 'closed') deps.metrics.rejected(code);
-      deps.log('debug', 'socket error', { conn: id, error: err.message });
+      if (this.state !== 'closed') {
+        deps.metrics.rejected(code);
+        this.log.warn('sync connection refused', { code, message: err.message });
+      }
       this.shutdown();
     });
     this.pinger = setInterval(() => this.ping(), deps.limits.ping_interval_ms);
@@ -98,6 +122,14 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     if (this.state === 'closed') return;
     this.shutdown();
     if (this.ws.readyState === OPEN) this.ws.close(1001, 'relay shutting down');
+  }
+
+  admittedWith(tokenHash: string): boolean {
+    return this.state !== 'open' || this.tokenHash === tokenHash;
+  }
+
+  evict(code: 'UNKNOWN_STREAM' | 'UNAUTHORIZED', message: string): void {
+    this.fail(code, message);
   }
 
   /** The feed moved: send what this connection has not had yet. */
@@ -121,7 +153,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       .catch((err: unknown) => this.internal(err))
       .finally(() => {
         this.queued -= 1;
-        if (this.ws.isPaused && this.queued <= 1) this.ws.resume();
+        this.resumeIfRoom();
       });
   }
 
@@ -149,7 +181,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       case 'hello':
         return this.state === 'hello' ? this.hello(frame) : this.fail('BAD_FRAME', 'hello was already received');
       case 'push':
-        return this.push(frame, text);
+        return this.push(frame, text, (value as { ops: unknown[] }).ops);
       case 'ping':
         return this.send({ type: 'pong', t: frame.t });
       case 'pong':
@@ -172,15 +204,17 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     feed.known(row.head);
     this.state = 'open';
     this.stream = row.name;
-    this.node = h.node;
+    this.tokenHash = row.tokenHash;
     this.cursor = h.since;
     this.welcomeHead = row.head;
     this.send({ type: 'welcome', protocol: SYNC_PROTOCOL, stream: row.name, head: row.head, limits: this.deps.limits });
-    this.deps.log('info', 'node connected', { conn: this.id, stream: row.name, node: h.node, since: h.since, head: row.head });
+    this.log = this.log.child({ stream: row.name, node: h.node });
+    this.log.info('node connected', { since: h.since, head: row.head });
     this.wake();
   }
 
-  private async push(p: z.infer<typeof PushSchema>, text: string): Promise<void> {
+  /** `parsed` is each op as JSON.parse gave it (before zod), checked for what no store can keep. */
+  private async push(p: z.infer<typeof PushSchema>, text: string, parsed: unknown[]): Promise<void> {
     const stream = this.stream!;
     // The exact text of each op, as pushed: it is stored and forwarded byte for byte.
     const raw = rawElements(rawMember(text, 'ops') ?? '');
@@ -190,13 +224,54 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       const bytes = Buffer.byteLength(raw[i]!);
       if (bytes > max) return this.fail('OP_TOO_LARGE', `op ${op.id} is ${bytes} bytes; the limit is ${max}`);
     }
-    const { results, head } = await this.deps.store.append(
-      stream,
-      p.ops.map((op, i) => ({ id: op.id, text: raw[i]! })),
-    );
-    const duplicates = results.filter((r) => r.duplicate).length;
-    this.deps.metrics.pushed(stream, results.length - duplicates, duplicates);
-    this.send({ type: 'ack', id: p.id, results, head });
+    // An op no store can keep costs only itself: a coded result in the ack, never stored or sent on.
+    const results: AckResult[] = new Array(p.ops.length);
+    const toAppend: Array<{ id: string; text: string }> = [];
+    const slots: number[] = [];
+    const refused: Record<string, number> = {};
+    for (const [i, op] of p.ops.entries()) {
+      const verdict = checkStorable(parsed[i]);
+      if (verdict.ok) {
+        toAppend.push({ id: op.id, text: raw[i]! });
+        slots.push(i);
+      } else {
+        results[i] = { op: op.id, seq: 0, duplicate: false, refused: verdict.reason };
+        refused[verdict.reason] = (refused[verdict.reason] ?? 0) + 1;
+        this.deps.metrics.refusedOp(verdict.reason);
+      }
+    }
+    if (slots.length < p.ops.length) this.log.warn('ops refused as not storable', { push: p.id, refused });
+    // Not awaited here: the next frame is read while this push waits for its group commit. Acks still
+    // go out in push order (a node moves its acknowledged mark to the highest ack it has seen).
+    const committed = toAppend.length > 0 ? this.feed!.append(toAppend) : null;
+    this.pushesInFlight += 1;
+    if (this.pushesInFlight >= MAX_PUSHES_IN_FLIGHT && !this.ws.isPaused) this.ws.pause();
+    const ack = async () => {
+      let head = this.feed?.head ?? 0;
+      if (committed) {
+        const out = await committed;
+        out.results.forEach((r, j) => (results[slots[j]!] = r));
+        head = out.head;
+        const duplicates = out.results.filter((r) => r.duplicate).length;
+        this.deps.metrics.pushed(stream, out.results.length - duplicates, duplicates);
+      }
+      this.send({ type: 'ack', id: p.id, results, head });
+    };
+    this.acks = this.acks
+      .then(ack)
+      .catch((err: unknown) => {
+        if (isNexusError(err) && err.code === 'UNKNOWN_STREAM') return this.fail('UNKNOWN_STREAM', `stream ${stream} was deleted`);
+        this.internal(err);
+      })
+      .finally(() => {
+        this.pushesInFlight -= 1;
+        this.resumeIfRoom();
+      });
+  }
+
+  /** Reads the socket again once frames and pushes in flight are below their bounds. */
+  private resumeIfRoom(): void {
+    if (this.ws.isPaused && this.queued <= 1 && this.pushesInFlight < MAX_PUSHES_IN_FLIGHT && this.state !== 'closed') this.ws.resume();
   }
 
   private async pump(): Promise<void> {
@@ -257,7 +332,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       this.pongDeadline = undefined;
       // Frames still being worked through mean it is not silent; a full send buffer (our ping
       // queued behind it) is SLOW_CONSUMER's call, not this one.
-      if (this.queued === 0 && !this.draining) this.fail('PING_TIMEOUT', `nothing arrived within ${this.deps.limits.ping_timeout_ms} ms of a ping`);
+      if (this.queued === 0 && this.pushesInFlight === 0 && !this.draining) this.fail('PING_TIMEOUT', `nothing arrived within ${this.deps.limits.ping_timeout_ms} ms of a ping`);
     }, this.deps.limits.ping_timeout_ms);
     this.send({ type: 'ping', t: Date.now() });
   }
@@ -273,7 +348,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
 
   private internal(err: unknown): void {
     if (this.state === 'closed') return; // the relay is closing under it, or the socket went first
-    this.deps.log('error', 'sync connection failed', { conn: this.id, stream: this.stream, error: err instanceof Error ? (err.stack ?? err.message) : String(err) });
+    this.log.error('sync connection failed', { error: err });
     this.fail('INTERNAL', 'the relay failed; try again');
   }
 
@@ -281,7 +356,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private fail(code: SyncErrorCode, message: string, resumeFrom?: number): void {
     if (this.state === 'closed') return;
     this.deps.metrics.rejected(code);
-    this.deps.log(code === 'INTERNAL' ? 'warn' : 'debug', 'sync connection refused', { conn: this.id, code, message });
+    this.log.warn('sync connection refused', { code, message, ...(resumeFrom === undefined ? {} : { resume_from: resumeFrom }) });
     this.send(resumeFrom === undefined ? { type: 'error', code, message } : { type: 'error', code, message, resume_from: resumeFrom });
     if (this.ws.readyState === OPEN) this.ws.close(syncCloseCode(code), code);
     this.shutdown();

@@ -1,12 +1,23 @@
-// Live fan-out: one feed per stream with connections, reading each commit once and waking its consumers.
-import type { RelayLog } from './log.js';
-import type { StoredOp, StreamStore } from './storage/index.js';
+// Live fan-out: one feed per stream with connections. Its own commits' rows go straight to the cache;
+// commits of other relay instances (PostgreSQL) are read once per notice. Consumers are woken either way.
+import type { Logger } from '../infra/index.js';
+import { GroupCommitter, type Committed, type GroupLimits } from './commit.js';
+import type { OpToAppend, StoredOp, StreamStore } from './storage/index.js';
 
-/** A consumer of a feed: told to look again whenever the feed's head moves. */
-export type FeedConsumer = { wake(): void };
+/**
+ * A consumer of a feed: told to look again whenever the feed's head moves, and checked again when its
+ * stream is deleted or its token replaced.
+ */
+export type FeedConsumer = {
+  wake(): void;
+  /** Whether it was admitted with the token of this hash (true while not admitted yet: its hello decides). */
+  admittedWith(tokenHash: string): boolean;
+  /** Closes it with a coded error. */
+  evict(code: 'UNKNOWN_STREAM' | 'UNAUTHORIZED', message: string): void;
+};
 
-/** Bounds of a feed's cache of recent ops. */
-export type FeedLimits = { pageSize: number; cacheOps: number; cacheBytes: number };
+/** Bounds of a feed's cache of recent ops, and of one group commit. */
+export type FeedLimits = { pageSize: number; cacheOps: number; cacheBytes: number; group: GroupLimits };
 
 /**
  * One stream's recent ops, read from storage once per commit and shared by every consumer of this
@@ -25,15 +36,24 @@ export class StreamFeed {
   private filling = false;
   private again = false;
   private closed = false;
+  /** The highest head heard of while a commit of ours ran: looked at once its rows are in. */
+  private deferred = 0;
   private readonly unsubscribe: () => void;
+  private readonly committer: GroupCommitter;
 
   constructor(
     readonly stream: string,
     private readonly store: StreamStore,
     private readonly limits: FeedLimits,
-    private readonly log: RelayLog,
+    private readonly log: Logger,
   ) {
+    this.committer = new GroupCommitter(stream, store, limits.group, (rows, head) => this.committed(rows, head));
     this.unsubscribe = store.subscribe(stream, (head) => this.notice(head));
+  }
+
+  /** Appends through this relay's group commit for the stream; resolves once committed. */
+  append(ops: readonly OpToAppend[]): Promise<Committed> {
+    return this.committer.append(ops);
   }
 
   /** A head just read from the stream row: trusted. The first one starts the cache. */
@@ -49,7 +69,23 @@ export class StreamFeed {
   /** A commit notice: ops up to `head` may exist. */
   notice(head: number): void {
     if (!this.started) this.early = Math.max(this.early, head);
+    // Our own commit's notice comes before its rows are handed over: no need to read them back.
+    else if (this.committer.busy) this.deferred = Math.max(this.deferred, head);
     else if (head > this.head) void this.fill();
+  }
+
+  /** Rows our own commit stored: kept and sent on as they are when they follow the cache, else read. */
+  private committed(rows: StoredOp[], head: number): void {
+    if (this.closed || !this.started) return;
+    const end = this.from + this.rows.length;
+    if (rows.length > 0 && rows[0]!.seq === end + 1) {
+      for (const row of rows) this.keep(row);
+      this.head = this.from + this.rows.length;
+      for (const c of this.consumers) c.wake();
+    }
+    const heard = Math.max(head, this.deferred);
+    this.deferred = 0;
+    if (heard > this.head) void this.fill();
   }
 
   /** Up to `limit` ops after `after` (at most `maxBytes` of op text, at least one op), from the cache when it has them. */
@@ -86,15 +122,18 @@ export class StreamFeed {
           const after = this.from + this.rows.length;
           const page = await this.store.read(this.stream, after, this.limits.pageSize);
           if (this.closed || page.length === 0) break;
-          if (page[0]!.seq !== after + 1) throw new Error(`stream ${this.stream}: read after ${after} began at ${page[0]!.seq}`);
-          for (const row of page) this.keep(row);
+          // Our own commit may have put rows in while this page was read: those are skipped.
+          const end = this.from + this.rows.length;
+          const fresh = page.filter((row) => row.seq > end);
+          if (fresh.length > 0 && fresh[0]!.seq !== end + 1) throw new Error(`stream ${this.stream}: read after ${end} began at ${fresh[0]!.seq}`);
+          for (const row of fresh) this.keep(row);
           this.head = this.from + this.rows.length;
           for (const c of this.consumers) c.wake();
           if (page.length < this.limits.pageSize) break;
         }
       } while (this.again && !this.closed);
     } catch (err) {
-      if (!this.closed) this.log('error', 'feed read failed', { stream: this.stream, error: String(err) });
+      if (!this.closed) this.log.error('feed read failed', { stream: this.stream, error: err });
     } finally {
       this.filling = false;
     }
@@ -114,12 +153,30 @@ export class StreamFeed {
 /** The feeds of streams that have consumers on this relay. */
 export class Hub {
   private readonly feeds = new Map<string, StreamFeed>();
+  private readonly unwatch: () => void;
 
   constructor(
     private readonly store: StreamStore,
     private readonly limits: FeedLimits,
-    private readonly log: RelayLog,
-  ) {}
+    private readonly log: Logger,
+  ) {
+    this.unwatch = store.onStreamChanged((stream) => void this.recheck(stream));
+  }
+
+  /** A stream was deleted or its token replaced (here or on another instance): its consumers are checked again. */
+  private async recheck(stream: string): Promise<void> {
+    const feed = this.feeds.get(stream);
+    if (!feed) return;
+    try {
+      const row = await this.store.getStream(stream);
+      for (const c of [...feed.consumers]) {
+        if (!row) c.evict('UNKNOWN_STREAM', `stream ${stream} was deleted`);
+        else if (!c.admittedWith(row.tokenHash)) c.evict('UNAUTHORIZED', `the token of stream ${stream} was replaced`);
+      }
+    } catch (err) {
+      this.log.error('stream recheck failed', { stream, error: err });
+    }
+  }
 
   /** Adds a consumer to the stream's feed (made on first use). Join before reading the head, so no commit slips between. */
   join(stream: string, consumer: FeedConsumer): StreamFeed {
@@ -146,6 +203,7 @@ export class Hub {
   }
 
   close(): void {
+    this.unwatch();
     for (const feed of this.feeds.values()) feed.close();
     this.feeds.clear();
   }

@@ -1,7 +1,7 @@
 // The relay's door: start one, run its CLI, or open its stream storage directly.
 export { main, DEFAULT_RELAY_PORT, type RelayIo } from './cli.js';
-export { silentLog, stderrLog, type LogLevel, type RelayLog } from './log.js';
-export { defaultRelayDataDir } from './paths.js';
+export { createLogger, silentLogger as silentLog, type Logger, type LogLevel } from '../infra/index.js';
+export { defaultRelayDataDir, packageVersion } from './paths.js';
 export { startRelay, type Relay, type RelayOptions } from './relay.js';
 export {
   NOTIFY_CHANNEL,

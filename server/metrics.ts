@@ -1,7 +1,8 @@
-// The relay's counters and gauges, rendered as Prometheus text.
+// The relay's counters and gauges, rendered as Prometheus text. Labels are bounded: a stream (made by
+// the operator), an error code, a refusal reason, the version; never a connection, a node or an address.
 
-/** What a connection reports for the lag gauge: the last seq it was sent. */
-export type ConnectionGauge = { id: number; stream: string | null; node: string | null; sentSeq(): number };
+/** What a connection reports for the lag gauges: its stream (once past hello) and the last seq it was sent. */
+export type ConnectionGauge = { stream: string | null; sentSeq(): number };
 
 function label(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
@@ -17,8 +18,12 @@ export class RelayMetrics {
   private readonly duplicates = new Map<string, number>();
   private readonly opsOut = new Map<string, number>();
   private readonly rejects = new Map<string, number>();
+  private readonly refused = new Map<string, number>();
   private readonly live = new Set<ConnectionGauge>();
   private accepted = 0;
+
+  /** `version` is the package version, shown as `nexus_build_info{version}`. */
+  constructor(private readonly version: string) {}
 
   connected(conn: ConnectionGauge): void {
     this.live.add(conn);
@@ -27,6 +32,11 @@ export class RelayMetrics {
 
   disconnected(conn: ConnectionGauge): void {
     this.live.delete(conn);
+  }
+
+  /** Forgets a deleted stream's series, so they do not outlive it. */
+  forgetStream(stream: string): void {
+    for (const m of [this.opsIn, this.duplicates, this.opsOut]) m.delete(stream);
   }
 
   /** Ops of a push: `stored` new ones, `duplicate` dropped by id. */
@@ -38,6 +48,11 @@ export class RelayMetrics {
   /** Ops sent to one consumer. */
   sent(stream: string, count: number): void {
     bump(this.opsOut, stream, count);
+  }
+
+  /** A pushed op refused as not storable (protocol/storable.ts), by reason. */
+  refusedOp(reason: string): void {
+    bump(this.refused, reason);
   }
 
   /** A connection refused or closed with a coded error. */
@@ -53,21 +68,28 @@ export class RelayMetrics {
       for (const [labels, value] of rows) out.push(`${name}${labels} ${value}`);
     };
     const byStream = (m: Map<string, number>) => [...m].map(([s, v]): [string, number] => [`{stream="${label(s)}"}`, v]);
+    family('nexus_build_info', 'gauge', 'The running relay: always 1, its version as a label.', [[`{version="${label(this.version)}"}`, 1]]);
     family('nexus_relay_connections', 'gauge', 'Open sync connections.', [['', this.live.size]]);
     family('nexus_relay_connections_accepted_total', 'counter', 'Sync connections accepted.', [['', this.accepted]]);
     family('nexus_relay_ops_in_total', 'counter', 'Ops stored from pushes.', byStream(this.opsIn));
     family('nexus_relay_ops_duplicate_total', 'counter', 'Pushed ops dropped as duplicates by id.', byStream(this.duplicates));
     family('nexus_relay_ops_out_total', 'counter', 'Ops sent to consumers.', byStream(this.opsOut));
+    family('nexus_relay_ops_refused_total', 'counter', 'Pushed ops refused as not storable, by reason; never stored.', [...this.refused].map(([r, v]): [string, number] => [`{reason="${label(r)}"}`, v]));
     family('nexus_relay_rejects_total', 'counter', 'Connections closed with a coded error, by code.', [...this.rejects].map(([c, v]): [string, number] => [`{code="${label(c)}"}`, v]));
     family('nexus_relay_stream_head', 'gauge', 'The last seq of each stream.', heads.map((h): [string, number] => [`{stream="${label(h.name)}"}`, h.head]));
     const head = new Map(heads.map((h) => [h.name, h.head]));
-    const lags = [...this.live]
-      .filter((c) => c.stream !== null)
-      .map((c): [string, number] => [
-        `{conn="${c.id}",stream="${label(c.stream!)}",node="${label(c.node ?? '')}"}`,
-        Math.max(0, (head.get(c.stream!) ?? 0) - c.sentSeq()),
-      ]);
-    family('nexus_relay_connection_lag', 'gauge', 'Ops committed on the stream and not yet sent to this connection.', lags);
+    const perStream = new Map<string, { conns: number; maxLag: number }>();
+    for (const c of this.live) {
+      if (c.stream === null) continue;
+      const s = perStream.get(c.stream) ?? { conns: 0, maxLag: 0 };
+      s.conns += 1;
+      s.maxLag = Math.max(s.maxLag, (head.get(c.stream) ?? 0) - c.sentSeq());
+      perStream.set(c.stream, s);
+    }
+    const rows = (pick: (s: { conns: number; maxLag: number }) => number) =>
+      [...perStream].map(([stream, s]): [string, number] => [`{stream="${label(stream)}"}`, pick(s)]);
+    family('nexus_relay_stream_connections', 'gauge', 'Open sync connections past hello, by stream.', rows((s) => s.conns));
+    family('nexus_relay_stream_lag_max', 'gauge', 'Ops committed on the stream and not yet sent to its most lagging connection.', rows((s) => Math.max(0, s.maxLag)));
     return out.join('\n') + '\n';
   }
 }

@@ -3,11 +3,12 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NexusError } from '../protocol/errors.js';
-import { DEFAULT_LIMITS, LimitsSchema, type Limits } from '../protocol/sync.js';
+import { DEFAULT_LIMITS, LimitsSchema, SYNC_PROTOCOL, type Limits } from '../protocol/sync.js';
 import { createHttpApp } from './http.js';
 import { Hub } from './hub.js';
-import { stderrLog, type RelayLog } from './log.js';
+import { createLogger, type Logger } from '../infra/index.js';
 import { RelayMetrics } from './metrics.js';
+import { packageVersion } from './paths.js';
 import { openPgliteStore, openPostgresStore, type StreamStore } from './storage/index.js';
 import { hashToken, newToken, tokenMatches } from './tokens.js';
 import { attachSyncServer } from './ws.js';
@@ -28,10 +29,12 @@ export type RelayOptions = {
   operatorToken?: string;
   /** Limits to override; the rest are {@link DEFAULT_LIMITS}. */
   limits?: Partial<Limits>;
-  /** Default: warnings and errors as JSON lines on stderr. */
-  log?: RelayLog;
+  /** Default: JSON lines on stderr, component `relay`, threshold from NEXUS_LOG_LEVEL (else info). */
+  log?: Logger;
   /** PostgreSQL safety-net poll, in ms (default 500). */
   pollMs?: number;
+  /** When set, /metrics requires `Authorization: Bearer <metricsToken>` (at least 16 characters). */
+  metricsToken?: string;
 };
 
 /** A running relay. */
@@ -55,7 +58,7 @@ function resolveLimits(over: Partial<Limits> | undefined): Limits {
   return limits;
 }
 
-async function openStore(opts: RelayOptions, log: RelayLog): Promise<StreamStore> {
+async function openStore(opts: RelayOptions, log: Logger): Promise<StreamStore> {
   if ((opts.dataDir === undefined) === (opts.databaseUrl === undefined)) {
     throw new TypeError('startRelay: give exactly one of dataDir and databaseUrl');
   }
@@ -86,7 +89,13 @@ async function operatorToken(store: StreamStore, given: string | undefined): Pro
 
 function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(new NexusError('USAGE', `cannot listen on ${host}:${port}: ${err.message}`));
+    // The OS's reason stays visible: a taken port is not a usage error, and callers branch on it.
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new NexusError('ADDRESS_IN_USE', `${host}:${port} is in use by another process`, { cause: err, os_code: err.code })
+          : new NexusError('LISTEN_FAILED', `cannot listen on ${host}:${port}: ${err.message}`, { cause: err, os_code: err.code ?? null }),
+      );
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);
@@ -97,23 +106,29 @@ function listen(server: Server, host: string, port: number): Promise<number> {
 
 /** Starts a relay and resolves once it accepts connections. */
 export async function startRelay(opts: RelayOptions): Promise<Relay> {
-  const log = opts.log ?? stderrLog();
+  const log = opts.log ?? createLogger({ component: 'relay' });
+  const version = packageVersion();
   const limits = resolveLimits(opts.limits);
+  if (opts.metricsToken !== undefined && opts.metricsToken.length < 16) throw new NexusError('BAD_REQUEST', 'the metrics token must be at least 16 characters');
   const host = opts.host ?? '127.0.0.1';
   const store = await openStore(opts, log);
   try {
     const operator = await operatorToken(store, opts.operatorToken);
-    const metrics = new RelayMetrics();
+    const metrics = new RelayMetrics(version);
     const page = limits.page_size;
-    const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes }, log);
-    const app = createHttpApp({ store, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash) });
+    const group = { maxOps: 4 * limits.max_ops_per_push, maxBytes: 4 * limits.max_frame_bytes };
+    const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes, group }, log);
+    const app = createHttpApp({ store, hub, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash),
+      version,
+      ...(opts.metricsToken === undefined ? {} : { metricsTokenHash: hashToken(opts.metricsToken) }),
+    });
     // Not serve(): listening ourselves lets a busy port surface as an error.
     const server = createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: false }) as Server;
     const sync = attachSyncServer(server, { store, hub, limits, metrics, log });
     const port = await listen(server, host, opts.port ?? 0);
     const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
     let closing: Promise<void> | undefined;
-    log('info', 'relay listening', { url: `http://${shown}:${port}`, storage: store.kind });
+    log.info('relay listening', { url: `http://${shown}:${port}`, storage: store.kind, version, protocol: SYNC_PROTOCOL });
     return {
       url: `http://${shown}:${port}`,
       port,
@@ -127,6 +142,7 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
           await new Promise<void>((resolve) => server.close(() => resolve()));
           hub.close();
           await store.close();
+          log.info('relay stopped');
         })()),
     };
   } catch (err) {

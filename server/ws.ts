@@ -33,7 +33,7 @@ export function attachSyncServer(server: Server, deps: ConnectionDeps): SyncServ
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn = new SyncConnection(ws, nextId++, deps);
+      const conn = new SyncConnection(ws, nextId++, deps, req.socket.remoteAddress);
       connections.add(conn);
       ws.on('close', () => connections.delete(conn));
     });

@@ -1,5 +1,5 @@
 // The relay's StreamStore suite, run against PGlite and PostgreSQL alike.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -102,12 +102,27 @@ describe.each(backends)('the $name stream store', (backend) => {
     const r1 = await a.append(name, first);
     expect(r1.results.map((r) => [r.seq, r.duplicate])).toEqual([[1, false], [2, false], [3, false]]);
     expect(r1.head).toBe(3);
+    // The rows it stored come back as stored, so they can be sent on without reading them again.
+    expect(r1.rows).toEqual(first.map((o, i) => ({ seq: i + 1, op: o.text })));
     const r2 = await b.append(name, [op(), op()]);
     expect(r2.results.map((r) => r.seq)).toEqual([4, 5]);
     expect((await a.getStream(name))!.head).toBe(5);
     const stored = await a.read(name, 0, 10);
     expect(stored.map((s) => s.seq)).toEqual([1, 2, 3, 4, 5]);
     expect(stored.slice(0, 3).map((s) => s.op)).toEqual(first.map((o) => o.text));
+  });
+
+  test('stores texts with quotes, backslashes, dollars and non-ASCII byte for byte', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const tricky = [`it's ''quoted'' \\' E'\\x41' $$ $1 $tag$ ; DROP TABLE streams; --`, 'é 😀 \\u0041 \\n', "'".repeat(50)];
+    const ops = tricky.map((t) => {
+      const id = newOpId();
+      return { id, text: JSON.stringify({ id, body: { text: t } }) };
+    });
+    await a.append(name, ops);
+    expect((await b.read(name, 0, 10)).map((r) => r.op)).toEqual(ops.map((o) => o.text));
+    expect((await a.listStreams()).length).toBeGreaterThan(0);
   });
 
   test('a duplicate id keeps its first seq, across batches and within one', async () => {
@@ -119,6 +134,7 @@ describe.each(backends)('the $name stream store', (backend) => {
     expect(again.results.map((r) => [r.seq, r.duplicate])).toEqual([[2, true], [3, false], [1, true]]);
     const z = op();
     const within = await a.append(name, [z, op(z.id, 'twice'), op()]);
+    expect(within.rows.map((r) => r.seq)).toEqual([4, 5]);
     expect(within.results.map((r) => [r.op, r.seq, r.duplicate])).toEqual([
       [z.id, 4, false],
       [z.id, 4, true],
@@ -129,7 +145,7 @@ describe.each(backends)('the $name stream store', (backend) => {
     expect(stored[1]!.op).toBe(y.text);
     expect(stored[3]!.op).toBe(z.text);
     const onlyDuplicates = await a.append(name, [x]);
-    expect(onlyDuplicates).toEqual({ results: [{ op: x.id, seq: 1, duplicate: true }], head: 5 });
+    expect(onlyDuplicates).toEqual({ results: [{ op: x.id, seq: 1, duplicate: true }], head: 5, rows: [] });
   });
 
   test('read pages in seq order, by count and by bytes', async () => {
@@ -197,6 +213,33 @@ describe.each(backends)('the $name stream store', (backend) => {
     }
   });
 
+  test('lists streams, replaces a token and deletes a stream with all its ops, and either store hears of it', async () => {
+    const [keep, drop] = [streamName(), streamName()];
+    await a.createStream(keep, 'h-keep');
+    await a.createStream(drop, 'h-drop');
+    await a.append(drop, [op(), op(), op()]);
+    const changed: string[] = [];
+    const off = b.onStreamChanged((s) => changed.push(s));
+    const listed = (await b.listStreams()).filter((s) => s.name === keep || s.name === drop);
+    expect(new Map(listed.map((s) => [s.name, s.head]))).toEqual(new Map([[keep, 0], [drop, 3]]));
+    expect(Number.isNaN(Date.parse(listed[0]!.createdAt))).toBe(false);
+
+    expect(await a.setTokenHash(keep, 'h-new')).toBe(true);
+    expect((await b.getStream(keep))?.tokenHash).toBe('h-new');
+    expect(await a.setTokenHash(`${keep}-nope`, 'x')).toBe(false);
+
+    expect(await a.deleteStream(drop)).toBe(3);
+    expect(await b.getStream(drop)).toBeNull();
+    expect(await b.read(drop, 0, 10)).toEqual([]);
+    expect(await a.deleteStream(drop)).toBeNull();
+    await expect(a.append(drop, [op()])).rejects.toMatchObject({ code: 'UNKNOWN_STREAM' });
+    await expect.poll(() => [...new Set(changed)].sort(), { timeout: 5_000 }).toEqual([keep, drop].sort());
+    off();
+    // A stream made again under a deleted name starts from seq 1.
+    expect(await a.createStream(drop, 'h-again')).toBe(true);
+    expect((await a.append(drop, [op()])).results[0]!.seq).toBe(1);
+  });
+
   test('stores the operator token hash only once', async () => {
     const first = await a.operatorTokenHash();
     const won = await a.initOperatorTokenHash('aa');
@@ -205,5 +248,63 @@ describe.each(backends)('the $name stream store', (backend) => {
     expect(await b.operatorTokenHash()).toBe(first ?? (won ? 'aa' : null));
     await expect(a.ping()).resolves.toBeUndefined();
     expect((await a.heads()).length).toBeGreaterThan(0);
+  });
+});
+
+/** Every entry under `root` (itself included) as `d700` / `f600` style: kind and permission bits. */
+function modes(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (path: string) => {
+    const st = lstatSync(path);
+    out.set(path, `${st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'f'}${(st.mode & 0o777).toString(8)}`);
+    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  walk(root);
+  return out;
+}
+
+/** The entries whose mode is not private: folders 0700, files 0600. */
+function notPrivate(root: string): string[] {
+  return [...modes(root)].filter(([, m]) => m !== 'd700' && m !== 'f600').map(([p, m]) => `${m} ${p}`);
+}
+
+describe('the PGlite relay data folder', () => {
+  it('is created private: folders 0700, files 0600, and stays so after ops were written', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'nexus-relay-perms-'));
+    const dir = join(parent, 'relay', 'data');
+    try {
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      try {
+        expect(modes(dir).size).toBeGreaterThan(100);
+        expect(notPrivate(dir)).toEqual([]);
+        await store.createStream('perms', 'h');
+        await store.append('perms', Array.from({ length: 200 }, () => op()));
+      } finally {
+        await store.close();
+      }
+      expect(notPrivate(dir)).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it('tightens a folder left readable by others when it is opened', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-perms-'));
+    try {
+      await (await openPgliteStore({ dataDir: dir, log: silentLog })).close();
+      for (const [path, m] of modes(dir)) chmodSync(path, m.startsWith('d') ? 0o755 : 0o644);
+      chmodSync(dir, 0o777);
+      expect(notPrivate(dir).length).toBe(modes(dir).size);
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      try {
+        expect(notPrivate(dir)).toEqual([]);
+        await store.createStream('reopened', 'h');
+        expect((await store.getStream('reopened'))?.head).toBe(0);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

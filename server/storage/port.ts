@@ -12,6 +12,9 @@ export type StoredOp = { seq: number; op: string };
 /** A stream as stored. */
 export type StreamRow = { name: string; tokenHash: string; head: number };
 
+/** A stream as the operator lists it. */
+export type StreamSummary = { name: string; head: number; createdAt: string };
+
 /** Storage for streams and their op logs. Every method may be called concurrently. */
 export interface StreamStore {
   readonly kind: 'pglite' | 'postgres';
@@ -21,14 +24,26 @@ export interface StreamStore {
   getStream(name: string): Promise<StreamRow | null>;
   /**
    * Appends in one transaction under the stream row's lock: ops already stored (or repeated in
-   * `ops`) are duplicates and keep their seq; the rest get head+1, head+2, ... in order.
-   * Throws a TypeError for a stream that does not exist.
+   * `ops`) are duplicates and keep their seq; the rest get head+1, head+2, ... in order. `rows` are
+   * the ops this call stored, in seq order, so a caller can hand them on without reading them back.
+   * Throws NexusError UNKNOWN_STREAM for a stream that does not exist (or was deleted meanwhile).
    */
-  append(stream: string, ops: readonly OpToAppend[]): Promise<{ results: AppendResult[]; head: number }>;
+  append(stream: string, ops: readonly OpToAppend[]): Promise<{ results: AppendResult[]; head: number; rows: StoredOp[] }>;
   /** Up to `limit` ops with seq > `afterSeq`, in seq order; with `maxBytes`, stops before exceeding it (always at least one op). */
   read(stream: string, afterSeq: number, limit: number, maxBytes?: number): Promise<StoredOp[]>;
   /** Every stream's head, for metrics. */
   heads(): Promise<Array<{ name: string; head: number }>>;
+  /** Every stream, by name. */
+  listStreams(): Promise<StreamSummary[]>;
+  /** Deletes the stream and all its ops, under its row lock; the number of ops it had, or null when there is no such stream. */
+  deleteStream(name: string): Promise<number | null>;
+  /** Replaces the stream's token hash; false when there is no such stream. */
+  setTokenHash(name: string, tokenHash: string): Promise<boolean>;
+  /**
+   * Calls `listener(stream)` after a stream was deleted or its token replaced, by this process or
+   * (PostgreSQL) another relay instance: connections admitted before must be checked again.
+   */
+  onStreamChanged(listener: (stream: string) => void): () => void;
   /** The stored operator token hash, or null when none was ever stored. */
   operatorTokenHash(): Promise<string | null>;
   /** Stores the operator token hash unless one is stored already; true when this call stored it. */

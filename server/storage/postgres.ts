@@ -1,12 +1,15 @@
 // The StreamStore on PostgreSQL: a pg Pool, with LISTEN/NOTIFY (and a short poll) so several relays serve one stream.
 import pg from 'pg';
 import { NexusError } from '../../protocol/errors.js';
-import type { RelayLog } from '../log.js';
+import type { Logger } from '../../infra/index.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
 import { CommitEmitter, migrate, quoteIdent, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
 
-/** The NOTIFY channel; payloads are `<stream>:<seq>` and rows are always read from the table. */
+/**
+ * The NOTIFY channel; payloads are `<stream>:<seq>` for a commit (rows are always read from the table)
+ * and `<stream>:changed` when a stream was deleted or its token replaced.
+ */
 export const NOTIFY_CHANNEL = 'nexus_relay';
 
 /** Options of {@link openPostgresStore}. */
@@ -14,28 +17,42 @@ export type PostgresStoreOptions = {
   url: string;
   /** A schema of its own (created when missing); default: the connection's search_path. */
   schema?: string;
-  log: RelayLog;
+  log: Logger;
   /** The safety-net poll of watched streams' heads, in ms (default 500). */
   pollMs?: number;
   poolSize?: number;
 };
 
+/** `url` fit to show: its password replaced by `***` (also in text that does not parse as a URL). */
+export function redactDatabaseUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password !== '') u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/(\/\/[^/:@]*:)[^@/]*@/, '$1***@');
+  }
+}
+
 function adapt(client: pg.Pool | pg.PoolClient): Sql {
   return {
     query: async <T>(text: string, params?: unknown[]) => (await client.query(text, params)).rows as T[],
     exec: async (script) => {
-      await client.query(script);
+      // node-postgres answers a script of several statements with one result each, one alone without an array.
+      const res = (await client.query(script)) as unknown as pg.QueryResult | pg.QueryResult[];
+      return (Array.isArray(res) ? res : [res]).map((r) => r.rows as unknown[]);
     },
   };
 }
 
 /** Opens a pooled, migrated store on PostgreSQL, listening for other instances' commits. */
 export async function openPostgresStore(opts: PostgresStoreOptions): Promise<StreamStore> {
-  const config: pg.ClientConfig = { connectionString: opts.url };
-  if (opts.schema !== undefined) config.options = `-c search_path=${quoteIdent(opts.schema)}`;
+  // Appends write op texts as literals, where a doubled quote must be the only escape.
+  const config: pg.ClientConfig = { connectionString: opts.url, options: '-c standard_conforming_strings=on' };
+  if (opts.schema !== undefined) config.options += ` -c search_path=${quoteIdent(opts.schema)}`;
   const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10 });
   // An idle client's error must not reach the process as an unhandled 'error' event.
-  pool.on('error', (err) => opts.log('warn', 'postgres pool client failed', { error: err.message }));
+  pool.on('error', (err) => opts.log.warn('postgres pool client failed', { error: err.message }));
   const db: SqlDb = {
     ...adapt(pool),
     async transaction(fn) {
@@ -60,7 +77,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     await migrate(db, relayMigrationsDir(), opts.schema);
   } catch (err) {
     await pool.end().catch(() => undefined);
-    throw new NexusError('STORE_FAILED', `the relay database could not be opened: ${String(err)}`);
+    const why = err instanceof Error ? err.message : String(err);
+    throw new NexusError('STORE_FAILED', `the relay database at ${redactDatabaseUrl(opts.url)} could not be opened: ${why}`, { cause: err });
   }
 
   const emitter = new CommitEmitter();
@@ -77,7 +95,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
       if (listener === client) listener = null;
       client.end().catch(() => undefined);
       if (closed) return;
-      opts.log('warn', 'postgres LISTEN connection lost; the poll covers until it is back', { error: err.message });
+      opts.log.warn('postgres LISTEN connection lost; the poll covers until it is back', { error: err.message });
       retry ??= setTimeout(() => {
         retry = undefined;
         void listen();
@@ -88,8 +106,12 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     client.on('notification', (msg) => {
       if (msg.channel !== NOTIFY_CHANNEL || !msg.payload) return;
       const at = msg.payload.lastIndexOf(':');
-      const seq = Number(msg.payload.slice(at + 1));
-      if (at > 0 && Number.isSafeInteger(seq)) emitter.emit(msg.payload.slice(0, at), seq);
+      if (at <= 0) return;
+      const stream = msg.payload.slice(0, at);
+      const tail = msg.payload.slice(at + 1);
+      if (tail === 'changed') return emitter.changed(stream);
+      const seq = Number(tail);
+      if (Number.isSafeInteger(seq)) emitter.emit(stream, seq);
     });
     try {
       await client.connect();
@@ -111,7 +133,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     pool
       .query<{ name: string; head: string }>('SELECT name, head FROM streams WHERE name = ANY($1::text[])', [streams])
       .then((res) => res.rows.forEach((r) => emitter.emit(r.name, Number(r.head))))
-      .catch((err: Error) => opts.log('warn', 'postgres poll failed', { error: err.message }))
+      .catch((err: Error) => opts.log.warn('postgres poll failed', { error: err.message }))
       .finally(() => (polling = false));
   }, opts.pollMs ?? 500);
   poll.unref();
@@ -119,8 +141,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
   return sqlStreamStore(db, emitter, {
     kind: 'postgres',
     // Delivered only if the transaction commits, and to every listener (this instance's too).
-    onAppend: async (tx, stream, head) => {
-      await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:${head}`]);
+    onAppend: (streamLiteral) => `SELECT pg_notify('${NOTIFY_CHANNEL}', ${streamLiteral} || ':' || (SELECT head FROM streams WHERE name = ${streamLiteral}))`,
+    onChange: async (tx, stream) => {
+      await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:changed`]);
     },
     close: async () => {
       if (closed) return;

@@ -1,13 +1,17 @@
-// The StreamStore in SQL shared by PGlite and PostgreSQL: migrations, the locked-head append, paged reads.
+// The StreamStore in SQL shared by PGlite and PostgreSQL: migrations, streams, paged reads (the append is in append.ts).
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AppendResult, OpToAppend, StoredOp, StreamRow, StreamStore } from './port.js';
+import { appendOps, type OnAppend } from './append.js';
+import type { StoredOp, StreamRow, StreamStore, StreamSummary } from './port.js';
 
 /** Statements on one connection (or inside one transaction). */
 export type Sql = {
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
-  /** Runs a script of several statements, no parameters. */
-  exec(script: string): Promise<void>;
+  /**
+   * Runs a script of several statements, no parameters, in one round trip. Outside a transaction the
+   * statements form one implicit transaction (all or nothing). Resolves to each statement's rows.
+   */
+  exec(script: string): Promise<unknown[][]>;
 };
 
 /** A database: statements, and transactions that commit when `fn` resolves and roll back when it throws. */
@@ -40,9 +44,19 @@ export function quoteIdent(name: string): string {
   return `"${name}"`;
 }
 
-/** Fans commit notices out to in-process subscribers, per stream. */
+/** Fans commit notices out to in-process subscribers, per stream, and stream changes to whoever watches them. */
 export class CommitEmitter {
   private readonly listeners = new Map<string, Set<(head: number) => void>>();
+  private readonly changeListeners = new Set<(stream: string) => void>();
+
+  onChanged(listener: (stream: string) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => void this.changeListeners.delete(listener);
+  }
+
+  changed(stream: string): void {
+    for (const listener of this.changeListeners) listener(stream);
+  }
 
   subscribe(stream: string, listener: (head: number) => void): () => void {
     let set = this.listeners.get(stream);
@@ -67,8 +81,10 @@ export class CommitEmitter {
 /** What the two back-ends add to the shared SQL. */
 export type SqlStoreHooks = {
   kind: StreamStore['kind'];
-  /** Runs inside the append transaction once ops were inserted (PostgreSQL: NOTIFY). */
-  onAppend?: (tx: Sql, stream: string, head: number) => Promise<void>;
+  /** A statement for the append transaction once the head moved (PostgreSQL: NOTIFY). */
+  onAppend?: OnAppend;
+  /** Runs inside the transaction that deletes a stream or replaces its token (PostgreSQL: NOTIFY). */
+  onChange?: (tx: Sql, stream: string) => Promise<void>;
   close: () => Promise<void>;
 };
 
@@ -88,9 +104,9 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
     },
 
     async append(stream, ops) {
-      const out = await db.transaction((tx) => appendLocked(tx, stream, ops, hooks.onAppend));
-      if (out.appended > 0) emitter.emit(stream, out.head);
-      return { results: out.results, head: out.head };
+      const out = await appendOps(db, stream, ops, hooks.onAppend);
+      if (out.rows.length > 0) emitter.emit(stream, out.head);
+      return out;
     },
 
     async read(stream, afterSeq, limit, maxBytes): Promise<StoredOp[]> {
@@ -112,6 +128,38 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
       return rows.map((r) => ({ name: r.name, head: Number(r.head) }));
     },
 
+    async listStreams(): Promise<StreamSummary[]> {
+      const rows = await db.query<{ name: string; head: unknown; created_at: unknown }>('SELECT name, head, created_at FROM streams ORDER BY name');
+      return rows.map((r) => ({ name: r.name, head: Number(r.head), createdAt: new Date(r.created_at as string | Date).toISOString() }));
+    },
+
+    async deleteStream(name) {
+      const ops = await db.transaction(async (tx) => {
+        const [row] = await tx.query<{ head: unknown }>('SELECT head FROM streams WHERE name = $1 FOR UPDATE', [name]);
+        if (!row) return null;
+        await tx.query('DELETE FROM stream_ops WHERE stream = $1', [name]);
+        await tx.query('DELETE FROM streams WHERE name = $1', [name]);
+        await hooks.onChange?.(tx, name);
+        // Seqs are gapless from 1, so the head is the number of ops.
+        return Number(row.head);
+      });
+      if (ops !== null) emitter.changed(name);
+      return ops;
+    },
+
+    async setTokenHash(name, tokenHash) {
+      const done = await db.transaction(async (tx) => {
+        const rows = await tx.query('UPDATE streams SET token_hash = $2 WHERE name = $1 RETURNING name', [name, tokenHash]);
+        if (rows.length === 0) return false;
+        await hooks.onChange?.(tx, name);
+        return true;
+      });
+      if (done) emitter.changed(name);
+      return done;
+    },
+
+    onStreamChanged: (listener) => emitter.onChanged(listener),
+
     async operatorTokenHash() {
       const [row] = await db.query<{ token_hash: string }>('SELECT token_hash FROM relay_operator WHERE id = 1');
       return row?.token_hash ?? null;
@@ -129,51 +177,4 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
     subscribe: (stream, listener) => emitter.subscribe(stream, listener),
     close: hooks.close,
   };
-}
-
-/**
- * The append itself: the stream row is locked, so seqs come from its head with no gap and no
- * second writer between reading the head and writing it back.
- */
-async function appendLocked(
-  tx: Sql,
-  stream: string,
-  ops: readonly OpToAppend[],
-  onAppend: SqlStoreHooks['onAppend'],
-): Promise<{ results: AppendResult[]; head: number; appended: number }> {
-  const [row] = await tx.query<{ head: unknown }>('SELECT head FROM streams WHERE name = $1 FOR UPDATE', [stream]);
-  if (!row) throw new TypeError(`append: no stream ${stream}`);
-  let head = Number(row.head);
-  const ids = [...new Set(ops.map((o) => o.id))];
-  const known = new Map<string, number>();
-  if (ids.length > 0) {
-    const stored = await tx.query<{ op_id: string; seq: unknown }>('SELECT op_id, seq FROM stream_ops WHERE stream = $1 AND op_id = ANY($2::text[])', [stream, ids]);
-    for (const r of stored) known.set(r.op_id, Number(r.seq));
-  }
-  const results: AppendResult[] = [];
-  const seqs: number[] = [];
-  const opIds: string[] = [];
-  const texts: string[] = [];
-  for (const op of ops) {
-    const seq = known.get(op.id);
-    if (seq !== undefined) {
-      results.push({ op: op.id, seq, duplicate: true });
-      continue;
-    }
-    head += 1;
-    known.set(op.id, head);
-    seqs.push(head);
-    opIds.push(op.id);
-    texts.push(op.text);
-    results.push({ op: op.id, seq: head, duplicate: false });
-  }
-  if (seqs.length > 0) {
-    await tx.query(
-      'INSERT INTO stream_ops (stream, seq, op_id, op) SELECT $1, s, i, o FROM unnest($2::bigint[], $3::text[], $4::text[]) AS t(s, i, o)',
-      [stream, seqs, opIds, texts],
-    );
-    await tx.query('UPDATE streams SET head = $2 WHERE name = $1', [stream, head]);
-    await onAppend?.(tx, stream, head);
-  }
-  return { results, head, appended: seqs.length };
 }

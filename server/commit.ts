@@ -1,0 +1,88 @@
+// Group commit for one stream on this relay: pushes that arrive while a commit runs go in the next one.
+import type { AppendResult, OpToAppend, StoredOp, StreamStore } from './storage/index.js';
+
+/** One push's share of a commit: its results in order, and the stream head after the commit. */
+export type Committed = { results: AppendResult[]; head: number };
+
+/** Bounds of one group: past either, the rest waits for the next commit. */
+export type GroupLimits = { maxOps: number; maxBytes: number };
+
+type Waiting = { ops: readonly OpToAppend[]; bytes: number; resolve: (c: Committed) => void; reject: (err: unknown) => void };
+
+/**
+ * Appends for one stream, one transaction at a time. While a transaction runs, new pushes queue; the
+ * next transaction takes everything queued (up to the group limits), so a busy stream commits in
+ * fewer, larger transactions instead of one per push. Each push resolves only once its transaction
+ * committed; pushes resolve in the order they were queued; a failed transaction fails exactly the
+ * pushes in it. `onCommitted` receives the rows each transaction stored, before any push resolves.
+ */
+export class GroupCommitter {
+  private readonly waiting: Waiting[] = [];
+  private running = false;
+
+  constructor(
+    private readonly stream: string,
+    private readonly store: StreamStore,
+    private readonly limits: GroupLimits,
+    private readonly onCommitted: (rows: StoredOp[], head: number) => void,
+  ) {}
+
+  /** Whether a transaction is running (its commit notice is about to be handed over). */
+  get busy(): boolean {
+    return this.running;
+  }
+
+  append(ops: readonly OpToAppend[]): Promise<Committed> {
+    let bytes = 0;
+    for (const op of ops) bytes += op.text.length;
+    return new Promise<Committed>((resolve, reject) => {
+      this.waiting.push({ ops, bytes, resolve, reject });
+      if (!this.running) void this.run();
+    });
+  }
+
+  private take(): Waiting[] {
+    const group: Waiting[] = [];
+    let ops = 0;
+    let bytes = 0;
+    while (this.waiting.length > 0) {
+      const next = this.waiting[0]!;
+      if (group.length > 0 && (ops + next.ops.length > this.limits.maxOps || bytes + next.bytes > this.limits.maxBytes)) break;
+      group.push(this.waiting.shift()!);
+      ops += next.ops.length;
+      bytes += next.bytes;
+    }
+    return group;
+  }
+
+  private async run(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.waiting.length > 0) {
+        const group = this.take();
+        let out: Awaited<ReturnType<StreamStore['append']>>;
+        try {
+          out = await this.store.append(
+            this.stream,
+            group.flatMap((w) => w.ops),
+          );
+        } catch (err) {
+          for (const w of group) w.reject(err);
+          continue;
+        }
+        try {
+          this.onCommitted(out.rows, out.head);
+        } catch {
+          // The feed re-reads from storage on its next notice; the pushes are committed either way.
+        }
+        let at = 0;
+        for (const w of group) {
+          w.resolve({ results: out.results.slice(at, at + w.ops.length), head: out.head });
+          at += w.ops.length;
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}

@@ -67,7 +67,7 @@ describe('cross-workspace commissions on one node (no relay)', () => {
   let c: TestWorkspace;
 
   beforeAll(async () => {
-    [a, b, c] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+    [a, b, c] = await Promise.all([makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true })]);
     await a.startNode();
     for (const w of [b, c]) {
       w.home = a.home;
@@ -222,7 +222,7 @@ describe('cross-workspace commissions across a relay (two nodes)', () => {
   beforeAll(async () => {
     await relay.start();
     const token = await relay.createStream('xws');
-    [a, b] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+    [a, b] = await Promise.all([makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true })]);
     await Promise.all([a.startNode(), b.startNode()]);
     for (const w of [a, b]) {
       const r = await w.nxs(['sync', 'bind', relay.url, '--stream', 'xws', '--token', token, '--json']);

@@ -119,7 +119,7 @@ function ok(r: CliResult): CliResult {
 describe('starting, inspecting and stopping the node', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    ws = await makeWorkspace({ real: true });
     await ws.startNode();
   });
   afterAll(() => ws.cleanup());
@@ -165,7 +165,7 @@ describe('one node per NEXUS_HOME', () => {
   let ws: TestWorkspace;
   let first: number;
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    ws = await makeWorkspace({ real: true });
     await ws.startNode();
     first = JSON.parse(readFileSync(nodeFiles(ws).info, 'utf8')).pid;
   });
@@ -223,8 +223,8 @@ describe('commands through the node and directly', () => {
   }
 
   beforeAll(async () => {
-    served = await makeWorkspace();
-    direct = await makeWorkspace();
+    served = await makeWorkspace({ real: true });
+    direct = await makeWorkspace({ real: true });
     for (const ws of [served, direct]) ws.persona('coder', { mode: 'reply' });
     await served.startNode();
     privateHome(direct);
@@ -303,8 +303,8 @@ describe('the socket path does not load PGlite', () => {
   let direct: TestWorkspace;
   const hook = ['--import', FORBID_PGLITE];
   beforeAll(async () => {
-    served = await makeWorkspace();
-    direct = await makeWorkspace();
+    served = await makeWorkspace({ real: true });
+    direct = await makeWorkspace({ real: true });
     await served.startNode();
     privateHome(direct);
   });
@@ -347,8 +347,8 @@ describe('service_not_running', () => {
   let unregistered: TestWorkspace;
   const hasServiceWarning = (r: CliResult) => (r.json.warnings as any[]).some((w) => w.class === 'service_not_running');
   beforeAll(async () => {
-    registered = await makeWorkspace();
-    unregistered = await makeWorkspace();
+    registered = await makeWorkspace({ real: true });
+    unregistered = await makeWorkspace({ real: true });
     privateHome(registered);
     privateHome(unregistered);
     const reg = ok(await registered.nxs(['node', 'register', '--json'])).json;
@@ -407,7 +407,7 @@ describe('service_not_running', () => {
 describe('registering and unregistering while a node runs', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    ws = await makeWorkspace({ real: true });
     await ws.startNode();
   });
   afterAll(() => ws.cleanup());
@@ -440,7 +440,7 @@ describe('a node killed with SIGKILL', () => {
   let ws: TestWorkspace;
   let killed: number;
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    ws = await makeWorkspace({ real: true });
     await ws.startNode();
     expect(ok(await ws.nxc(['tick', '--json'])).json.via).toBe('node');
     killed = JSON.parse(readFileSync(nodeFiles(ws).info, 'utf8')).pid;
@@ -484,7 +484,7 @@ describe('a node killed with SIGKILL', () => {
 describe('a new nxs node start right after a node was killed', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    ws = await makeWorkspace({ real: true });
     await ws.startNode();
   });
   afterAll(() => ws.cleanup());
@@ -504,7 +504,7 @@ describe('a node.json left behind by a node from before a reboot, its pid now an
   let ws: TestWorkspace;
   let stranger: ChildProcess;
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    ws = await makeWorkspace({ real: true });
     const home = privateHome(ws);
     ok(await ws.nxs(['node', 'register', '--json']));
     // A live process that is not a node, named by a pid record with no lock and no socket behind it.
@@ -561,7 +561,7 @@ describe('the ticker settles a dead turn', () => {
   let ws: TestWorkspace;
   const pids: number[] = [];
   beforeAll(async () => {
-    ws = await makeWorkspace();
+    ws = await makeWorkspace({ real: true });
     ws.persona('sleeper', { mode: 'hang' });
     await ws.startNode();
   });

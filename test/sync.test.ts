@@ -188,7 +188,7 @@ async function syncStatus(w: TestWorkspace): Promise<SyncStatus> {
 
 /** A workspace with a node of its own, bound to `stream` at `relayUrl`. */
 async function boundNode(relayUrl: string, stream: string, token: string): Promise<TestWorkspace> {
-  const w = await makeWorkspace({ git: false });
+  const w = await makeWorkspace({ git: false, real: true });
   await w.startNode();
   const r = await w.nxs(['sync', 'bind', relayUrl, '--stream', stream, '--token', token, '--json']);
   if (r.code !== 0) throw new Error(`nxs sync bind failed: ${r.stdout}${r.stderr}`);

@@ -97,8 +97,13 @@ export class TestWorkspace {
     return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }
 
-  nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
+  async nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
     if (this.inproc && args[0] !== 'node') return this.inproc.cli('nxs', args, { ...opts, env: { ...this.homeEnv(), ...opts.env } });
+    if (args[0] === 'node' && (args[1] === 'start' || args[1] === 'run') && this.inproc) {
+      // A node takes the store: the in-process host hands it over, and commands go through the node from now on.
+      await this.inproc.close();
+      this.inproc = null;
+    }
     // A node started here passes its environment on to the sessions it runs, so the agent log goes with it.
     return runCli('nxs', args, opts.cwd ?? this.root, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { generateWorkspaceKey } from '../../../crypto/index.js';
-import { writeWorkspaceKey } from '../../capabilities/keys/index.js';
+import { writeWorkspaceKey } from '../../capabilities/keys/files.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId, workspaceShort } from '../../../protocol/ids.js';
 import { workspacePaths, type WorkspacePaths } from '../../paths.js';

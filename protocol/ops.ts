@@ -1,5 +1,6 @@
 // The op log's vocabulary: every change to a workspace is one of these ops.
 import { z } from 'zod';
+import { LeaseOpPayloadSchema } from './leases.js';
 import { WorkingCopySchema } from './working-copy.js';
 
 /**
@@ -127,7 +128,10 @@ export const CommissionRejectedSchema = z.object({
   body: z.object({ code: z.string(), message: z.string() }),
 });
 
-/** The kind-specific part of an op. One union, parsed once at every edge. */
+/**
+ * The kind-specific part of an op. One union, parsed once at every edge. The working-copy lease's facts
+ * (`lease.*`) live at {@link WORKSPACE_OPERATION}: they describe the workspace's one checkout, not a thread.
+ */
 export const OpPayloadSchema = z.discriminatedUnion('kind', [
   ThreadOpenedSchema,
   MessagePostedSchema,
@@ -136,6 +140,7 @@ export const OpPayloadSchema = z.discriminatedUnion('kind', [
   TurnEndedSchema,
   KeyRotatedSchema,
   CommissionRejectedSchema,
+  ...LeaseOpPayloadSchema.options,
 ]);
 export type OpPayload = z.infer<typeof OpPayloadSchema>;
 export type OpKind = OpPayload['kind'];

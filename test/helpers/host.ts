@@ -9,6 +9,7 @@ import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '../../node-agent/adapters/sessions/index.js';
 import { writeSpec } from '../../node-agent/adapters/sessions/spec.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
+import type { EngineDeps } from '../../node-agent/capabilities/context.js';
 import { hostFor, realDeps, type Host } from '../../node-agent/host/index.js';
 import { SERVICE_NOT_RUNNING, type Router } from '../../node-agent/host/remote.js';
 import { isRegistered, nodePaths, runningNode } from '../../node-agent/host/node/files.js';
@@ -48,6 +49,10 @@ export class InProcessWorkspace {
   private settling = 0;
   private closing = false;
   private watch: NodeJS.Timeout | null = null;
+  /** Engine dependencies a test replaces before the first command (e.g. a worker that cannot tell liveness). */
+  overrides: Partial<EngineDeps> = {};
+  /** The instants the engine asked a tick for (a node would set a timer for each); tests run `nxc tick` themselves. */
+  readonly scheduledTicks: number[] = [];
 
   constructor(
     readonly workspace: Workspace,
@@ -67,6 +72,12 @@ export class InProcessWorkspace {
             now: this.clock.now,
             launch: (t) => this.launch(t),
             alive: (pid) => this.running.has(pid),
+            // A withdrawal stops a turn as its supervisor would on SIGTERM: it ends and reports.
+            stopSession: (proc) => {
+              if (proc.sidecarPid !== null) this.running.get(proc.sidecarPid)?.stop.abort('stopped');
+            },
+            scheduleTick: (at) => void this.scheduledTicks.push(at),
+            ...this.overrides,
           }),
         );
       }

@@ -160,8 +160,10 @@ export class InProcessWorkspace {
     const sleep = (ms: number) =>
       new Promise<void>((resolve, reject) => {
         if (entry.stop.signal.aborted) return reject(entry.stop.signal.reason);
-        const timer = setTimeout(resolve, ms);
-        entry.stop.signal.addEventListener('abort', () => (clearTimeout(timer), reject(entry.stop.signal.reason)), { once: true });
+        const onAbort = () => (clearTimeout(timer), reject(entry.stop.signal.reason));
+        // The listener goes with the timer: a script that polls must not pile listeners on the signal.
+        const timer = setTimeout(() => (entry.stop.signal.removeEventListener('abort', onAbort), resolve()), ms);
+        entry.stop.signal.addEventListener('abort', onAbort, { once: true });
       });
     const nxc = async (args: string[], extraEnv: Record<string, string> = {}, unset: string[] = []): Promise<AgentCall> => {
       const env: Record<string, string | undefined> = { ...spec.env, ...extraEnv };

@@ -217,6 +217,8 @@ export function createLeaseHook(env: HookEnv) {
       return await fn();
     } catch (err) {
       if (!isNexusError(err) || err.code !== 'LEASE_FENCED') throw err;
+      // Said once per command, however often the decision asks for it again.
+      if (acc.fenced.has(operation)) return null;
       acc.fenced.add(operation);
       warnings.push({
         class: 'step_skipped',

@@ -94,7 +94,8 @@ export function sendOf(core: EngineCore) {
       thread: result.thread,
       operation: result.operation,
       message: result.message,
-      woke: woke[0] ?? null,
+      // A queued commission started nothing of its own, whatever its send set moving (a takeover's hand-off).
+      woke: queued === null ? (woke[0] ?? null) : null,
       warnings,
       refs_warning: input.subject === null ? 'no subject was named: the message posted, but nothing says what it refers to (--subject)' : null,
       working_copy: wc,

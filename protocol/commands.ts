@@ -3,7 +3,7 @@
 // host are all derived from this list, so a command is added in one place plus its capability.
 import { z } from 'zod';
 import { NexusError, type ErrorCode } from './errors.js';
-import { ReceiptSchema, StatusReportSchema, ThreadViewSchema, WarningSchema } from './receipts.js';
+import { ReceiptSchema, StatusReportSchema, ThreadViewSchema, WarningSchema, WithdrawResultSchema } from './receipts.js';
 
 /** Who runs a command, as the environment claims it (NXC_ACTOR, NXC_SESSION, NXC_HOP). Parsed once at the edge. */
 export const CallerClaimSchema = z.object({
@@ -21,6 +21,9 @@ export type SendInput = z.infer<typeof SendInputSchema>;
 
 export const ReplyInputSchema = z.object({ thread: z.string().min(1).max(64), escalate: z.boolean(), text: z.string(), caller: CallerClaimSchema });
 export type ReplyInput = z.infer<typeof ReplyInputSchema>;
+
+export const WithdrawInputSchema = z.object({ thread: z.string().min(1).max(64), caller: CallerClaimSchema });
+export type WithdrawInput = z.infer<typeof WithdrawInputSchema>;
 
 /** A turn's process has ended: what its supervisor saw. */
 export const TurnEndSchema = z.object({
@@ -156,9 +159,16 @@ export const COMMANDS = {
     output: z.object({ outcome: z.string(), woke: z.number().int() }),
     errors: [],
   }),
+  withdraw: spec({
+    scope: 'workspace',
+    summary: 'take back a commission you sent: stop its chain, park what it left, hand the working copy on',
+    input: WithdrawInputSchema,
+    output: WithdrawResultSchema,
+    errors: ['UNKNOWN_THREAD', 'WITHDRAW_BY_SESSION', 'WITHDRAW_NOT_SENDER', 'WITHDRAW_NOT_FIRST_THREAD', 'BAD_ENVIRONMENT', 'UNKNOWN_SESSION'],
+  }),
   tick: spec({
     scope: 'workspace',
-    summary: 'do the clock’s work now: settle turns whose process died without reporting',
+    summary: 'do the clock’s work now: settle turns whose process died without reporting, and the working-copy lease’s timers',
     input: empty,
     output: z.object({ settled: z.number().int(), warnings: z.array(WarningSchema).optional() }),
     errors: [],

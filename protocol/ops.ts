@@ -1,5 +1,6 @@
 // The op log's vocabulary: every change to a workspace is one of these ops.
 import { z } from 'zod';
+import { LeaseOpPayloadSchema } from './leases.js';
 import { WorkingCopySchema } from './working-copy.js';
 
 /**
@@ -129,7 +130,10 @@ export const CommissionRejectedSchema = z.object({
   body: z.object({ code: z.string().regex(/^[A-Z][A-Z0-9_]{1,63}$/), message: z.string().max(4096) }),
 });
 
-/** The kind-specific part of an op. One union, parsed once at every edge. */
+/**
+ * The kind-specific part of an op. One union, parsed once at every edge. The working-copy lease's facts
+ * (`lease.*`) live at {@link WORKSPACE_OPERATION}: they describe the workspace's one checkout, not a thread.
+ */
 export const OpPayloadSchema = z.discriminatedUnion('kind', [
   ThreadOpenedSchema,
   MessagePostedSchema,
@@ -138,6 +142,7 @@ export const OpPayloadSchema = z.discriminatedUnion('kind', [
   TurnEndedSchema,
   KeyRotatedSchema,
   CommissionRejectedSchema,
+  ...LeaseOpPayloadSchema.options,
 ]);
 export type OpPayload = z.infer<typeof OpPayloadSchema>;
 export type OpKind = OpPayload['kind'];

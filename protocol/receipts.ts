@@ -14,6 +14,8 @@ export const WarningClassSchema = z.enum([
   'tick_unscheduled', // a declared window has no clock
   'service_not_running', // a registered workspace with no node running
   'declaration_changed', // a persona started under a different declaration than its previous run
+  'work_not_parked', // the working copy was due to move on, and its holder's work could not be parked yet: it stays
+  'work_handed_on_unparked', // the working copy moved on without its holder's uncommitted work being parked
 ]);
 export type WarningClass = z.infer<typeof WarningClassSchema>;
 
@@ -59,6 +61,13 @@ export const ReceiptSchema = z.object({
   working_copy_note: z.string(),
   /** A cross-workspace commission: the workspace and role it was sent to (its node admits it, or refuses it). */
   remote: z.object({ workspace: z.string(), role: z.string() }).optional(),
+  /**
+   * The commission was posted and waits for the working copy, which another operation holds: nothing started.
+   * `position` counts from 1 at the head of the queue; `holder` names the operation ahead and its first thread.
+   */
+  queued: z
+    .object({ position: z.number().int().min(1), holder: z.object({ operation: z.string(), thread: z.string() }) })
+    .optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
@@ -85,6 +94,32 @@ export const StatusRowSchema = z.object({
 });
 export type StatusRow = z.infer<typeof StatusRowSchema>;
 
+/**
+ * Where an operation stands with the working-copy lease. `state`: `holds` the checkout, `queued` for it, or
+ * `parked` (its work waits on a branch). `text` is the line a person reads; the other fields are what scripts use.
+ */
+export const OperationLeaseSchema = z.object({
+  state: z.enum(['holds', 'queued', 'parked']),
+  text: z.string(),
+  /** The grant's fencing token while it holds (sessions get it as NXC_LEASE_TOKEN). */
+  token: z.number().int().nullable(),
+  /** When the lease stops refusing others if the holder is gone (ISO time); null while nothing is owed. */
+  bound: z.string().nullable(),
+  /** Queued: the place in line (1 is next) and the first thread of the operation holding the copy. */
+  position: z.number().int().nullable(),
+  behind: z.string().nullable(),
+  /** Where its parked work is: the park branch and the commit on it (the branch head when nothing was uncommitted). */
+  parked: z.object({ branch: z.string(), commit: z.string(), from_branch: z.string(), work: z.boolean() }).nullable(),
+  /** PARK REFUSED: what must be finished before its work can be parked. */
+  park_refused: z.string().nullable(),
+  /** The thread whose unanswered hand-back keeps the copy while no thread is open. */
+  held_for_handback: z.string().nullable(),
+  /** When an unanswered hand-back loses the copy to the operation waiting for it (ISO time). */
+  contention_deadline: z.string().nullable(),
+  withdrawn: z.boolean(),
+});
+export type OperationLease = z.infer<typeof OperationLeaseSchema>;
+
 export const StatusOperationSchema = z.object({
   operation: z.string(),
   subject: z.string().nullable(),
@@ -92,6 +127,8 @@ export const StatusOperationSchema = z.object({
   finished: z.boolean(),
   threads: z.array(StatusRowSchema),
   open: z.number().int(),
+  /** Its working-copy lease; null when the lease has nothing to say about it. */
+  lease: OperationLeaseSchema.nullable(),
 });
 
 export const StatusReportSchema = z.object({
@@ -102,6 +139,23 @@ export const StatusReportSchema = z.object({
   notes: z.array(z.string()),
 });
 export type StatusReport = z.infer<typeof StatusReportSchema>;
+
+/** What `nxc withdraw` did: the chain it stopped, and the working copy's moves it set off. */
+export const WithdrawResultSchema = z.object({
+  withdrawn: z.literal(true),
+  operation: z.string(),
+  thread: z.string(),
+  /** Threads discharged (each gets an answer written by the runtime saying it was withdrawn). */
+  discharged: z.array(z.string()),
+  /** Sessions asked to stop; their work is parked once the last of them is gone. */
+  stopping: z.array(z.string()),
+  /** Whether its work is already parked (nothing was running), and where. */
+  parked: z.object({ branch: z.string(), commit: z.string() }).nullable(),
+  /** Sessions the copy handed on to started. */
+  woke: z.array(WokeSchema),
+  warnings: z.array(WarningSchema),
+});
+export type WithdrawResult = z.infer<typeof WithdrawResultSchema>;
 export type StatusOperation = z.infer<typeof StatusOperationSchema>;
 
 export const ThreadMessageSchema = z.object({

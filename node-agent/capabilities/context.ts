@@ -24,6 +24,15 @@ export type EngineDeps = {
   baseEnv: () => Record<string, string>;
   /** Whether a local process is still alive. */
   alive: (pid: number) => boolean;
+  /**
+   * Whether this worker can tell that a session's process is alive (default: it can, sessions are local child
+   * processes). When it cannot, the working-copy lease counts every session as running until it reports its end.
+   */
+  answersLiveness?: boolean;
+  /** Asks a session turn's processes to stop (a withdrawal): its supervisor ends the process group, SIGTERM then SIGKILL. */
+  stopSession?: (proc: { sidecarPid: number | null; runtimePid: number | null }) => void;
+  /** Asks the host to run a tick at this instant (ms since the epoch): the lease's clocks. A node keeps a timer. */
+  scheduleTick?: (at: number) => void;
   readWorkingCopy: (dir: string) => Promise<WorkingCopy | null>;
   loadPersona: (root: string, role: string) => Promise<Persona | null>;
 };

@@ -5,7 +5,7 @@ import { loadPersona } from '../adapters/personas/index.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
-import { renderReceipt, renderStatus, renderThread } from './render.js';
+import { renderReceipt, renderStatus, renderThread, renderWithdraw } from './render.js';
 import { bool, cliMain, str, type Program, type Verb } from './spec.js';
 
 const send: Verb = {
@@ -82,7 +82,7 @@ const threadsShow: Verb = {
 const tick: Verb = {
   path: ['tick'],
   command: 'tick',
-  summary: 'settle dead turns now, and check that a thread’s declared timeout has a clock (the node does this on its own)',
+  summary: 'do the clock’s work now: settle dead turns, run the working-copy lease’s timers, check that a thread’s timeout has a clock (the node does this on its own)',
   flags: { thread: { type: 'string', short: 't', value: 'ID', help: 'also check the clock of this thread' } },
   run: async (io, a) => {
     const thread = str(a, 'thread');
@@ -96,7 +96,7 @@ const tick: Verb = {
       },
       io.env,
     );
-    const base = { warnings: r.serviceWarning ? [r.serviceWarning] : [] };
+    const base = { warnings: [...(r.result.warnings ?? []), ...(r.serviceWarning ? [r.serviceWarning] : [])] };
     const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null);
     const out = { ticked: true, via: r.via, settled: r.result.settled, thread: thread ?? null, warnings };
     if (a.json) printJson(io, out);
@@ -105,6 +105,25 @@ const tick: Verb = {
       for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
     }
     return exitCodeOf(warnings);
+  },
+};
+
+const withdraw: Verb = {
+  path: ['withdraw'],
+  command: 'withdraw',
+  flags: { thread: { type: 'string', short: 't', value: 'ID', help: "the operation's first thread: the one your send handed back (required)" } },
+  details:
+    'Discharges every open thread of the operation, asks its sessions to stop, and once they are gone parks what they\n' +
+    'left uncommitted onto a branch and hands the working copy on. A later message in the same thread brings the work back.',
+  run: async (io, a) => {
+    const thread = str(a, 'thread');
+    if (thread === undefined) throw new NexusError('USAGE', 'nxc withdraw needs --thread <id>');
+    const caller = callerFromEnv(io.env);
+    const ws = findWorkspace(io.cwd, io.env);
+    const r = await routerOf(io)(ws, (run) => run('withdraw', { thread, caller }), io.env);
+    const out = withServiceWarning(r.result, r.serviceWarning);
+    if (a.json) printJson(io, out);
+    else io.stdout(renderWithdraw(out));
   },
 };
 
@@ -142,7 +161,7 @@ function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warni
 export const NXC: Program = {
   name: 'nxc',
   summary: 'talk to personas and people in a Nexus workspace',
-  verbs: [send, reply, status, threadsShow, tick],
+  verbs: [send, reply, status, threadsShow, withdraw, tick],
   footer: 'Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.',
 };
 

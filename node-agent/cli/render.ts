@@ -1,11 +1,15 @@
 // Human-readable renderings of receipts, status reports and threads. --json prints the objects instead.
-import type { Receipt, StatusReport, StatusRow, ThreadView } from '../../protocol/receipts.js';
+import type { Receipt, StatusReport, StatusRow, ThreadView, WithdrawResult } from '../../protocol/receipts.js';
 import { describeTree, describeWorkingCopy } from '../adapters/git/index.js';
 
 export function renderReceipt(r: Receipt): string {
   const lines = [`posted ${r.message} in ${r.thread} (operation ${r.operation})`];
   if (r.woke) lines.push(`woke ${r.woke.handle} · session ${r.woke.session} · depth ${r.woke.depth} · turn ${r.woke.turn} · pid ${r.woke.pid ?? '?'}`);
-  else if (r.remote) lines.push(`sent to ${r.remote.role} in workspace ${r.remote.workspace}: its node admits or refuses it`);
+  else if (r.queued) {
+    lines.push(
+      `queued for the working copy: position ${r.queued.position}, behind operation ${r.queued.holder.operation} (thread ${r.queued.holder.thread}); it starts when the copy is free`,
+    );
+  } else if (r.remote) lines.push(`sent to ${r.remote.role} in workspace ${r.remote.workspace}: its node admits or refuses it`);
   else lines.push('woke nobody');
   lines.push(`working copy: ${r.working_copy_note}`);
   if (r.refs_warning) lines.push(`note: ${r.refs_warning}`);
@@ -37,6 +41,7 @@ export function renderStatus(report: StatusReport): string {
   for (const op of report.operations) {
     const subject = op.subject ? ` "${op.subject}"` : '';
     lines.push(`operation ${op.operation}${subject}  ${op.threads.length} thread(s), ${op.open} open${op.finished ? ' · finished' : ''}`);
+    if (op.lease !== null) lines.push(`  working copy: ${op.lease.text}`);
     const depthOf = new Map<string, number>();
     for (const row of op.threads) {
       const indent = row.parent !== null && depthOf.has(row.parent) ? depthOf.get(row.parent)! + 1 : 0;
@@ -45,6 +50,15 @@ export function renderStatus(report: StatusReport): string {
     }
   }
   for (const note of report.notes) lines.push(`note: ${note}`);
+  return lines.join('\n') + '\n';
+}
+
+export function renderWithdraw(r: WithdrawResult): string {
+  const lines = [`withdrew operation ${r.operation}: ${r.discharged.length} thread(s) discharged, ${r.stopping.length} session(s) asked to stop`];
+  if (r.parked !== null) lines.push(`its work is parked on ${r.parked.branch} at ${r.parked.commit.slice(0, 12)}`);
+  else if (r.stopping.length > 0) lines.push('what it left uncommitted is parked once its sessions are gone, and the working copy handed on');
+  for (const w of r.woke) lines.push(`the working copy went on to ${w.handle} · session ${w.session}`);
+  for (const w of r.warnings) lines.push(`warning ${w.class}${w.reason ? ` (${w.reason})` : ''}: ${w.message}`);
   return lines.join('\n') + '\n';
 }
 

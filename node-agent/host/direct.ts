@@ -4,11 +4,12 @@ import { PROJECTIONS } from '../capabilities/index.js';
 import type { EngineDeps, WorkspaceContext } from '../capabilities/context.js';
 import { keyHandlers } from '../capabilities/keys/commands.js';
 import { KeyRing } from '../capabilities/keys/index.js';
+import { leaseHandlers } from '../capabilities/leases/commands.js';
 import { threadHandlers } from '../capabilities/threads/commands.js';
 import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
-import { baseEnvironment, launchTurn, processAlive } from '../adapters/sessions/index.js';
+import { baseEnvironment, launchTurn, processAlive, stopTurn } from '../adapters/sessions/index.js';
 import { openStore } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { invoke, type Handlers } from '../kernel/index.js';
@@ -16,7 +17,7 @@ import { originId } from './node/files.js';
 import { directSyncHandlers } from './sync/commands.js';
 
 /** Every workspace command, as a host with the store open in this process answers it. */
-export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = { ...threadHandlers, ...keyHandlers, ...directSyncHandlers };
+export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = { ...threadHandlers, ...leaseHandlers, ...keyHandlers, ...directSyncHandlers };
 
 /** Runs one workspace command; its answer is checked against the command's output schema. */
 export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K>) => Promise<CommandOutput<K>>;
@@ -35,6 +36,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     launch: launchTurn,
     baseEnv: () => baseEnvironment(process.env),
     alive: processAlive,
+    stopSession: stopTurn,
     readWorkingCopy,
     loadPersona,
     ...overrides,

@@ -35,6 +35,10 @@ function bodyProblem(op: Op): string | null {
     if (op.operation !== WORKSPACE_OPERATION || op.thread !== null || op.session !== null) return 'a key rotation must be workspace-scoped';
     if (workspaceOfKey(op.body.new_key) === null) return 'the new key is not canonical base64url';
   }
+  // A lease fact describes its workspace's one checkout, never a thread.
+  if (op.kind.startsWith('lease.') && (op.operation !== WORKSPACE_OPERATION || op.thread !== null || op.session !== null)) {
+    return 'a working-copy lease fact must be workspace-scoped';
+  }
   return null;
 }
 

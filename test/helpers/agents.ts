@@ -1,6 +1,7 @@
 // Scripted agents as plain functions: the same modes as test/fixtures/agent.mjs (which real-process
 // tests run as a persona's runtime), for sessions the in-process test host runs without a process.
-import { appendFileSync, existsSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 export type AgentCall = { code: number; out: any };
 
@@ -36,7 +37,12 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
     return r;
   };
   const thread = env['NXC_THREAD']!;
-  log({ cmd: 'start', prompt_has_rounds: ctx.prompt.includes('## Rounds you commissioned') });
+  log({
+    cmd: 'start',
+    prompt_has_rounds: ctx.prompt.includes('## Rounds you commissioned'),
+    lease_token: env['NXC_LEASE_TOKEN'] ?? null,
+    prompt_has_lease_notice: ctx.prompt.includes('## Your working copy'),
+  });
 
   switch (mode) {
     case 'reply':
@@ -110,7 +116,55 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
       else await nxc(['reply', '--thread', thread, '--escalate', 'through the gate, handing back']);
       return 0;
     }
+    case 'steps':
+      return runSteps(ctx, nxc, thread, turn);
     default:
       return 64;
   }
+}
+
+/**
+ * `steps`: a script per turn. `arg` lists the turns separated by `|`; each turn is actions separated by `+`:
+ * `send:<to>`, `reply`, `escalate`, `write:<path in the working copy>`, `gate:<absolute path>` (wait until that
+ * file exists), `hang` (until stopped), `exit:<code>`. A turn past the list does nothing.
+ */
+async function runSteps(ctx: AgentContext, nxc: AgentContext['nxc'], thread: string, turn: number): Promise<number> {
+  const actions = (ctx.arg.split('|')[turn - 1] ?? '').split('+').filter(Boolean);
+  for (const action of actions) {
+    const colon = action.indexOf(':');
+    const [verb, value] = colon < 0 ? [action, ''] : [action.slice(0, colon), action.slice(colon + 1)];
+    switch (verb) {
+      case 'send':
+        await nxc(['send', value, '--subject', `turn ${turn}`, `step of turn ${turn}`]);
+        break;
+      case 'reply':
+        await nxc(['reply', '--thread', thread, `answered in turn ${turn}`]);
+        break;
+      case 'escalate':
+        await nxc(['reply', '--thread', thread, '--escalate', `handing back in turn ${turn}`]);
+        break;
+      case 'write': {
+        const file = join(ctx.env['NXC_WORKSPACE_DIR']!, value);
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(file, `work of ${ctx.env['NXC_SESSION']} in turn ${turn}\n`);
+        break;
+      }
+      case 'gate': {
+        const until = Date.now() + 120_000;
+        while (!existsSync(value)) {
+          if (Date.now() > until) return 65;
+          await ctx.sleep(20);
+        }
+        break;
+      }
+      case 'hang':
+        await ctx.sleep(600_000);
+        break;
+      case 'exit':
+        return Number(value);
+      default:
+        return 64;
+    }
+  }
+  return 0;
 }

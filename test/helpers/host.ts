@@ -9,6 +9,7 @@ import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { baseEnvironment, doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '../../node-agent/adapters/sessions/index.js';
 import { writeSpec } from '../../node-agent/adapters/sessions/spec.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
+import type { EngineDeps } from '../../node-agent/capabilities/context.js';
 import { hostFor, realDeps, type Host } from '../../node-agent/host/index.js';
 import { SERVICE_NOT_RUNNING, type Router } from '../../node-agent/host/remote.js';
 import { isRegistered, nodePaths, runningNode } from '../../node-agent/host/node/files.js';
@@ -50,6 +51,10 @@ export class InProcessWorkspace {
   /** The environment of the command being served: a session commissioned now starts from it. */
   private commandEnv: NodeJS.ProcessEnv = {};
   private watch: NodeJS.Timeout | null = null;
+  /** Engine dependencies a test replaces before the first command (e.g. a worker that cannot tell liveness). */
+  overrides: Partial<EngineDeps> = {};
+  /** The instants the engine asked a tick for (a node would set a timer for each); tests run `nxc tick` themselves. */
+  readonly scheduledTicks: number[] = [];
 
   constructor(
     readonly workspace: Workspace,
@@ -70,6 +75,12 @@ export class InProcessWorkspace {
             launch: (t) => this.launch(t),
             baseEnv: () => baseEnvironment(this.commandEnv),
             alive: (pid) => this.running.has(pid),
+            // A withdrawal stops a turn as its supervisor would on SIGTERM: it ends and reports.
+            stopSession: (proc) => {
+              if (proc.sidecarPid !== null) this.running.get(proc.sidecarPid)?.stop.abort('stopped');
+            },
+            scheduleTick: (at) => void this.scheduledTicks.push(at),
+            ...this.overrides,
           }),
         );
       }
@@ -156,8 +167,10 @@ export class InProcessWorkspace {
     const sleep = (ms: number) =>
       new Promise<void>((resolve, reject) => {
         if (entry.stop.signal.aborted) return reject(entry.stop.signal.reason);
-        const timer = setTimeout(resolve, ms);
-        entry.stop.signal.addEventListener('abort', () => (clearTimeout(timer), reject(entry.stop.signal.reason)), { once: true });
+        const onAbort = () => (clearTimeout(timer), reject(entry.stop.signal.reason));
+        // The listener goes with the timer: a script that polls must not pile listeners on the signal.
+        const timer = setTimeout(() => (entry.stop.signal.removeEventListener('abort', onAbort), resolve()), ms);
+        entry.stop.signal.addEventListener('abort', onAbort, { once: true });
       });
     const nxc = async (args: string[], extraEnv: Record<string, string> = {}, unset: string[] = []): Promise<AgentCall> => {
       const env: Record<string, string | undefined> = { ...spec.env, ...extraEnv };

@@ -79,3 +79,19 @@ export async function launchTurn(launch: TurnLaunch): Promise<LaunchResult> {
   if (report.error !== null) writeFileSync(doneMarker(dir, spec.turn), JSON.stringify({ error: report.error }) + '\n');
   return { sidecarPid, ...report };
 }
+
+/**
+ * Asks a running turn to stop. The sidecar (a process group of its own) takes SIGTERM as "stop": it sends the
+ * runtime's process group SIGTERM, then SIGKILL after a grace period, and reports the turn's end. The runtime's
+ * group is signalled too, so a turn whose sidecar is gone still stops.
+ */
+export function stopTurn(proc: { sidecarPid: number | null; runtimePid: number | null }): void {
+  for (const pid of [proc.sidecarPid, proc.runtimePid === null ? null : -proc.runtimePid]) {
+    if (pid === null || pid === 0 || pid === -1) continue;
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // Already gone.
+    }
+  }
+}

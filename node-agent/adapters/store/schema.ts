@@ -115,3 +115,13 @@ export const pendingOps = pgTable(
   },
   (t) => [index('pending_ops_workspace_idx').on(t.workspace, t.key)],
 );
+
+/**
+ * The working-copy lease of each workspace: the fold of its `lease.*` ops (see protocol/leases.ts), kept as one
+ * JSON value, and the sort key of the newest op folded so that a late arrival is recognised and re-folded.
+ */
+export const leases = pgTable('leases', {
+  workspace: text('workspace').primaryKey(),
+  state: jsonb('state').notNull(),
+  head: jsonb('head').notNull(),
+});

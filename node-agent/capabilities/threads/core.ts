@@ -12,6 +12,7 @@ import { type OperationState, type SessionState} from './fold.js';
 import { readSpec, sessionDir } from '../../adapters/sessions/index.js';
 import type { CallerClaim} from '../../../protocol/commands.js';
 import type { EngineDeps } from '../context.js';
+import { createLeaseHook, type LeaseHook } from '../leases/hook.js';
 
 /** Messages above this size are refused: a message is a note, not a file transfer. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -69,6 +70,8 @@ export type EngineCore = {
   recordStartFailures(warnings: Warning[]): Promise<void>;
   /** Settles turns whose supervisor died without reporting (set by the engine, which owns finishTurn). */
   reap(): Promise<number>;
+  /** The working-copy lease: every command appends through it, and starts turns through it after commit. */
+  lease: LeaseHook;
 };
 
 export function createCore(deps: EngineDeps, reap: () => Promise<number>): EngineCore {
@@ -113,5 +116,5 @@ export function createCore(deps: EngineDeps, reap: () => Promise<number>): Engin
   }
 
 
-  return { deps, db, workspace, writer, workingCopy, recordStartFailures, reap };
+  return { deps, db, workspace, writer, workingCopy, recordStartFailures, reap, lease: createLeaseHook({ deps, writer }) };
 }

@@ -2,7 +2,8 @@
 // host (CLI or node) runs it; each command lives in its own file, sharing the core.
 import type { ReplyInput, SendInput, TurnEnd } from '../../../protocol/commands.js';
 import type { EngineDeps } from '../context.js';
-import { createCore } from './core.js';
+import { withdrawOf } from '../leases/withdraw.js';
+import { createCore, resolveCaller } from './core.js';
 import { reactOf } from './react.js';
 import { replyOf } from './reply.js';
 import { sendOf } from './send.js';
@@ -25,7 +26,15 @@ export function createEngine(deps: EngineDeps) {
     return dead.length;
   }
 
-  return { send: sendOf(core), reply: replyOf(core), finishTurn, reap, workingCopy: core.workingCopy, react: reactOf(core) };
+  /** The clock's work: dead turns settled, then the working-copy lease's timers and sweep. */
+  async function tick(): Promise<{ settled: number; warnings: Awaited<ReturnType<typeof core.lease.tick>> }> {
+    const settled = await reap();
+    return { settled, warnings: await core.lease.tick() };
+  }
+
+  const withdraw = withdrawOf({ deps, writer: core.writer, hook: core.lease, reap, resolveCaller: (db, claim) => resolveCaller(deps, db, claim) });
+
+  return { send: sendOf(core), reply: replyOf(core), finishTurn, reap, tick, withdraw, workingCopy: core.workingCopy, react: reactOf(core) };
 }
 
 export type Engine = ReturnType<typeof createEngine>;

@@ -3,7 +3,9 @@
 import { newSessionId} from '../../../protocol/ids.js';
 import type { Op, OpOf } from '../../../protocol/ops.js';
 import type { Warning } from '../../../protocol/receipts.js';
-import { appendOps} from '../../kernel/index.js';
+import { appendOps } from '../../kernel/index.js';
+import type { LeaseAfter } from '../leases/hook.js';
+import type { LeaseIntent } from '../leases/events.js';
 import { loadOperation} from './operations.js';
 import { openSubRounds, newSessionState } from './fold.js';
 import { certifiedKeys } from '../keys/index.js';
@@ -12,7 +14,6 @@ import {
   emptyPlan,
   planRequesterWake,
   planTurn,
-  startTurns,
   type Plan,
 } from './turns.js';
 
@@ -33,7 +34,7 @@ export function reactOf(core: EngineCore) {
     let rejected = 0;
     for (const op of ops) {
       if (op.workspace === workspace.id || op.thread === null) continue;
-      let plan: Plan | null = null;
+      let plan: { plan: Plan; lease: LeaseAfter } | null = null;
       if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {
         const out = await admit(op as OpOf<'thread.opened'>);
         if (out === 'rejected') rejected++;
@@ -46,19 +47,22 @@ export function reactOf(core: EngineCore) {
           const p = emptyPlan();
           const local = (id: string | null) => id !== null && state.sessions[id]?.handle.startsWith(`${workspace.short}/`) === true;
           const effect = op.kind === 'message.posted' ? op.body.effect : 'escalate';
+          const by = op.kind === 'message.posted' ? op.body.author : { handle: thread.target.handle, session: null };
+          const intents: LeaseIntent[] = [];
           if ((effect === 'answer' || effect === 'escalate') && local(thread.opener.session)) {
             await planRequesterWake(deps, tx, state, thread, p);
+            intents.push({ type: 'reply', operation: op.operation, thread: thread.id, by, outcome: effect, wake: p.turns[0] ?? null });
           } else if (effect === 'reopen' && local(thread.session)) {
             const s = state.sessions[thread.session!]!;
             if (s.in_turn || openSubRounds(state, s.id).length === 0) await planTurn(deps, tx, state, s, 'follow_up', p, 'step_skipped');
+            intents.push({ type: 'reopen', state, thread: thread.id, parent: thread.parent, by, target: thread.target, turn: p.turns[0] ?? null });
           }
-          await appendOps(tx, writer, p.drafts);
-          return p;
+          return { plan: p, lease: await core.lease.append(tx, p, intents) };
         });
       }
       if (plan === null) continue;
-      const w = [...plan.warnings];
-      started += (await startTurns(deps, plan.turns, w)).length;
+      const w = [...plan.plan.warnings];
+      started += (await core.lease.carryOut(plan.lease, w)).woke.length;
       await recordStartFailures(w);
       warnings.push(...w);
     }
@@ -66,7 +70,7 @@ export function reactOf(core: EngineCore) {
   }
 
   /** A remote commission addressed here: its persona must be addressable and its stamp admitted. */
-  async function admit(op: OpOf<'thread.opened'>): Promise<Plan | 'rejected' | null> {
+  async function admit(op: OpOf<'thread.opened'>): Promise<{ plan: Plan; lease: LeaseAfter } | 'rejected' | null> {
     const target = op.body.target;
     if (target.kind !== 'remote') return null;
     const before = (await loadOperation(db, op.operation)).threads[op.thread!];
@@ -111,8 +115,11 @@ export function reactOf(core: EngineCore) {
       plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body: { role: target.role, handle, depth } });
       const session = newSessionState({ id, thread: op.thread!, role: target.role, handle, depth });
       await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
-      await appendOps(tx, writer, plan.drafts);
-      return plan;
+      // An admitted commission needs the working copy like any other: it may queue for it.
+      const lease = await core.lease.append(tx, plan, [
+        { type: 'commission', state, thread: op.thread!, parent: op.body.parent, by: op.body.opener, target: { kind: 'persona', role: target.role, handle }, turn: plan.turns[0] ?? null },
+      ]);
+      return { plan, lease };
     });
   }
 

@@ -1,7 +1,6 @@
 // nxc reply: an answer, a hand-back (--escalate), a follow-up, or a message that moves nothing.
 import { NexusError } from '../../../protocol/errors.js';
 import type { Receipt} from '../../../protocol/receipts.js';
-import { appendOps} from '../../kernel/index.js';
 import { loadOperation, operationOfThread } from './operations.js';
 import { openSubRounds, type ThreadState} from './fold.js';
 import type { ReplyInput} from '../../../protocol/commands.js';
@@ -10,13 +9,13 @@ import {
   messageDraft,
   planRequesterWake,
   planTurn,
-  startTurns,
 } from './turns.js';
+import type { LeaseIntent } from '../leases/events.js';
 
 import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
 
 export function replyOf(core: EngineCore) {
-  const { deps, db, writer, workingCopy, recordStartFailures } = core;
+  const { deps, db, workingCopy, recordStartFailures } = core;
   const reap = () => core.reap();
 
   async function reply(input: ReplyInput): Promise<Receipt> {
@@ -34,6 +33,7 @@ export function replyOf(core: EngineCore) {
       const thread = state.threads[input.thread]!;
       const plan = emptyPlan();
       const author = authorOf(caller);
+      const intents: LeaseIntent[] = [];
       const answering =
         (caller.session !== null && caller.session.id === thread.session) ||
         (caller.session === null && caller.handle === thread.target.handle);
@@ -51,25 +51,34 @@ export function replyOf(core: EngineCore) {
         const effect = dischargeEffect(thread, caller.handle, input.escalate);
         plan.drafts.push(messageDraft(opId, thread.id, author, text, effect, wc));
         if (effect === 'answer' || effect === 'escalate') await planRequesterWake(deps, tx, state, thread, plan);
+        intents.push({ type: 'reply', operation: opId, thread: thread.id, by: author, outcome: effect, wake: plan.turns[0] ?? null });
       } else if (thread.escalated && caller.handle !== thread.expected_handle) {
         // On an escalated thread only the handle that escalated can answer the hand-back.
         plan.drafts.push(messageDraft(opId, thread.id, author, text, 'none', wc));
+        intents.push({ type: 'reply', operation: opId, thread: thread.id, by: author, outcome: 'none', wake: null });
       } else {
-        plan.drafts.push(messageDraft(opId, thread.id, author, text, thread.state === 'answered' ? 'reopen' : 'none', wc));
+        const effect = thread.state === 'answered' ? 'reopen' : 'none';
+        plan.drafts.push(messageDraft(opId, thread.id, author, text, effect, wc));
         // A follow-up to whoever owes the thread. A session waiting on its own round is not
         // disturbed: it reads the follow-up when that round's answer starts it again.
         const target = thread.session === null ? undefined : state.sessions[thread.session];
         const waiting = target !== undefined && !target.in_turn && openSubRounds(state, target.id).length > 0;
         if (target && !waiting) await planTurn(deps, tx, state, target, 'follow_up', plan, 'step_skipped');
+        // A thread owed again, or a turn to start, goes down as a commissioning trigger: the lease may hold it.
+        const turn = plan.turns[0] ?? null;
+        if (effect === 'reopen' || turn !== null) {
+          intents.push({ type: 'reopen', state, thread: thread.id, parent: thread.parent, by: author, target: thread.target, turn });
+        } else intents.push({ type: 'reply', operation: opId, thread: thread.id, by: author, outcome: 'none', wake: null });
       }
-      await appendOps(tx, writer, plan.drafts);
+      const lease = await core.lease.append(tx, plan, intents);
       const message = plan.drafts.find((d) => d.kind === 'message.posted')!;
-      return { plan, operation: opId, message: (message.body as { message: string }).message };
+      return { plan, lease, operation: opId, message: (message.body as { message: string }).message };
     });
     const warnings = [...result.plan.warnings];
-    const woke = await startTurns(deps, result.plan.turns, warnings);
+    const { woke, queued } = await core.lease.carryOut(result.lease, warnings);
     await recordStartFailures(warnings);
     return {
+      ...(queued === null ? {} : { queued }),
       posted: true,
       thread: input.thread,
       operation: result.operation,

@@ -6,8 +6,8 @@ import { Handle, newSessionId, newThreadId, WorkspaceId } from '../../../protoco
 import { ROLE_PATTERN } from '../../../protocol/persona.js';
 import type { Receipt} from '../../../protocol/receipts.js';
 import { commissionDepth } from './depth.js';
-import { appendOps, type Exec } from '../../kernel/index.js';
-import { type SessionState, newSessionState } from './fold.js';
+import { type Exec } from '../../kernel/index.js';
+import { type SessionState, newSessionState, emptyOperation } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
 import { resolveAlias } from '../trust/index.js';
 import type { SendInput} from '../../../protocol/commands.js';
@@ -15,13 +15,12 @@ import {
   emptyPlan,
   messageDraft,
   planTurn,
-  startTurns,
 } from './turns.js';
 
 import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
 
 export function sendOf(core: EngineCore) {
-  const { deps, db, workspace, writer, workingCopy, recordStartFailures } = core;
+  const { deps, db, workspace, workingCopy, recordStartFailures } = core;
   const reap = () => core.reap();
 
   async function send(input: SendInput): Promise<Receipt> {
@@ -76,22 +75,27 @@ export function sendOf(core: EngineCore) {
       }
       const message = messageDraft(operation, thread, author, text, 'commission', wc);
       plan.drafts.push(message);
-      if (session !== null) {
-        const state = caller.operation ?? { id: operation, threads: {}, sessions: {}, head: null };
-        await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
-      }
-      await appendOps(tx, writer, plan.drafts);
-      return { plan, thread, operation, message: (message.body as { message: string }).message };
+      const state = caller.operation ?? emptyOperation(operation);
+      if (session !== null) await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
+      const opened = plan.drafts[0]!;
+      const target = opened.kind === 'thread.opened' ? opened.body.target : { kind: 'person' as const, handle: to };
+      // The working-copy lease decides whether the commissioned turn starts now or queues for the copy.
+      const lease = await core.lease.append(tx, plan, [
+        { type: 'commission', state, thread, parent, by: author, target, turn: plan.turns.find((t) => t.session.id === session?.id) ?? null },
+      ]);
+      return { plan, lease, thread, operation, message: (message.body as { message: string }).message };
     });
     const warnings = [...result.plan.warnings];
-    const woke = await startTurns(deps, result.plan.turns, warnings);
+    const { woke, queued } = await core.lease.carryOut(result.lease, warnings);
     await recordStartFailures(warnings);
     return {
+      ...(queued === null ? {} : { queued }),
       posted: true,
       thread: result.thread,
       operation: result.operation,
       message: result.message,
-      woke: woke[0] ?? null,
+      // A queued commission started nothing of its own, whatever its send set moving (a takeover's hand-off).
+      woke: queued === null ? (woke[0] ?? null) : null,
       warnings,
       refs_warning: input.subject === null ? 'no subject was named: the message posted, but nothing says what it refers to (--subject)' : null,
       working_copy: wc,
@@ -139,18 +143,18 @@ export function sendOf(core: EngineCore) {
         depth: caller.depth,
       });
       const message = messageDraft(operation, thread, author, text, 'commission', wc);
-      await appendOps(tx, writer, [
-        {
-          operation,
-          thread,
-          session: null,
-          kind: 'thread.opened',
-          body: { parent, subject: input.subject, opener: author, target: { kind: 'remote', workspace: target, role, handle }, stamp },
-        },
+      const remote = { kind: 'remote' as const, workspace: target, role, handle };
+      const plan = emptyPlan();
+      plan.drafts.push(
+        { operation, thread, session: null, kind: 'thread.opened', body: { parent, subject: input.subject, opener: author, target: remote, stamp } },
         message,
-      ]);
-      return { thread, operation, message: (message.body as { message: string }).message };
+      );
+      // Nothing starts here; inside an operation holding the copy the lease notes what it now waits for.
+      const state = caller.operation ?? emptyOperation(operation);
+      const lease = await core.lease.append(tx, plan, [{ type: 'commission', state, thread, parent, by: author, target: remote, turn: null }]);
+      return { thread, operation, lease, message: (message.body as { message: string }).message };
     });
+    await core.lease.carryOut(result.lease, []);
     return {
       posted: true,
       thread: result.thread,

@@ -1,6 +1,5 @@
 // A turn's end: settling what its process left (an answer in its name when it owes one), and
 // starting its session again when input arrived while it ran.
-import { appendOps} from '../../kernel/index.js';
 import { loadOperation, operationOfSession} from './operations.js';
 import { openSubRounds} from './fold.js';
 import type { TurnEnd } from '../../../protocol/commands.js';
@@ -10,13 +9,13 @@ import {
   messageDraft,
   planRequesterWake,
   planTurn,
-  startTurns,
 } from './turns.js';
+import type { LeaseIntent } from '../leases/events.js';
 
 import type { EngineCore } from './core.js';
 
 export function finishTurnOf(core: EngineCore) {
-  const { deps, db, writer, recordStartFailures } = core;
+  const { deps, db, recordStartFailures } = core;
 
   /**
    * A turn's process has ended. Settles what it left: a session that owes its thread
@@ -34,6 +33,8 @@ export function finishTurnOf(core: EngineCore) {
       const thread = state.threads[s.thread]!;
       const plan = emptyPlan();
       const crashed = end.timedOut || end.exitCode !== 0;
+      // The lease hears how the process ended: an orderly end, or one it never reported itself.
+      const intents: LeaseIntent[] = [{ type: crashed ? 'session_crashed' : 'session_ended', operation: opId, thread: s.thread, session: s.id }];
       let outcome: 'replied' | 'waiting' | 'substituted';
       if (s.last_answer_at > s.turn_started_at || thread.state === 'answered') outcome = 'replied';
       else if (openSubRounds(state, s.id).length > 0 || s.last_input_at > s.turn_started_at) outcome = 'waiting';
@@ -50,6 +51,10 @@ export function finishTurnOf(core: EngineCore) {
         const effect = crashed ? 'escalate' : 'answer';
         plan.drafts.push(messageDraft(opId, thread.id, { handle: s.handle, session: s.id }, textOut, effect, null, true));
         await planRequesterWake(deps, tx, state, thread, plan);
+        // A crash is not a hand-back by the session. Under a session that is woken by it, the runtime's hand-back
+        // travels up as one; under a person the chain is simply dead, and the lease treats it so (it still owes).
+        const outcome = !crashed ? 'answer' : thread.opener.session !== null ? 'escalate' : 'none';
+        intents.push({ type: 'reply', operation: opId, thread: thread.id, by: { handle: s.handle, session: s.id }, outcome, wake: plan.turns[0] ?? null });
       }
       plan.drafts.push({
         operation: opId,
@@ -58,23 +63,26 @@ export function finishTurnOf(core: EngineCore) {
         kind: 'session.turn_ended',
         body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut },
       });
-      await appendOps(tx, writer, plan.drafts);
+      const lease = await core.lease.append(tx, plan, intents);
       // Input that arrived while the process lived (an answer, a follow-up) starts it again now.
       const after = await loadOperation(tx, opId);
       const s2 = after.sessions[s.id]!;
       const owes = after.threads[s.thread]!.state === 'open';
+      const more = [lease];
       if (owes && openSubRounds(after, s.id).length === 0 && s2.last_input_at > s2.turn_started_at) {
         const again = emptyPlan();
         await planTurn(deps, tx, after, s2, s2.last_answer_at > s2.turn_started_at ? 'follow_up' : 'answered', again, 'requester_not_woken');
-        await appendOps(tx, writer, again.drafts);
-        plan.turns.push(...again.turns);
         plan.warnings.push(...again.warnings);
+        // The same session carrying on with what reached it while it ran: never held back.
+        const wake = again.turns[0] ?? null;
+        more.push(await core.lease.append(tx, again, [{ type: 'reply', operation: opId, thread: s.thread, by: { handle: s.handle, session: s.id }, outcome: 'none', wake }]));
       }
-      return { plan, outcome };
+      return { plan, outcome, more };
     });
     if (result === null) return { outcome: 'already_settled', woke: 0 };
     const warnings = [...result.plan.warnings];
-    const woke = await startTurns(deps, result.plan.turns, warnings);
+    const woke = [];
+    for (const after of result.more) woke.push(...(await core.lease.carryOut(after, warnings)).woke);
     await recordStartFailures(warnings);
     return { outcome: result.outcome, woke: woke.length };
   }

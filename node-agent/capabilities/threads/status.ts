@@ -1,7 +1,8 @@
 // Reading the truth: `nxc status` grouped by operation, and one thread with its messages.
-import { asc, eq } from 'drizzle-orm';
+import { asc, eq, inArray, or } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
-import type { StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
+import type { OperationLease, StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
+import { leaseStatus } from '../leases/status.js';
 import { loadOperation, operationOfThread, threadOps } from './operations.js';
 import { isFinished, openSubRounds, type OperationState, type ThreadState } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
@@ -54,7 +55,7 @@ function treeOrder(state: OperationState): ThreadState[] {
   return out;
 }
 
-export function operationReport(state: OperationState, finished: boolean): StatusOperation {
+export function operationReport(state: OperationState, finished: boolean, lease: OperationLease | null = null): StatusOperation {
   const root = rootOf(state);
   const threads = treeOrder(state).map((t) => statusRow(state, t, finished));
   return {
@@ -64,21 +65,28 @@ export function operationReport(state: OperationState, finished: boolean): Statu
     finished,
     threads,
     open: threads.filter((r) => r.state === 'open').length,
+    lease,
   };
 }
 
 export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Promise<StatusReport> {
+  const lease = await leaseStatus(deps, deps.db);
   const q = deps.db.select().from(tables.operations);
-  const rows = await (opts.all ? q : q.where(eq(tables.operations.finished, false))).orderBy(asc(tables.operations.openedLamport));
+  // An operation the working-copy lease names is listed even when every thread is answered: one held for a
+  // hand-back, or parked, is exactly what a person must see.
+  const named = lease.operations.length > 0 ? inArray(tables.operations.id, lease.operations) : undefined;
+  const open = named === undefined ? eq(tables.operations.finished, false) : or(eq(tables.operations.finished, false), named);
+  const rows = await (opts.all ? q : q.where(open)).orderBy(asc(tables.operations.openedLamport));
   const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
   const notes: string[] = [];
   if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
+  notes.push(...lease.notes);
   return {
     workspace: { id: deps.workspace.id, name: deps.workspace.name },
-    operations: rows.map((r) => operationReport(r.state as OperationState, r.finished)),
+    operations: rows.map((r) => operationReport(r.state as OperationState, r.finished, lease.of(r.id))),
     worker_names_a_working_copy: wc !== null,
-    // Sessions run as local child processes here, so their liveness is always answerable.
-    worker_answers_liveness: true,
+    // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
+    worker_answers_liveness: lease.answersLiveness,
     notes,
   };
 }

@@ -23,6 +23,11 @@ export type PlannedTurn = {
   declarationHash: string;
   /** The warning class a failed start is reported under: step_skipped for a commission or follow-up, requester_not_woken for a wake. */
   failureClass: Warning['class'];
+  /**
+   * Set by the working-copy lease when it lets the turn start: the grant's token (NXC_LEASE_TOKEN; null when the
+   * operation holds no copy) and, after a restore, the fixed text telling the session where its work is.
+   */
+  lease?: { token: number | null; notice: string | null };
 };
 
 export type Plan = { drafts: OpDraft[]; turns: PlannedTurn[]; warnings: Warning[] };
@@ -194,7 +199,9 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
     const replyOnly = Array.isArray(persona.tools) && persona.tools.length === 0 && !bypass;
     const allowed = persona.tools === undefined || bypass ? null : persona.tools.length === 0 ? [REPLY_ONLY_TOOL] : persona.tools;
     const baseEnv = readSpec(dir)?.base_env ?? deps.baseEnv();
-    const prompt = await composePrompt(deps, t, persona.system_prompt, replyOnly);
+    const composed = await composePrompt(deps, t, persona.system_prompt, replyOnly);
+    const notice = t.lease?.notice ?? null;
+    const prompt = notice === null ? composed : `${composed.trimEnd()}\n\n## Your working copy\n\n${notice}\n`;
     const env: Record<string, string> = {
       NXC_SESSION: s.id,
       NXC_THREAD: s.thread,
@@ -206,6 +213,8 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
       NXC_MODEL: persona.model,
     };
     if (allowed !== null) env['NXC_ALLOWED_TOOLS'] = allowed.join(',');
+    const token = t.lease?.token ?? null;
+    if (token !== null) env['NXC_LEASE_TOKEN'] = String(token);
     const spec: SessionSpec = {
       session: s.id,
       turn: t.turn,
@@ -297,6 +306,8 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
 
 /** Turns this machine started whose sidecar is gone without reporting: they ended, badly. */
 export async function unreportedDeadTurns(deps: EngineDeps): Promise<Array<{ session: string; turn: number }>> {
+  // A worker that cannot tell liveness never takes a turn for dead: it runs until it reports its end.
+  if (deps.answersLiveness === false) return [];
   const rows = await deps.db.select().from(tables.sessionProcs).where(isNull(tables.sessionProcs.endedAt));
   return rows.filter((r) => r.sidecarPid === null || !deps.alive(r.sidecarPid)).map((r) => ({ session: r.session, turn: r.turn }));
 }

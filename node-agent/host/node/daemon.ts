@@ -16,6 +16,7 @@ import { rpcApp } from '../rpc/server.js';
 import { NODE_PURPOSE, openStore, tables, type Store } from '../../adapters/store/index.js';
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
+import { recover } from '../../capabilities/leases/index.js';
 import { addToRegistry, nodeLockPath, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
 type Served = {
@@ -29,6 +30,9 @@ type Served = {
   /** A delivery pass is running; another is wanted after it. */
   delivering: boolean;
   deliverAgain: boolean;
+  /** The instants the working-copy lease asked a tick for, and the one timer armed for the earliest. */
+  leaseTicks: Set<number>;
+  leaseTimer: NodeJS.Timeout | null;
 };
 
 /** How many own ops one local delivery pass reads at a time. */
@@ -72,16 +76,21 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     const existing = served.get(workspace.id);
     if (existing) return existing;
     const store = await openStore(workspace.paths.store, { waitMs: 30_000, purpose: NODE_PURPOSE, home: paths.home });
+    // A move of the working copy that a crash interrupted is finished or rolled back before anything else.
+    await recover(workspace.paths.root).catch((err: unknown) => log(`${workspace.id}: recovering the working copy failed: ${String(err)}`));
     const entry: Served = {
       workspace,
       store,
-      host: hostFor(realDeps(workspace, store.db)),
+      host: null as unknown as Host,
       queue: Promise.resolve(),
       sync: null,
       delivered: 0,
       delivering: false,
       deliverAgain: false,
+      leaseTicks: new Set(),
+      leaseTimer: null,
     };
+    entry.host = hostFor(realDeps(workspace, store.db, { scheduleTick: (at) => scheduleLeaseTick(entry, at) }));
     served.set(workspace.id, entry);
     log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
     await startSync(entry);
@@ -165,6 +174,32 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     }
   }
 
+  /**
+   * The working-copy lease's clock: a tick at each instant it asked for (a contention deadline, a bound, the
+   * minute sweep while somebody waits), so those happen with nobody around. One timer per workspace, armed for
+   * the earliest instant still ahead.
+   */
+  function scheduleLeaseTick(entry: Served, at: number): void {
+    entry.leaseTicks.add(at);
+    armLeaseTimer(entry);
+  }
+
+  function armLeaseTimer(entry: Served): void {
+    if (entry.leaseTimer !== null) clearTimeout(entry.leaseTimer);
+    entry.leaseTimer = null;
+    if (entry.leaseTicks.size === 0 || served.get(entry.workspace.id) !== entry) return;
+    const next = Math.min(...entry.leaseTicks);
+    entry.leaseTimer = setTimeout(() => {
+      entry.leaseTimer = null;
+      const now = Date.now();
+      for (const at of entry.leaseTicks) if (at <= now + 10) entry.leaseTicks.delete(at);
+      void withHost(entry.workspace.id, (h) => h.run('tick', {}))
+        .catch((err: unknown) => log(`lease tick of ${entry.workspace.id} failed: ${String(err)}`))
+        .finally(() => armLeaseTimer(entry));
+    }, Math.max(0, Math.min(next - Date.now(), 2 ** 31 - 1)));
+    entry.leaseTimer.unref();
+  }
+
   /** Runs store work in the workspace's queue, after whatever command is in progress. */
   function inQueue<T>(entry: Served, fn: () => Promise<T>): Promise<T> {
     const run = entry.queue.then(fn);
@@ -223,6 +258,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       clearInterval(ticker);
       await new Promise<void>((r) => server.close(() => r()));
       for (const entry of served.values()) {
+        if (entry.leaseTimer !== null) clearTimeout(entry.leaseTimer);
         await entry.sync?.stop();
         await entry.queue;
         await entry.store.close().catch(() => undefined);
@@ -254,6 +290,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       removeFromRegistry(paths, workspace);
       if (entry) {
         served.delete(workspace);
+        if (entry.leaseTimer !== null) clearTimeout(entry.leaseTimer);
         await entry.sync?.stop();
         await entry.queue;
         await entry.store.close();

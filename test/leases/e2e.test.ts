@@ -1,0 +1,177 @@
+// The working-copy lease end to end: the built `nxc` as child processes, sessions as real processes under their
+// sidecars, no node (every command opens the store itself). The clock is the system's, moved with faketime.
+import { execFile, execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../helpers/workspace.js';
+import { git } from './repos.js';
+
+const FAKETIME = (() => {
+  try {
+    return execFileSync('sh', ['-c', 'command -v faketime'], { encoding: 'utf8' }).trim() || null;
+  } catch {
+    return null;
+  }
+})();
+
+async function leaseRepo(): Promise<TestWorkspace> {
+  const ws = await makeWorkspace({ real: true });
+  writeFileSync(join(ws.root, 'tracked.txt'), 'first version\n');
+  await git(ws.root, 'add', '-A');
+  await git(ws.root, 'commit', '-q', '-m', 'files');
+  return ws;
+}
+
+function exclusive(ws: TestWorkspace, role: string, mode: string, arg?: string): void {
+  ws.persona(role, { mode, ...(arg === undefined ? {} : { arg }), extra: 'working_tree: exclusive' });
+}
+
+async function send(ws: TestWorkspace, to: string): Promise<any> {
+  const r = await ws.nxc(['send', to, '--subject', 'work', '--json', 'please']);
+  expect(r.code, r.stdout + r.stderr).toBe(0);
+  return r.json;
+}
+
+/** The environment of a session's turn, as its spec recorded it. */
+function turnEnv(ws: TestWorkspace, session: string): Record<string, string> {
+  return JSON.parse(readFileSync(join(ws.root, '.nxs', 'sessions', session, 'spec.json'), 'utf8')).env;
+}
+
+function sessionsOf(ws: TestWorkspace, role: string): string[] {
+  return ws.agentLog().filter((e) => e.cmd === 'start' && e.role === `${ws.short}/${role}`).map((e) => e.session);
+}
+
+async function until(what: string, ready: () => boolean, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!ready()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** `nxc` run under faketime, `offset` ahead of the wall clock (e.g. +31m). */
+function nxcLater(ws: TestWorkspace, offset: string, args: string[]): Promise<CliResult> {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('NXC_')) env[k] = v;
+  Object.assign(env, {
+    NEXUS_HOME: inject('nexusHome'),
+    PATH: `${join(REPO, 'bin')}:${process.env['PATH'] ?? ''}`,
+    NXC_ACTOR: 'alice',
+    AGENT_LOG: ws.log,
+    FAKETIME_DONT_FAKE_MONOTONIC: '1',
+  });
+  return new Promise((resolve) => {
+    execFile(FAKETIME!, ['-f', offset, process.execPath, join(REPO, 'bin', 'nxc'), ...args], { cwd: ws.root, env }, (err, stdout, stderr) => {
+      let json: any = null;
+      try {
+        json = JSON.parse(stdout);
+      } catch {
+        /* not JSON */
+      }
+      resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr, json });
+    });
+  });
+}
+
+describe('a queued commission, end to end', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await leaseRepo();
+  });
+  afterAll(async () => {
+    writeFileSync(join(ws.root, '..', 'gate-a'), '');
+    await ws.cleanup();
+  });
+
+  it('queues behind the holder with a warning-free exit 0, then starts under the next token once the holder answers', async () => {
+    exclusive(ws, 'coder', 'gate', join(ws.root, '..', 'gate-a'));
+    exclusive(ws, 'rival', 'reply');
+    const a = await send(ws, 'coder');
+    const b = await send(ws, 'rival');
+    expect(b).toMatchObject({ woke: null, warnings: [], queued: { position: 1, holder: { operation: a.operation, thread: a.thread } } });
+    const human = await ws.nxc(['status']);
+    expect(human.stdout).toContain(`working copy: queued (position 1 behind ${a.operation})`);
+    expect(turnEnv(ws, a.woke.session)['NXC_LEASE_TOKEN']).toBe('1');
+    writeFileSync(join(ws.root, '..', 'gate-a'), '');
+    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1);
+    await ws.waitIdle();
+    expect(turnEnv(ws, sessionsOf(ws, 'rival')[0]!)['NXC_LEASE_TOKEN']).toBe('2');
+  });
+});
+
+describe.skipIf(FAKETIME === null)('a contention park, end to end under faketime', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await leaseRepo();
+  });
+  afterAll(() => ws.cleanup());
+
+  it('parks the hand-back’s work 31 minutes after contention, when `faketime -f +31m nxc tick` runs, and starts the waiting operation', async () => {
+    exclusive(ws, 'coder', 'escalate');
+    exclusive(ws, 'rival', 'reply');
+    const a = await send(ws, 'coder');
+    await ws.waitIdle();
+    writeFileSync(join(ws.root, 'tracked.txt'), 'half done\n');
+    writeFileSync(join(ws.root, 'notes.txt'), 'untracked notes\n');
+    const b = await send(ws, 'rival');
+    expect(b.queued).toBeDefined();
+    const now = await ws.nxc(['tick', '--json']);
+    expect(now.json.warnings).toEqual([]);
+    expect(sessionsOf(ws, 'rival')).toEqual([]);
+    const later = await nxcLater(ws, '+31m', ['tick', '--json']);
+    expect(later.code, later.stdout + later.stderr).toBe(0);
+    expect(later.json.warnings).toEqual([]);
+    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1);
+    await ws.waitIdle();
+    const park = `nexus/park/${a.operation}`;
+    expect(await git(ws.root, 'show', `${park}:tracked.txt`)).toBe('half done\n');
+    expect(await git(ws.root, 'show', `${park}:notes.txt`)).toBe('untracked notes\n');
+    expect(readFileSync(join(ws.root, 'tracked.txt'), 'utf8')).toBe('first version\n');
+    expect(existsSync(join(ws.root, 'notes.txt'))).toBe(false);
+    const human = await ws.nxc(['status', '--all']);
+    expect(human.stdout).toMatch(new RegExp(`working copy: parked on ${park} at [0-9a-f]{12}`));
+  });
+});
+
+describe('a withdrawal and a restore, end to end', () => {
+  let ws: TestWorkspace;
+  let a: any;
+  beforeAll(async () => {
+    ws = await leaseRepo();
+    exclusive(ws, 'coder', 'hang-once');
+    exclusive(ws, 'rival', 'reply');
+    a = await send(ws, 'coder');
+    await until('the coder to run', () => sessionsOf(ws, 'coder').length === 1);
+    writeFileSync(join(ws.root, 'tracked.txt'), 'the coder was here\n');
+  });
+  afterAll(() => ws.cleanup());
+
+  it('withdraw stops the session’s processes, parks what it left once they are gone, and hands the copy on', async () => {
+    const b = await send(ws, 'rival');
+    expect(b.queued).toBeDefined();
+    const r = await ws.nxc(['withdraw', '--thread', a.thread]);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain(`withdrew operation ${a.operation}: 1 thread(s) discharged, 1 session(s) asked to stop`);
+    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 90_000);
+    await ws.waitIdle();
+    expect(await git(ws.root, 'show', `nexus/park/${a.operation}:tracked.txt`)).toBe('the coder was here\n');
+    expect(readFileSync(join(ws.root, 'tracked.txt'), 'utf8')).toBe('first version\n');
+    const done = readdirSync(join(ws.root, '.nxs', 'sessions', a.woke.session)).filter((f) => f.endsWith('.done'));
+    expect(done).toEqual(['turn-1.done']);
+  });
+
+  it('the next message into the first thread restores the work and tells the session where it was', async () => {
+    const r = await ws.nxc(['reply', '--thread', a.thread, '--json', 'carry on after all']);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json.woke).toMatchObject({ session: a.woke.session, turn: 2 });
+    await ws.waitIdle();
+    expect(readFileSync(join(ws.root, 'tracked.txt'), 'utf8')).toBe('the coder was here\n');
+    const prompt = readFileSync(join(ws.root, '.nxs', 'sessions', a.woke.session, 'turn-2.prompt'), 'utf8');
+    expect(prompt).toContain(`Working copy: operation ${a.operation} was parked`);
+    expect(turnEnv(ws, a.woke.session)['NXC_LEASE_TOKEN']).toBe('3');
+    const log = ws.agentLog().filter((e) => e.cmd === 'reply' && e.role === `${ws.short}/coder`);
+    expect(log).toMatchObject([{ turn: 2, code: 0 }]);
+  });
+});

@@ -3,6 +3,6 @@ import { defineConfig } from 'drizzle-kit';
 
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './node-agent/store/schema.ts',
+  schema: './node-agent/adapters/store/schema.ts',
   out: './migrations/node',
 });

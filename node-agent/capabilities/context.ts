@@ -22,6 +22,8 @@ export type EngineDeps = {
   launch: (turn: TurnLaunch) => Promise<LaunchResult>;
   /** Whether a local process is still alive. */
   alive: (pid: number) => boolean;
+  /** Asks a turn's supervisor (by its pid) to stop the turn: a channel step whose window ran out. */
+  stop?: (pid: number) => void;
   readWorkingCopy: (dir: string) => Promise<WorkingCopy | null>;
   loadPersona: (root: string, role: string) => Promise<Persona | null>;
 };

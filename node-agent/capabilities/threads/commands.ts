@@ -13,5 +13,5 @@ export const threadHandlers: Handlers<WorkspaceContext, 'send' | 'reply' | 'stat
   },
   'threads.show': (c, input) => threadView(c.deps, input.thread),
   'turns.finish': (c, input) => c.engine.finishTurn(input),
-  tick: async (c) => ({ settled: await c.engine.reap() }),
+  tick: (c) => c.engine.tick(),
 };

@@ -2,6 +2,7 @@
 // host (CLI or node) runs it; each command lives in its own file, sharing the core.
 import type { ReplyInput, SendInput, TurnEnd } from '../../../protocol/commands.js';
 import type { EngineDeps } from '../context.js';
+import { createRounds, type StepGate } from '../channels/index.js';
 import { createCore } from './core.js';
 import { reactOf } from './react.js';
 import { replyOf } from './reply.js';
@@ -12,9 +13,12 @@ import { unreportedDeadTurns } from './turns.js';
 export { MAX_MESSAGE_BYTES } from './core.js';
 export type { ReplyInput, SendInput, TurnEnd };
 
-export function createEngine(deps: EngineDeps) {
+/** `gate`: the working-copy lease's door into channel rounds (see channels/start.ts). */
+export function createEngine(deps: EngineDeps, opts: { gate?: StepGate } = {}) {
   const core = createCore(deps, () => reap());
-  const finishTurn = finishTurnOf(core);
+  // Channel rounds: each command below makes one call into it (channels/rounds.ts).
+  const rounds = createRounds(core, { gate: opts.gate ?? null });
+  const finishTurn = finishTurnOf(core, rounds);
 
   /** Ends turns whose sidecar died without reporting, so nothing stays "running" for ever. */
   async function reap(): Promise<number> {
@@ -25,7 +29,13 @@ export function createEngine(deps: EngineDeps) {
     return dead.length;
   }
 
-  return { send: sendOf(core), reply: replyOf(core), finishTurn, reap, workingCopy: core.workingCopy, react: reactOf(core) };
+  /** The clock's work: dead turns first (their ends may move rounds), then rounds whose windows ended. */
+  async function tick(): Promise<{ settled: number; warnings: Awaited<ReturnType<typeof rounds.tick>>['warnings'] }> {
+    const settled = await reap();
+    return { settled, warnings: (await rounds.tick()).warnings };
+  }
+
+  return { send: sendOf(core, rounds), reply: replyOf(core, rounds), finishTurn, reap, tick, workingCopy: core.workingCopy, react: reactOf(core, rounds), rounds };
 }
 
 export type Engine = ReturnType<typeof createEngine>;

@@ -4,6 +4,7 @@ import { appendOps} from '../../kernel/index.js';
 import { loadOperation, operationOfSession} from './operations.js';
 import { openSubRounds} from './fold.js';
 import type { TurnEnd } from '../../../protocol/commands.js';
+import type { Warning } from '../../../protocol/receipts.js';
 import {
   emptyPlan,
   markProcessEnded,
@@ -14,15 +15,16 @@ import {
 } from './turns.js';
 
 import type { EngineCore } from './core.js';
+import type { Rounds } from '../channels/index.js';
 
-export function finishTurnOf(core: EngineCore) {
+export function finishTurnOf(core: EngineCore, rounds: Rounds) {
   const { deps, db, writer, recordStartFailures } = core;
 
   /**
    * A turn's process has ended. Settles what it left: a session that owes its thread
    * and is not waiting on a round of its own gets an answer written in its name.
    */
-  async function finishTurn(end: TurnEnd): Promise<{ outcome: string; woke: number }> {
+  async function finishTurn(end: TurnEnd): Promise<{ outcome: string; woke: number; warnings: Warning[] }> {
     const at = deps.now().toISOString();
     const result = await db.transaction(async (tx) => {
       await markProcessEnded(tx, end.session, end.turn, { exitCode: end.exitCode, signal: end.signal, at });
@@ -58,7 +60,8 @@ export function finishTurnOf(core: EngineCore) {
         kind: 'session.turn_ended',
         body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut },
       });
-      await appendOps(tx, writer, plan.drafts);
+      // A channel step's answer (or the one written in its name) and its end move its round.
+      const followed = await rounds.follow(tx, await appendOps(tx, writer, plan.drafts));
       // Input that arrived while the process lived (an answer, a follow-up) starts it again now.
       const after = await loadOperation(tx, opId);
       const s2 = after.sessions[s.id]!;
@@ -70,13 +73,15 @@ export function finishTurnOf(core: EngineCore) {
         plan.turns.push(...again.turns);
         plan.warnings.push(...again.warnings);
       }
-      return { plan, outcome };
+      return { plan, outcome, followed };
     });
-    if (result === null) return { outcome: 'already_settled', woke: 0 };
+    if (result === null) return { outcome: 'already_settled', woke: 0, warnings: [] };
     const warnings = [...result.plan.warnings];
     const woke = await startTurns(deps, result.plan.turns, warnings);
     await recordStartFailures(warnings);
-    return { outcome: result.outcome, woke: woke.length };
+    const moved = await rounds.settle(result.followed.rounds, result.followed.warnings);
+    warnings.push(...moved.warnings);
+    return { outcome: result.outcome, woke: woke.length + moved.woke.length, warnings };
   }
 
   return finishTurn;

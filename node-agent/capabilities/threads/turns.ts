@@ -21,6 +21,8 @@ export type PlannedTurn = {
   turn: number;
   reason: TurnReason;
   declarationHash: string;
+  /** Runs under this timeout instead of the persona's (a channel step's window). */
+  timeoutMs?: number;
 };
 
 export type Plan = { drafts: OpDraft[]; turns: PlannedTurn[]; warnings: Warning[] };
@@ -219,7 +221,7 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
         tools: persona.tools ?? null,
         permissions: persona.permissions,
         working_tree: persona.working_tree,
-        timeout_ms: persona.timeout_ms,
+        timeout_ms: t.timeoutMs ?? persona.timeout_ms,
         command: persona.runtime.command,
       },
       allowed_tools: allowed,

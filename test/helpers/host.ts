@@ -2,7 +2,7 @@
 // git and the real CLI code (`nxc`/`nxs` main, argv to rendering), with sessions run as scripted
 // functions instead of processes and time read from a clock the test moves. Commands on a workspace
 // run one at a time, as the node's queue runs them.
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Workspace } from '../../node-agent/adapters/workspace/index.js';
 import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
@@ -67,6 +67,7 @@ export class InProcessWorkspace {
             now: this.clock.now,
             launch: (t) => this.launch(t),
             alive: (pid) => this.running.has(pid),
+            stop: (pid) => this.running.get(pid)?.stop.abort('stopped'),
           }),
         );
       }
@@ -149,8 +150,10 @@ export class InProcessWorkspace {
     const sleep = (ms: number) =>
       new Promise<void>((resolve, reject) => {
         if (entry.stop.signal.aborted) return reject(entry.stop.signal.reason);
-        const timer = setTimeout(resolve, ms);
-        entry.stop.signal.addEventListener('abort', () => (clearTimeout(timer), reject(entry.stop.signal.reason)), { once: true });
+        const onAbort = () => (clearTimeout(timer), reject(entry.stop.signal.reason));
+        // A polling agent sleeps many times in one turn: each sleep takes its listener away again.
+        const timer = setTimeout(() => (entry.stop.signal.removeEventListener('abort', onAbort), resolve()), ms);
+        entry.stop.signal.addEventListener('abort', onAbort, { once: true });
       });
     const nxc = async (args: string[], extraEnv: Record<string, string> = {}, unset: string[] = []): Promise<AgentCall> => {
       const env: Record<string, string | undefined> = { ...spec.env, ...extraEnv };
@@ -160,8 +163,11 @@ export class InProcessWorkspace {
     };
     let exitCode: number | null = 0;
     let signal: string | null = null;
+    // The transcript, as a sidecar writes it: the runtime's output, mode 600.
+    const transcript = (text: string) => appendFileSync(spec.transcript_file, text, { mode: 0o600 });
+    transcript(`agent ${script.mode} turn ${spec.turn} of ${spec.handle}\n`);
     try {
-      exitCode = await runScripted({ ...script, env: sessionEnv, prompt, nxc, sleep, signal: entry.stop.signal, log: this.agentLog });
+      exitCode = await runScripted({ ...script, env: sessionEnv, prompt, nxc, sleep, signal: entry.stop.signal, log: this.agentLog, transcript });
     } catch {
       if (entry.stop.signal.aborted) {
         exitCode = null;

@@ -57,7 +57,8 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
         if (started.kind === 'started' && started.session !== null) out.steps.set(started.session, s.step);
       }
     }
-    await appendOps(tx, writer, drafts);
+    // The turns planned (a step's first turn, the requester's wake) come after the ops they belong to.
+    await appendOps(tx, writer, [...drafts, ...out.plan.drafts]);
     return out;
 
     async function complete(

@@ -14,7 +14,7 @@ describe('asking a round again', () => {
     ws.persona('coder', { mode: 'reply' });
     ws.persona('critic', { mode: 'escalate' });
     ws.persona('tester', { mode: 'reply' });
-    declareChannel(ws, 'check', 'steps:\n  - role: coder\n  - role: critic\n');
+    declareChannel(ws, 'check', 'steps:\n  - role: coder\n  - role: critic\n  - role: tester\n');
     declareChannel(ws, 'redo', 'steps:\n  - role: coder\n');
   });
   afterAll(() => ws.cleanup());
@@ -27,6 +27,12 @@ describe('asking a round again', () => {
     const roundRow = (await ws.status(true)).operations.flatMap((o: any) => o.threads).find((t: any) => t.round !== undefined);
     const round = await roundOf(ws, roundRow.thread);
     expect(round).toMatchObject({ state: 'escalated', reason: 'escalation', pass: 2, passes_used: 1 });
+    // A hand-back in an ordered run goes up at once, never on to the next step.
+    expect(round.steps.map((s: any) => [s.name, s.state])).toEqual([
+      ['coder', 'answered'],
+      ['critic', 'escalated'],
+      ['tester', 'not_reached'],
+    ]);
     const started = (await opsOf(ws, 'step.started')).map((o) => [o.body.pass, o.body.step, o.body.thread]);
     expect(started.map(([p, s]) => [p, s])).toEqual([
       [1, 0],

@@ -15,9 +15,12 @@ describe('the result of a round', () => {
     ws.persona('plain', { mode: 'reply' });
     ws.persona('lead', { mode: 'say', arg: 'folded: ship it' });
     ws.persona('blocker', { mode: 'escalate' });
+    ws.persona('quitter', { mode: 'exit0' });
+    ws.persona('crasher', { mode: 'crash' });
     declareChannel(ws, 'pass', 'members: [forger, plain]\n');
     declareChannel(ws, 'folded', 'members: [forger, plain]\nowner: lead\n');
     declareChannel(ws, 'blocked', 'members: [plain, blocker]\nowner: lead\n');
+    declareChannel(ws, 'quiet', 'members: [quitter, crasher]\n');
   });
   afterAll(() => ws.cleanup());
 
@@ -79,5 +82,16 @@ describe('the result of a round', () => {
     expect(message.text).toContain('I need a decision that is not mine');
     expect(message.text).toContain(`from="${ws.short}/blocker"`);
     expect(round.steps[2].session).toBeNull();
+  });
+
+  it('the answer the runtime writes in the name of a member that ended without replying is that member’s answer (a crash hands back)', async () => {
+    const { message, round } = await result('quiet');
+    expect(round).toMatchObject({ state: 'escalated', reason: 'escalation' });
+    expect(round.steps.map((s: any) => [s.name, s.state])).toEqual([
+      ['quitter', 'answered'],
+      ['crasher', 'escalated'],
+    ]);
+    expect(message.text).toContain('without replying; this answer is written in its name');
+    expect(message.text).toContain('exited with code 3');
   });
 });

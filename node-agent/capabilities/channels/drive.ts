@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { and, eq, isNull } from 'drizzle-orm';
 import type { Warning, Woke } from '../../../protocol/receipts.js';
+import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { tables } from '../../adapters/store/index.js';
 import { appendOps, type Exec, type OpDraft } from '../../kernel/index.js';
 import type { EngineCore } from '../threads/core.js';
@@ -31,8 +32,11 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
   const { deps, db, writer, workspace } = core;
   const random = opts.random ?? ((n: number) => randomBytes(n));
 
-  /** One transaction's worth: decide, write what was decided, plan the turns it starts. Null: not ours to settle. */
-  async function settleOnce(tx: Exec, round: string): Promise<Settled | null> {
+  /**
+   * One transaction's worth: decide, write what was decided, plan the turns it starts. Null: not ours
+   * to settle. `copy` reads the working copy once per settle (briefs and results record it).
+   */
+  async function settleOnce(tx: Exec, round: string, copy: () => Promise<WorkingCopy | null>): Promise<Settled | null> {
     const row = await loadRound(tx, round);
     if (row === null || row.board.workspace !== workspace.id) return null;
     const now = deps.now();
@@ -44,7 +48,7 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
       return out;
     }
     const state = await loadOperation(tx, row.operation);
-    const { wc } = await core.workingCopy();
+    const wc = await copy();
     const texts = await roundTexts(tx, d.board);
     if (d.complete !== null) {
       await complete(tx, row.operation, d.board, d.complete, { drafts, plan: out.plan, texts, wc });
@@ -66,7 +70,7 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
       operation: string,
       b: Board,
       c: Completion,
-      io: { drafts: OpDraft[]; plan: Plan; texts: Map<string, string>; wc: Awaited<ReturnType<EngineCore['workingCopy']>>['wc'] },
+      io: { drafts: OpDraft[]; plan: Plan; texts: Map<string, string>; wc: WorkingCopy | null },
     ): Promise<void> {
       const result = renderResult(b, c, io.texts, random);
       const message = messageDraft(operation, round, channelAuthor(workspace.short, b), result.text, resultEffect(c), io.wc);
@@ -119,12 +123,17 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
     out.warnings.push(...warnings);
   }
 
-  /** Settles each round until its board asks for nothing more. */
-  async function settle(rounds: Iterable<string>): Promise<RoundEffects> {
+  /**
+   * Settles each round until its board asks for nothing more. `wc`: the working copy as the command
+   * that caused this read it (read here, once, when not given and needed).
+   */
+  async function settle(rounds: Iterable<string>, wc?: WorkingCopy | null): Promise<RoundEffects> {
     const out: RoundEffects = { warnings: [], woke: [] };
+    let known = wc;
+    const copy = async () => (known !== undefined ? known : (known = (await core.workingCopy()).wc));
     for (const round of new Set(rounds)) {
       for (let i = 0; i < MAX_SETTLE_PASSES; i++) {
-        const s = await db.transaction((tx) => settleOnce(tx, round));
+        const s = await db.transaction((tx) => settleOnce(tx, round, copy));
         if (s === null) break;
         await afterCommit(round, s, out);
         if (!s.progressed) break;

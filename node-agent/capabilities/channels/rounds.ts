@@ -62,7 +62,7 @@ export function createRounds(core: EngineCore, opts: DriveOptions = {}) {
       ]);
       return { round, operation, message: ask };
     });
-    const effects = await driver.settle([opened.round]);
+    const effects = await driver.settle([opened.round], wc);
     return {
       posted: true,
       thread: opened.round,
@@ -122,8 +122,8 @@ export function createRounds(core: EngineCore, opts: DriveOptions = {}) {
   }
 
   /** Settles rounds after the command that touched them committed; its receipt carries what happened. */
-  async function settle(rounds: readonly string[], warnings: Warning[] = []): Promise<RoundEffects> {
-    const effects = await driver.settle(rounds);
+  async function settle(rounds: readonly string[], warnings: Warning[] = [], wc?: WorkingCopy | null): Promise<RoundEffects> {
+    const effects = await driver.settle(rounds, wc);
     return { warnings: [...warnings, ...effects.warnings], woke: effects.woke };
   }
 

@@ -78,7 +78,7 @@ export function replyOf(core: EngineCore, rounds: Rounds) {
     const woke = await startTurns(deps, result.plan.turns, warnings);
     await recordStartFailures(warnings);
     const touched = [...result.followed.rounds, ...(result.round === null ? [] : [result.round])];
-    const moved = await rounds.settle(touched, result.followed.warnings);
+    const moved = await rounds.settle(touched, result.followed.warnings, wc);
     warnings.push(...moved.warnings);
     const round = touched[0] === undefined ? undefined : await rounds.statusOf(touched[0]);
     return {

@@ -19,7 +19,14 @@ export type CallerClaim = z.infer<typeof CallerClaimSchema>;
 export const SendInputSchema = z.object({ to: z.string().min(1).max(256), subject: z.string().max(1024).nullable(), text: z.string(), caller: CallerClaimSchema });
 export type SendInput = z.infer<typeof SendInputSchema>;
 
-export const ReplyInputSchema = z.object({ thread: z.string().min(1).max(64), escalate: z.boolean(), text: z.string(), caller: CallerClaimSchema });
+export const ReplyInputSchema = z.object({
+  thread: z.string().min(1).max(64),
+  escalate: z.boolean(),
+  /** A channel step that declares `rework:` answers that the work it assessed is not deliverable; the text says why. */
+  needs_rework: z.boolean().optional(),
+  text: z.string(),
+  caller: CallerClaimSchema,
+});
 export type ReplyInput = z.infer<typeof ReplyInputSchema>;
 
 export const WithdrawInputSchema = z.object({ thread: z.string().min(1).max(64), caller: CallerClaimSchema });
@@ -106,6 +113,58 @@ export const NodeInfoSchema = z.object({
 });
 export type NodeInfo = z.infer<typeof NodeInfoSchema>;
 
+export const TranscriptSchema = z.object({
+  session: z.string(),
+  turn: z.number().int(),
+  /** Every turn of the session that has a transcript on this machine. */
+  turns: z.array(z.number().int()),
+  file: z.string(),
+  /** The file's permission bits (octal text, e.g. "600"). */
+  mode: z.string(),
+  bytes: z.number().int(),
+  /** Set when the file is larger than the part returned (its end is returned). */
+  truncated: z.boolean(),
+  text: z.string(),
+});
+export type Transcript = z.infer<typeof TranscriptSchema>;
+
+export const PersonaGuideSchema = z.object({
+  workspace: z.object({ id: z.string(), short: z.string(), name: z.string() }),
+  personas: z.array(
+    z.object({
+      role: z.string(),
+      handle: z.string(),
+      file: z.string(),
+      description: z.string().nullable(),
+      model: z.string(),
+      working_tree: z.string(),
+      timeout_ms: z.number().int().nullable(),
+      /** Declared `addressable: {external: true}`: other workspaces that trust this one may commission it. */
+      external: z.boolean(),
+      /** How another workspace addresses it (`<workspace id>/<role>`), or null when it cannot. */
+      address_from_elsewhere: z.string().nullable(),
+    }),
+  ),
+  channels: z.array(
+    z.object({
+      name: z.string(),
+      /** How a send addresses it here (`#name`); channels are never addressable from other workspaces. */
+      address: z.string(),
+      file: z.string(),
+      description: z.string().nullable(),
+      flow: z.string(),
+      steps: z.array(z.object({ name: z.string(), address: z.string(), timeout_ms: z.number().int().nullable(), rework: z.string().nullable() })),
+      owner: z.string().nullable(),
+      passes: z.number().int(),
+      timeout_ms: z.number().int().nullable(),
+      working_tree: z.string(),
+    }),
+  ),
+  /** Declaration files that were refused, with the field and reason. */
+  errors: z.array(z.object({ kind: z.enum(['persona', 'channel']), file: z.string(), field: z.string().nullable(), reason: z.string() })),
+});
+export type PersonaGuide = z.infer<typeof PersonaGuideSchema>;
+
 type Scope = 'workspace' | 'node';
 
 type CommandSpec<S extends Scope, I extends z.ZodType, O extends z.ZodType> = {
@@ -129,14 +188,14 @@ export const COMMANDS = {
     summary: 'post a message: to a persona (a commission), a person, or a persona of another workspace',
     input: SendInputSchema,
     output: ReceiptSchema,
-    errors: [...MESSAGE_ERRORS, 'UNKNOWN_RECIPIENT', 'DEPTH_EXCEEDED', 'REPLY_ONLY', 'PERSONA_INVALID'],
+    errors: [...MESSAGE_ERRORS, 'UNKNOWN_RECIPIENT', 'DEPTH_EXCEEDED', 'REPLY_ONLY', 'PERSONA_INVALID', 'CHANNEL_INVALID'],
   }),
   reply: spec({
     scope: 'workspace',
-    summary: 'answer a thread, or hand it back up with escalate',
+    summary: 'answer a thread, hand it back up with escalate, or send a channel step back with needs_rework',
     input: ReplyInputSchema,
     output: ReceiptSchema,
-    errors: [...MESSAGE_ERRORS, 'UNKNOWN_THREAD', 'SUB_ROUND_OPEN'],
+    errors: [...MESSAGE_ERRORS, 'USAGE', 'UNKNOWN_THREAD', 'SUB_ROUND_OPEN', 'REWORK_NOT_DECLARED', 'CHANNEL_INVALID'],
   }),
   status: spec({
     scope: 'workspace',
@@ -156,7 +215,7 @@ export const COMMANDS = {
     scope: 'workspace',
     summary: "settle a session turn whose process ended (its supervisor's report)",
     input: TurnEndSchema,
-    output: z.object({ outcome: z.string(), woke: z.number().int() }),
+    output: z.object({ outcome: z.string(), woke: z.number().int(), warnings: z.array(WarningSchema).optional() }),
     errors: [],
   }),
   withdraw: spec({
@@ -168,9 +227,23 @@ export const COMMANDS = {
   }),
   tick: spec({
     scope: 'workspace',
-    summary: 'do the clock’s work now: settle turns whose process died without reporting, and the working-copy lease’s timers',
+    summary: 'do the clock’s work now: settle turns whose process died without reporting, the working-copy lease’s timers, and channel rounds whose windows ran out',
     input: empty,
     output: z.object({ settled: z.number().int(), warnings: z.array(WarningSchema).optional() }),
+    errors: [],
+  }),
+  'transcripts.show': spec({
+    scope: 'workspace',
+    summary: "a session turn's transcript on this machine (device-local, never synced; the file's permissions are the boundary)",
+    input: z.object({ session: z.string().min(1).max(64), turn: z.number().int().min(1).nullable() }),
+    output: TranscriptSchema,
+    errors: ['UNKNOWN_SESSION', 'NO_TRANSCRIPT'],
+  }),
+  'guide.personas': spec({
+    scope: 'workspace',
+    summary: 'what this workspace declares (personas and channels), and which of them other workspaces can address',
+    input: empty,
+    output: PersonaGuideSchema,
     errors: [],
   }),
   'keys.show': spec({

@@ -14,6 +14,7 @@ export const ERROR_TABLE = {
   UNKNOWN_RECIPIENT: { exit: 2, http: 404, summary: 'no persona or person by that name' },
   UNKNOWN_THREAD: { exit: 2, http: 404, summary: 'no such thread' },
   UNKNOWN_SESSION: { exit: 2, http: 404, summary: 'the calling session is not known to this workspace' },
+  NO_TRANSCRIPT: { exit: 2, http: 404, summary: 'no transcript of that session turn on this machine' },
   EMPTY_MESSAGE: { exit: 2, http: 400, summary: 'a message needs text' },
   MESSAGE_TOO_LARGE: { exit: 2, http: 413, summary: 'the message is larger than the limit' },
   BAD_ENVIRONMENT: { exit: 2, http: 400, summary: 'an NXC_* variable is not valid' },

@@ -1,25 +1,24 @@
 // The op log's vocabulary: every change to a workspace is one of these ops.
 import { z } from 'zod';
 import { LeaseOpPayloadSchema } from './leases.js';
+import { AuthorSchema } from './author.js';
+import { ChannelOpPayloadSchema, ChannelTargetSchema } from './round.js';
 import { WorkingCopySchema } from './working-copy.js';
+
+export { AuthorSchema, type Author } from './author.js';
 
 /**
  * A thread may be owed by a persona of this workspace, by a person, or by a persona of another
- * workspace (`remote`: a cross-workspace commission, admitted there by its stamp).
+ * workspace (`remote`: a cross-workspace commission, admitted there by its stamp). A `channel`
+ * thread is a round's own thread (`nxc send '#name'`): the channel owes it the round's result.
  */
 export const TargetSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('persona'), role: z.string(), handle: z.string() }),
   z.object({ kind: z.literal('person'), handle: z.string() }),
   z.object({ kind: z.literal('remote'), workspace: z.string(), role: z.string(), handle: z.string() }),
+  ChannelTargetSchema,
 ]);
 export type Target = z.infer<typeof TargetSchema>;
-
-/** Who wrote something: a handle, and the session it ran in when it was an agent. */
-export const AuthorSchema = z.object({
-  handle: z.string(),
-  session: z.string().nullable(),
-});
-export type Author = z.infer<typeof AuthorSchema>;
 
 /**
  * What a message does to its thread. The engine decides this when the command
@@ -143,6 +142,8 @@ export const OpPayloadSchema = z.discriminatedUnion('kind', [
   KeyRotatedSchema,
   CommissionRejectedSchema,
   ...LeaseOpPayloadSchema.options,
+  // A channel round's board: see protocol/round.ts.
+  ...ChannelOpPayloadSchema.options,
 ]);
 export type OpPayload = z.infer<typeof OpPayloadSchema>;
 export type OpKind = OpPayload['kind'];

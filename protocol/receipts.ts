@@ -1,5 +1,6 @@
 // The JSON contract of every command: receipts, status rows, thread listings, warnings.
 import { z } from 'zod';
+import { RoundStatusSchema } from './round.js';
 import { WorkingCopySchema } from './working-copy.js';
 
 /**
@@ -68,6 +69,8 @@ export const ReceiptSchema = z.object({
   queued: z
     .object({ position: z.number().int().min(1), holder: z.object({ operation: z.string(), thread: z.string() }) })
     .optional(),
+  /** A message that opened, asked again or moved a channel round: the round as it stands after the command. */
+  round: RoundStatusSchema.optional(),
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
@@ -91,6 +94,10 @@ export const StatusRowSchema = z.object({
   working_copy: WorkingCopySchema.nullable(),
   /** Set when the workspace a remote commission was addressed to refused it: the stable code (STAMP_UNTRUSTED, ...). */
   rejected_code: z.string().nullable(),
+  /** On a round's own thread (`nxc send '#name'`): the round with its steps, windows and passes. */
+  round: RoundStatusSchema.optional(),
+  /** On a step's thread: which round, step and pass it belongs to. */
+  step: z.object({ round: z.string(), channel: z.string(), name: z.string(), pass: z.number().int() }).optional(),
 });
 export type StatusRow = z.infer<typeof StatusRowSchema>;
 

@@ -1,7 +1,7 @@
 // A channel round's ops (what the log records of it) and how status presents a round.
 import { z } from 'zod';
 import { ChannelSnapshotSchema, FLOWS } from './channel.js';
-import { AuthorSchema } from './ops.js';
+import { AuthorSchema } from './author.js';
 
 // ---------------------------------------------------------------------------------------------
 // The ops of a round. A round is one `nxc send #name`: its id is the thread that send opened (the

@@ -33,6 +33,8 @@ export type EngineDeps = {
   stopSession?: (proc: { sidecarPid: number | null; runtimePid: number | null }) => void;
   /** Asks the host to run a tick at this instant (ms since the epoch): the lease's clocks. A node keeps a timer. */
   scheduleTick?: (at: number) => void;
+  /** Asks a turn's supervisor (by its pid) to stop the turn: a channel step whose window ran out. */
+  stop?: (pid: number) => void;
   readWorkingCopy: (dir: string) => Promise<WorkingCopy | null>;
   loadPersona: (root: string, role: string) => Promise<Persona | null>;
 };

@@ -1,20 +1,24 @@
 // nxc: the chat command. Each verb turns argv into a command of protocol/commands.ts and renders the answer.
 import { NexusError } from '../../protocol/errors.js';
 import { exitCodeOf, type Warning } from '../../protocol/receipts.js';
+import type { RoundStatus } from '../../protocol/round.js';
+import { windowUnscheduled } from '../capabilities/channels/warnings.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
-import { renderReceipt, renderStatus, renderThread, renderWithdraw } from './render.js';
+import { renderGuide, renderReceipt, renderStatus, renderThread, renderTranscript, renderWithdraw } from './render.js';
 import { bool, cliMain, str, type Program, type Verb } from './spec.js';
 
 const send: Verb = {
   path: ['send'],
-  args: '<role | @person | workspace/role> [TEXT | -]',
+  args: "<role | @person | workspace/role | '#channel'> [TEXT | -]",
   command: 'send',
   arity: [1, 2],
   flags: { subject: { type: 'string', short: 's', value: 'S', help: 'what the message is about (a send without one still posts, with refs_warning)' } },
-  details: 'TEXT absent or "-" reads the message from stdin (a heredoc works).',
+  details:
+    'TEXT absent or "-" reads the message from stdin (a heredoc works).\n' +
+    "'#name' asks the channel declared in .nxs-channels/<name>.yaml for one round; quote it, since an unquoted # starts a comment in sh.",
   run: async (io, a) => {
     const [to, text] = a.positionals as [string, string | undefined];
     const subject = str(a, 'subject');
@@ -23,7 +27,7 @@ const send: Verb = {
     const body = await messageText(io, text);
     const ws = findWorkspace(io.cwd, io.env);
     const r = await routerOf(io)(ws, (run) => run('send', { to, subject: subject ?? null, text: body, caller }), io.env);
-    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
+    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null, r.result.round);
     if (a.json) printJson(io, receipt);
     else io.stdout(renderReceipt(receipt));
     return exitCodeOf(receipt.warnings);
@@ -38,16 +42,23 @@ const reply: Verb = {
   flags: {
     thread: { type: 'string', short: 't', value: 'ID', help: 'the thread to answer (required)' },
     escalate: { type: 'boolean', help: 'hand the task back up: "I cannot reach the result on my own, or this needs a decision"' },
+    'needs-rework': {
+      type: 'boolean',
+      help: 'a channel step that declares rework: sends the work it assessed back (TEXT says why)',
+    },
   },
   details: 'TEXT absent or "-" reads the message from stdin (a heredoc works).',
   run: async (io, a) => {
     const thread = str(a, 'thread');
     if (thread === undefined) throw new NexusError('USAGE', 'nxc reply needs --thread <id>');
+    const rework = bool(a, 'needs-rework');
+    if (rework && bool(a, 'escalate')) throw new NexusError('USAGE', '--needs-rework and --escalate cannot go together: send the work back, or hand the task up');
     const caller = callerFromEnv(io.env);
     const body = await messageText(io, a.positionals[0]);
     const ws = findWorkspace(io.cwd, io.env);
-    const r = await routerOf(io)(ws, (run) => run('reply', { thread, escalate: bool(a, 'escalate'), text: body, caller }), io.env);
-    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null);
+    const input = { thread, escalate: bool(a, 'escalate'), ...(rework ? { needs_rework: true } : {}), text: body, caller };
+    const r = await routerOf(io)(ws, (run) => run('reply', input), io.env);
+    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null, r.result.round);
     if (a.json) printJson(io, receipt);
     else io.stdout(renderReceipt(receipt));
     return exitCodeOf(receipt.warnings);
@@ -92,12 +103,14 @@ const tick: Verb = {
       async (run) => {
         const view = thread !== undefined ? await run('threads.show', { thread }) : null;
         const done = await run('tick', {});
-        return { ...done, role: view?.thread.session?.handle.split('/')[1] ?? null, open: view?.thread.state === 'open' };
+        // The round's thread is checked after the tick, so its windows are as the tick left them.
+        const round = view?.thread.round !== undefined ? (await run('threads.show', { thread: thread! })).thread.round : undefined;
+        return { ...done, role: view?.thread.session?.handle.split('/')[1] ?? null, open: view?.thread.state === 'open', round };
       },
       io.env,
     );
     const base = { warnings: [...(r.result.warnings ?? []), ...(r.serviceWarning ? [r.serviceWarning] : [])] };
-    const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null);
+    const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null, r.result.round);
     const out = { ticked: true, via: r.via, settled: r.result.settled, thread: thread ?? null, warnings };
     if (a.json) printJson(io, out);
     else {
@@ -133,7 +146,13 @@ const withdraw: Verb = {
  * stops the process at the deadline; what is missing is the node that settles the turn if that
  * supervisor dies, and that keeps the deadline recorded for a node that starts later.
  */
-async function withWindowWarning<T extends { warnings: Warning[] }>(io: Io, ws: Workspace, receipt: T, role: string | null): Promise<T> {
+async function withWindowWarning<T extends { warnings: Warning[] }>(io: Io, ws: Workspace, receipt: T, role: string | null, round?: RoundStatus): Promise<T> {
+  if (round !== undefined) {
+    // A channel round: its steps' windows are what needs a clock, whatever the personas declare.
+    const paths = nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined);
+    const warning = windowUnscheduled(round, { registered: isRegistered(paths, ws.id), running: runningNode(paths) !== null });
+    return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
+  }
   if (role === null) return receipt;
   const persona = await loadPersona(ws.paths.root, role).catch(() => null);
   if (persona === null || persona.timeout_ms === null) return receipt;
@@ -158,10 +177,41 @@ function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warni
   return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
 }
 
+const transcriptShow: Verb = {
+  path: ['transcript', 'show'],
+  args: '<session>',
+  command: 'transcripts.show',
+  arity: [1, 1],
+  flags: { turn: { type: 'string', value: 'N', help: 'which turn (default: the latest that has a transcript)' } },
+  details:
+    'A transcript holds raw tool inputs and results: treat it like the workspace database, not like a message log.\n' +
+    'It never leaves this machine, and it is not gated by membership: its file (mode 600) is the boundary.',
+  run: async (io, a) => {
+    const turnText = str(a, 'turn');
+    if (turnText !== undefined && !/^[1-9]\d{0,6}$/.test(turnText)) throw new NexusError('USAGE', `--turn must be a turn number (1, 2, ...), got ${JSON.stringify(turnText)}`);
+    const ws = findWorkspace(io.cwd, io.env);
+    const input = { session: a.positionals[0]!, turn: turnText === undefined ? null : Number(turnText) };
+    const t = (await routerOf(io)(ws, (run) => run('transcripts.show', input), io.env)).result;
+    if (a.json) printJson(io, t);
+    else io.stdout(renderTranscript(t));
+  },
+};
+
+const guidePersonas: Verb = {
+  path: ['guide', 'personas'],
+  command: 'guide.personas',
+  run: async (io, a) => {
+    const ws = findWorkspace(io.cwd, io.env);
+    const g = (await routerOf(io)(ws, (run) => run('guide.personas', {}), io.env)).result;
+    if (a.json) printJson(io, g);
+    else io.stdout(renderGuide(g));
+  },
+};
+
 export const NXC: Program = {
   name: 'nxc',
   summary: 'talk to personas and people in a Nexus workspace',
-  verbs: [send, reply, status, threadsShow, withdraw, tick],
+  verbs: [send, reply, status, threadsShow, withdraw, tick, transcriptShow, guidePersonas],
   footer: 'Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.',
 };
 

@@ -1,6 +1,8 @@
 // Human-readable renderings of receipts, status reports and threads. --json prints the objects instead.
+import type { PersonaGuide, Transcript } from '../../protocol/commands.js';
 import type { Receipt, StatusReport, StatusRow, ThreadView, WithdrawResult } from '../../protocol/receipts.js';
 import { describeTree, describeWorkingCopy } from '../adapters/git/index.js';
+import { renderRoundLine } from '../capabilities/channels/status.js';
 
 export function renderReceipt(r: Receipt): string {
   const lines = [`posted ${r.message} in ${r.thread} (operation ${r.operation})`];
@@ -13,6 +15,7 @@ export function renderReceipt(r: Receipt): string {
   else lines.push('woke nobody');
   lines.push(`working copy: ${r.working_copy_note}`);
   if (r.refs_warning) lines.push(`note: ${r.refs_warning}`);
+  if (r.round) lines.push(`round: ${renderRoundLine(r.round)}`);
   for (const w of r.warnings) lines.push(`warning ${w.class}${w.reason ? ` (${w.reason})` : ''}: ${w.message}`);
   return lines.join('\n') + '\n';
 }
@@ -32,6 +35,7 @@ function rowText(row: StatusRow): string {
   if (row.substituted) parts.push('answer written by the runtime');
   if (row.waiting_on_sub_round) parts.push('waiting on its own round');
   if (row.session) parts.push(`depth ${row.session.depth}${row.session.running ? ' · running' : ''}`);
+  if (row.step) parts.push(`step "${row.step.name}" of #${row.step.channel}, pass ${row.step.pass}`);
   return parts.join(' · ');
 }
 
@@ -47,6 +51,7 @@ export function renderStatus(report: StatusReport): string {
       const indent = row.parent !== null && depthOf.has(row.parent) ? depthOf.get(row.parent)! + 1 : 0;
       depthOf.set(row.thread, indent);
       lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row)}${rowSuffix(row)}`);
+      if (row.round) lines.push(`${'  '.repeat(indent + 2)}${renderRoundLine(row.round)}`);
     }
   }
   for (const note of report.notes) lines.push(`note: ${note}`);
@@ -66,11 +71,41 @@ export function renderThread(view: ThreadView): string {
   const t = view.thread;
   const lines = [`thread ${t.thread}${t.subject ? ` "${t.subject}"` : ''}  ${t.opener} -> ${t.to}  (operation ${view.operation})`];
   lines.push(`state: ${t.state}${t.escalated ? ' · escalated' : ''}${t.substituted ? ' · substituted' : ''}${t.waiting_on_sub_round ? ' · waiting on its own round' : ''}`);
+  if (t.round) {
+    lines.push(`round: ${renderRoundLine(t.round)}`);
+    for (const s of t.round.steps) {
+      lines.push(`  ${s.name} (${s.kind}, ${s.address}): ${s.state}${s.thread ? ` · thread ${s.thread}` : ''}${s.window_ms ? ` · window ${Math.round(s.window_ms / 60_000)} min` : ''}${s.deadline ? ` until ${s.deadline}` : ''}${s.reason ? ` · ${s.reason}` : ''}`);
+    }
+  }
+  if (t.step) lines.push(`step "${t.step.name}" of #${t.step.channel} (round ${t.step.round}), pass ${t.step.pass}`);
   for (const m of view.messages) {
     const kind = m.effect === 'escalate' ? ' [escalation]' : m.effect === 'reopen' ? ' [follow-up]' : '';
     lines.push('', `${m.author} · ${m.ts}${kind}${m.substituted ? ' [written by the runtime]' : ''}`);
     lines.push(...m.text.replace(/\n$/, '').split('\n').map((l) => `  ${l}`));
     lines.push(`  working copy: ${describeWorkingCopy(m.refs.working_copy)}`);
   }
+  return lines.join('\n') + '\n';
+}
+
+export function renderTranscript(t: Transcript): string {
+  const head = `transcript of ${t.session} turn ${t.turn} (${t.file}, mode ${t.mode}, ${t.bytes} bytes${t.truncated ? ', showing its end' : ''}; turns with one: ${t.turns.join(', ')})`;
+  return `${head}\n${t.text}${t.text.endsWith('\n') || t.text === '' ? '' : '\n'}`;
+}
+
+export function renderGuide(g: PersonaGuide): string {
+  const lines = [`workspace ${g.workspace.name} (${g.workspace.id}); handles here look like ${g.workspace.short}/<role>`, ''];
+  lines.push(g.personas.length === 0 ? 'personas: none declared (.nxs-personas/<role>.yaml)' : 'personas:');
+  for (const p of g.personas) {
+    const from = p.address_from_elsewhere === null ? 'this workspace only' : `also from trusting workspaces as ${p.address_from_elsewhere}`;
+    lines.push(`  ${p.role}  (${p.file}) · ${from}${p.timeout_ms ? ` · timeout ${Math.round(p.timeout_ms / 1000)} s` : ''}${p.working_tree === 'exclusive' ? ' · working_tree exclusive' : ''}`);
+    if (p.description) lines.push(`      ${p.description}`);
+  }
+  lines.push('', g.channels.length === 0 ? 'channels: none declared (.nxs-channels/<name>.yaml)' : "channels (nxc send '#name'; this workspace only):");
+  for (const c of g.channels) {
+    const steps = c.steps.map((s) => `${s.name}${s.address !== s.name ? `=${s.address}` : ''}${s.rework ? ` (rework: ${s.rework})` : ''}`).join(c.flow === 'sequential' ? ' -> ' : ', ');
+    lines.push(`  ${c.address}  ${c.flow}: ${steps}${c.owner ? ` · owner ${c.owner}` : ''}${c.steps.some((s) => s.rework) ? ` · passes ${c.passes}` : ''}${c.working_tree === 'exclusive' ? ' · working_tree exclusive' : ''}`);
+    if (c.description) lines.push(`      ${c.description}`);
+  }
+  for (const e of g.errors) lines.push(`invalid ${e.kind} ${e.file}${e.field ? ` field ${e.field}` : ''}: ${e.reason}`);
   return lines.join('\n') + '\n';
 }

@@ -2,7 +2,9 @@
 import type { CommandInput, CommandOutput, WorkspaceCommand } from '../../protocol/commands.js';
 import { PROJECTIONS } from '../capabilities/index.js';
 import type { EngineDeps, WorkspaceContext } from '../capabilities/context.js';
+import { channelHandlers } from '../capabilities/channels/commands.js';
 import { keyHandlers } from '../capabilities/keys/commands.js';
+import { transcriptHandlers } from '../capabilities/transcripts/commands.js';
 import { KeyRing } from '../capabilities/keys/index.js';
 import { leaseHandlers } from '../capabilities/leases/commands.js';
 import { threadHandlers } from '../capabilities/threads/commands.js';
@@ -17,12 +19,28 @@ import { originId } from './node/files.js';
 import { directSyncHandlers } from './sync/commands.js';
 
 /** Every workspace command, as a host with the store open in this process answers it. */
-export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = { ...threadHandlers, ...leaseHandlers, ...keyHandlers, ...directSyncHandlers };
+export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = {
+  ...threadHandlers,
+  ...leaseHandlers,
+  ...keyHandlers,
+  ...directSyncHandlers,
+  ...channelHandlers,
+  ...transcriptHandlers,
+};
 
 /** Runs one workspace command; its answer is checked against the command's output schema. */
 export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K>) => Promise<CommandOutput<K>>;
 
 export type Host = WorkspaceContext & { run: Runner };
+
+/** Asks a turn's sidecar to stop its runtime (it reports the turn's end as usual). */
+function stopTurn(pid: number): void {
+  try {
+    process.kill(pid, 'SIGTERM');
+  } catch {
+    // Already gone: its end is reported, or reaped.
+  }
+}
 
 /** The engine's real dependencies for a workspace whose store is open in this process. */
 export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: Partial<EngineDeps> = {}): EngineDeps {
@@ -37,6 +55,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     baseEnv: () => baseEnvironment(process.env),
     alive: processAlive,
     stopSession: stopTurn,
+    stop: stopTurn,
     readWorkingCopy,
     loadPersona,
     ...overrides,

@@ -18,6 +18,8 @@ export type AgentContext = {
   /** Aborted when the turn is stopped (its timeout, a withdraw). */
   signal: AbortSignal;
   log: string | undefined;
+  /** Appends to the turn's transcript, as a runtime's output would be. */
+  transcript?: (text: string) => void;
 };
 
 /** What a scripted agent returns: its exit code (a thrown error counts as 1). */
@@ -34,6 +36,7 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
   const nxc = async (args: string[], extraEnv: Record<string, string> = {}, unset: string[] = []): Promise<AgentCall> => {
     const r = await ctx.nxc(args, extraEnv, unset);
     log({ cmd: args[0], code: r.code, out: r.out });
+    ctx.transcript?.(`$ nxc ${args.join(' ')} -> exit ${r.code}\n`);
     return r;
   };
   const thread = env['NXC_THREAD']!;
@@ -118,6 +121,30 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
     }
     case 'steps':
       return runSteps(ctx, nxc, thread, turn);
+    case 'say':
+      // Answers with exactly `arg`.
+      await nxc(['reply', '--thread', thread, arg]);
+      return 0;
+    case 'rework': {
+      // A channel step that declares rework: sends the work back while the round's pass is at most `arg` (default 1).
+      const pass = Number(/, pass (\d+): you are /.exec(ctx.prompt)?.[1] ?? '0');
+      if (pass <= Number(arg || '1')) await nxc(['reply', '--thread', thread, '--needs-rework', `the edge case is missing (seen in pass ${pass})`]);
+      else await nxc(['reply', '--thread', thread, `approved in pass ${pass}`]);
+      return 0;
+    }
+    case 'try-rework':
+      // --needs-rework where the step (or thread) may not declare it; answers plainly when refused.
+      if ((await nxc(['reply', '--thread', thread, '--needs-rework', 'not good enough'])).code !== 0) await nxc(['reply', '--thread', thread, 'answered after all']);
+      return 0;
+    case 'reask': {
+      // Asks channel `arg`; given the result, asks the same round again once; then answers.
+      if (turn === 1) await nxc(['send', arg, '--subject', 'ask', 'first ask']);
+      else if (turn === 2) {
+        const round = /--- thread (t-[0-9A-Z]{26}) to [a-z0-9]{4}\/#/.exec(ctx.prompt)?.[1];
+        await nxc(['reply', '--thread', round ?? 'no-round-in-prompt', 'not yet: do it again, mind the edge case']);
+      } else await nxc(['reply', '--thread', thread, `done after ${turn - 1} results`]);
+      return 0;
+    }
     default:
       return 64;
   }

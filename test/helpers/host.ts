@@ -2,7 +2,7 @@
 // git and the real CLI code (`nxc`/`nxs` main, argv to rendering), with sessions run as scripted
 // functions instead of processes and time read from a clock the test moves. Commands on a workspace
 // run one at a time, as the node's queue runs them.
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Workspace } from '../../node-agent/adapters/workspace/index.js';
 import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
@@ -80,6 +80,7 @@ export class InProcessWorkspace {
               if (proc.sidecarPid !== null) this.running.get(proc.sidecarPid)?.stop.abort('stopped');
             },
             scheduleTick: (at) => void this.scheduledTicks.push(at),
+            stop: (pid) => this.running.get(pid)?.stop.abort('stopped'),
             ...this.overrides,
           }),
         );
@@ -180,8 +181,11 @@ export class InProcessWorkspace {
     };
     let exitCode: number | null = 0;
     let signal: string | null = null;
+    // The transcript, as a sidecar writes it: the runtime's output, mode 600.
+    const transcript = (text: string) => appendFileSync(spec.transcript_file, text, { mode: 0o600 });
+    transcript(`agent ${script.mode} turn ${spec.turn} of ${spec.handle}\n`);
     try {
-      exitCode = await runScripted({ ...script, env: sessionEnv, prompt, nxc, sleep, signal: entry.stop.signal, log: this.agentLog });
+      exitCode = await runScripted({ ...script, env: sessionEnv, prompt, nxc, sleep, signal: entry.stop.signal, log: this.agentLog, transcript });
     } catch {
       if (entry.stop.signal.aborted) {
         exitCode = null;

@@ -125,3 +125,25 @@ export const leases = pgTable('leases', {
   state: jsonb('state').notNull(),
   head: jsonb('head').notNull(),
 });
+
+/**
+ * One row per channel round (its id is the round's thread): the board, a pure fold of the round's
+ * ops kept current as they are stored, like `operations`. `next_deadline` is the earliest window
+ * still open, so a tick finds the rounds it has work for without folding anything.
+ */
+export const rounds = pgTable(
+  'rounds',
+  {
+    id: text('id').primaryKey(),
+    operation: text('operation').notNull(),
+    /** The workspace that opened the round (only its node decides about it); null until `round.opened` is here. */
+    workspace: text('workspace'),
+    /** The board, or null while only later ops of the round have arrived. */
+    board: jsonb('board'),
+    /** Sort key of the newest folded op, so a late arrival is recognised and the board re-folded. */
+    head: jsonb('head').notNull(),
+    completed: boolean('completed').notNull(),
+    nextDeadline: text('next_deadline'),
+  },
+  (t) => [index('rounds_open_idx').on(t.completed, t.nextDeadline), index('rounds_operation_idx').on(t.operation)],
+);

@@ -56,6 +56,12 @@ export {
   windowFor,
   type ReaskVerdict,
 } from './verdicts.js';
-export { stepSkippedWarning, tickUnscheduled } from './warnings.js';
+export { stepSkippedWarning, tickUnscheduled, windowUnscheduled } from './warnings.js';
+export { createRounds, type Rounds, type RoundReply } from './rounds.js';
+export type { RoundEffects } from './drive.js';
+export type { StepGate } from './start.js';
+export { dueRounds, loadRound, roundsOfOperations, roundsProjection } from './projection.js';
+export { withRound, withRounds } from './rows.js';
+export { channelHandle } from './records.js';
 export * from '../../../protocol/channel.js';
 export * from '../../../protocol/round.js';

@@ -1,5 +1,6 @@
 // The receipt warnings a round raises, built in one place so each names its round and step.
 import type { Warning } from '../../../protocol/receipts.js';
+import type { RoundStatus } from '../../../protocol/round.js';
 import { stepName, type Board } from './board.js';
 import { nextDeadline } from './decide.js';
 import type { StepRef } from './decide.js';
@@ -35,5 +36,25 @@ export function tickUnscheduled(b: Board, clock: { registered: boolean; running:
     round: b.round,
     step: stepName(b, open.step),
     message: `#${b.channel.name} has a step window open until ${deadline}, and nothing keeps this workspace's clock: ${missing}; the deadline is recorded, and \`nxc tick --thread ${b.round}\` checks it by hand`,
+  };
+}
+
+/**
+ * The same warning from a round's status row, for a caller that holds only the status (the CLI,
+ * which alone knows whether a node keeps this workspace's clock). Null when no window is open or
+ * a node serves the workspace.
+ */
+export function windowUnscheduled(s: RoundStatus, clock: { registered: boolean; running: boolean }): Warning | null {
+  if (s.next_deadline === null || s.state !== 'running' || (clock.registered && clock.running)) return null;
+  const open = s.steps.find((x) => (x.state === 'running' || x.state === 'on_hold') && x.deadline === s.next_deadline);
+  const missing = clock.registered
+    ? 'no node is running (start one with `nxs node start`)'
+    : 'this workspace is not registered with a node (`nxs node register`, then `nxs node start`)';
+  return {
+    class: 'tick_unscheduled',
+    reason: clock.registered ? 'no_node' : 'not_registered',
+    round: s.round,
+    ...(open === undefined ? {} : { step: open.name }),
+    message: `#${s.channel} has a step window open until ${s.next_deadline}, and nothing keeps this workspace's clock: ${missing}; the deadline is recorded, and \`nxc tick --thread ${s.round}\` checks it by hand`,
   };
 }

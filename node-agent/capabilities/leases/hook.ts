@@ -4,7 +4,7 @@
 // The chat engine calls `append` in place of appending its drafts, and `carryOut` in place of starting turns.
 import { and, inArray, isNull } from 'drizzle-orm';
 import { isNexusError } from '../../../protocol/errors.js';
-import { WORKSPACE_OPERATION } from '../../../protocol/ops.js';
+import { WORKSPACE_OPERATION, type Op } from '../../../protocol/ops.js';
 import type { LeaseEffect, LeaseEvent, LeaseOpPayload, LeaseState, ParkRecord, Trigger } from '../../../protocol/leases.js';
 import type { Receipt, Warning, Woke } from '../../../protocol/receipts.js';
 import { tables } from '../../adapters/store/index.js';
@@ -19,6 +19,8 @@ import { loadLease } from './store.js';
 
 /** What a decision leaves to do after its transaction commits. */
 export type LeaseAfter = {
+  /** The ops the command's own drafts became (what other capabilities, such as channel rounds, follow). */
+  appended: Op[];
   effects: LeaseEffect[];
   /** The turns planned (turn_started recorded) for the triggers the effects start, by trigger id. */
   planned: Map<string, PlannedTurn>;
@@ -129,8 +131,8 @@ export function createLeaseHook(env: HookEnv) {
     );
     plan.drafts.splice(0, plan.drafts.length, ...kept);
     plan.turns.splice(0);
-    await appendOps(tx, writer, plan.drafts);
-    const after = emptyAfter(d.effects, planned, d.state);
+    const appended = await appendOps(tx, writer, plan.drafts);
+    const after = { ...emptyAfter(d.effects, planned, d.state), appended };
     const more = await planStarts(tx, d.effects, planned, after);
     await appendOps(tx, writer, [...more, ...factDrafts(d.facts)]);
     return after;
@@ -293,5 +295,5 @@ export function createLeaseHook(env: HookEnv) {
 export type LeaseHook = ReturnType<typeof createLeaseHook>;
 
 function emptyAfter(effects: LeaseEffect[], planned: Map<string, PlannedTurn>, state: LeaseState): LeaseAfter {
-  return { effects, planned, running: new Map(), followed: new Set(Object.keys(state.areas)), warnings: [] };
+  return { appended: [], effects, planned, running: new Map(), followed: new Set(Object.keys(state.areas)), warnings: [] };
 }

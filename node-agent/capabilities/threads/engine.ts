@@ -1,8 +1,10 @@
 // The chat engine: send, reply, a turn's end, and reacting to ops from elsewhere. One engine, whatever
 // host (CLI or node) runs it; each command lives in its own file, sharing the core.
 import type { ReplyInput, SendInput, TurnEnd } from '../../../protocol/commands.js';
+import type { Warning } from '../../../protocol/receipts.js';
 import type { EngineDeps } from '../context.js';
 import { withdrawOf } from '../leases/withdraw.js';
+import { createRounds, type StepGate } from '../channels/index.js';
 import { createCore, resolveCaller } from './core.js';
 import { reactOf } from './react.js';
 import { replyOf } from './reply.js';
@@ -13,9 +15,12 @@ import { unreportedDeadTurns } from './turns.js';
 export { MAX_MESSAGE_BYTES } from './core.js';
 export type { ReplyInput, SendInput, TurnEnd };
 
-export function createEngine(deps: EngineDeps) {
+/** `gate`: the working-copy lease's door into channel rounds (see channels/start.ts). */
+export function createEngine(deps: EngineDeps, opts: { gate?: StepGate } = {}) {
   const core = createCore(deps, () => reap());
-  const finishTurn = finishTurnOf(core);
+  // Channel rounds: each command below makes one call into it (channels/rounds.ts).
+  const rounds = createRounds(core, { gate: opts.gate ?? null });
+  const finishTurn = finishTurnOf(core, rounds);
 
   /** Ends turns whose sidecar died without reporting, so nothing stays "running" for ever. */
   async function reap(): Promise<number> {
@@ -26,15 +31,16 @@ export function createEngine(deps: EngineDeps) {
     return dead.length;
   }
 
-  /** The clock's work: dead turns settled, then the working-copy lease's timers and sweep. */
-  async function tick(): Promise<{ settled: number; warnings: Awaited<ReturnType<typeof core.lease.tick>> }> {
+  /** The clock's work: dead turns settled first (their ends may move rounds), then the lease's timers and sweep, then rounds whose windows ended. */
+  async function tick(): Promise<{ settled: number; warnings: Warning[] }> {
     const settled = await reap();
-    return { settled, warnings: await core.lease.tick() };
+    const leaseWarnings = await core.lease.tick();
+    return { settled, warnings: [...leaseWarnings, ...(await rounds.tick()).warnings] };
   }
 
   const withdraw = withdrawOf({ deps, writer: core.writer, hook: core.lease, reap, resolveCaller: (db, claim) => resolveCaller(deps, db, claim) });
 
-  return { send: sendOf(core), reply: replyOf(core), finishTurn, reap, tick, withdraw, workingCopy: core.workingCopy, react: reactOf(core) };
+  return { send: sendOf(core, rounds), reply: replyOf(core, rounds), finishTurn, reap, tick, withdraw, workingCopy: core.workingCopy, react: reactOf(core, rounds), rounds };
 }
 
 export type Engine = ReturnType<typeof createEngine>;

@@ -18,8 +18,9 @@ import {
 } from './turns.js';
 
 import type { EngineCore } from './core.js';
+import type { Rounds } from '../channels/index.js';
 
-export function reactOf(core: EngineCore) {
+export function reactOf(core: EngineCore, rounds: Rounds) {
   const { deps, db, workspace, writer, recordStartFailures } = core;
 
   /**
@@ -66,7 +67,10 @@ export function reactOf(core: EngineCore) {
       await recordStartFailures(w);
       warnings.push(...w);
     }
-    return { started, rejected, warnings };
+    // Members of channel rounds asked here that another workspace admitted, answered, refused or ended.
+    const moved = await rounds.react(ops);
+    warnings.push(...moved.warnings);
+    return { started: started + moved.woke.length, rejected, warnings };
   }
 
   /** A remote commission addressed here: its persona must be addressable and its stamp admitted. */

@@ -13,13 +13,17 @@ import {
 import type { LeaseIntent } from '../leases/events.js';
 
 import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
+import type { Rounds } from '../channels/index.js';
 
-export function replyOf(core: EngineCore) {
+export function replyOf(core: EngineCore, rounds: Rounds) {
   const { deps, db, workingCopy, recordStartFailures } = core;
   const reap = () => core.reap();
 
   async function reply(input: ReplyInput): Promise<Receipt> {
     const text = checkText(input.text);
+    if (input.needs_rework === true && input.escalate) {
+      throw new NexusError('USAGE', '--needs-rework and --escalate cannot go together: send the work back, or hand the task up');
+    }
     const { wc, note } = await workingCopy();
     await reap();
     const result = await db.transaction(async (tx) => {
@@ -37,7 +41,12 @@ export function replyOf(core: EngineCore) {
       const answering =
         (caller.session !== null && caller.session.id === thread.session) ||
         (caller.session === null && caller.handle === thread.target.handle);
-      if (answering) {
+      // Channel rounds: --needs-rework is checked, and a message in a round's own thread is theirs to judge.
+      if (input.needs_rework === true) await rounds.checkRework(tx, state, thread, answering);
+      const inRound = await rounds.replyInRound(tx, { state, thread, caller, text, wc });
+      if (inRound !== null) {
+        plan.drafts.push(...inRound.drafts);
+      } else if (answering) {
         if (caller.session !== null && !input.escalate) {
           const open = openSubRounds(state, caller.session.id);
           if (open.length > 0) {
@@ -72,19 +81,26 @@ export function replyOf(core: EngineCore) {
       }
       const lease = await core.lease.append(tx, plan, intents);
       const message = plan.drafts.find((d) => d.kind === 'message.posted')!;
-      return { plan, lease, operation: opId, message: (message.body as { message: string }).message };
+      const id = (message.body as { message: string }).message;
+      const followed = await rounds.follow(tx, lease.appended, input.needs_rework === true ? id : null);
+      return { plan, lease, operation: opId, message: id, followed, round: inRound?.round ?? null };
     });
     const warnings = [...result.plan.warnings];
     const { woke, queued } = await core.lease.carryOut(result.lease, warnings);
     await recordStartFailures(warnings);
+    const touched = [...result.followed.rounds, ...(result.round === null ? [] : [result.round])];
+    const moved = await rounds.settle(touched, result.followed.warnings, wc);
+    warnings.push(...moved.warnings);
+    const round = touched[0] === undefined ? undefined : await rounds.statusOf(touched[0]);
     return {
       ...(queued === null ? {} : { queued }),
       posted: true,
       thread: input.thread,
       operation: result.operation,
       message: result.message,
-      woke: woke[0] ?? null,
+      woke: woke[0] ?? moved.woke[0] ?? null,
       warnings,
+      ...(round === undefined ? {} : { round }),
       refs_warning: null,
       working_copy: wc,
       worker_names_a_working_copy: wc !== null,

@@ -18,12 +18,16 @@ import {
 } from './turns.js';
 
 import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
+import { channelAddress, type Rounds } from '../channels/index.js';
 
-export function sendOf(core: EngineCore) {
-  const { deps, db, workspace, workingCopy, recordStartFailures } = core;
+export function sendOf(core: EngineCore, rounds: Rounds) {
+  const { deps, db, workspace, writer, workingCopy, recordStartFailures } = core;
   const reap = () => core.reap();
 
   async function send(input: SendInput): Promise<Receipt> {
+    // `#name`: a channel round (channels/rounds.ts).
+    const channel = channelAddress(input.to);
+    if (channel !== null) return rounds.send(input, channel);
     const slash = input.to.startsWith('@') ? -1 : input.to.indexOf('/');
     if (slash >= 0) return sendRemote(input, input.to.slice(0, slash), input.to.slice(slash + 1));
     const text = checkText(input.text);

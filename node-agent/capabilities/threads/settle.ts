@@ -3,6 +3,7 @@
 import { loadOperation, operationOfSession} from './operations.js';
 import { openSubRounds} from './fold.js';
 import type { TurnEnd } from '../../../protocol/commands.js';
+import type { Warning } from '../../../protocol/receipts.js';
 import {
   emptyPlan,
   markProcessEnded,
@@ -13,15 +14,16 @@ import {
 import type { LeaseIntent } from '../leases/events.js';
 
 import type { EngineCore } from './core.js';
+import type { Rounds } from '../channels/index.js';
 
-export function finishTurnOf(core: EngineCore) {
+export function finishTurnOf(core: EngineCore, rounds: Rounds) {
   const { deps, db, recordStartFailures } = core;
 
   /**
    * A turn's process has ended. Settles what it left: a session that owes its thread
    * and is not waiting on a round of its own gets an answer written in its name.
    */
-  async function finishTurn(end: TurnEnd): Promise<{ outcome: string; woke: number }> {
+  async function finishTurn(end: TurnEnd): Promise<{ outcome: string; woke: number; warnings: Warning[] }> {
     const at = deps.now().toISOString();
     const result = await db.transaction(async (tx) => {
       await markProcessEnded(tx, end.session, end.turn, { exitCode: end.exitCode, signal: end.signal, at });
@@ -64,6 +66,8 @@ export function finishTurnOf(core: EngineCore) {
         body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut },
       });
       const lease = await core.lease.append(tx, plan, intents);
+      // A channel step's answer (or the one written in its name) and its end move its round.
+      const followed = await rounds.follow(tx, lease.appended);
       // Input that arrived while the process lived (an answer, a follow-up) starts it again now.
       const after = await loadOperation(tx, opId);
       const s2 = after.sessions[s.id]!;
@@ -77,14 +81,16 @@ export function finishTurnOf(core: EngineCore) {
         const wake = again.turns[0] ?? null;
         more.push(await core.lease.append(tx, again, [{ type: 'reply', operation: opId, thread: s.thread, by: { handle: s.handle, session: s.id }, outcome: 'none', wake }]));
       }
-      return { plan, outcome, more };
+      return { plan, outcome, more, followed };
     });
-    if (result === null) return { outcome: 'already_settled', woke: 0 };
+    if (result === null) return { outcome: 'already_settled', woke: 0, warnings: [] };
     const warnings = [...result.plan.warnings];
     const woke = [];
     for (const after of result.more) woke.push(...(await core.lease.carryOut(after, warnings)).woke);
     await recordStartFailures(warnings);
-    return { outcome: result.outcome, woke: woke.length };
+    const moved = await rounds.settle(result.followed.rounds, result.followed.warnings);
+    warnings.push(...moved.warnings);
+    return { outcome: result.outcome, woke: woke.length + moved.woke.length, warnings };
   }
 
   return finishTurn;

@@ -7,6 +7,7 @@ import { loadOperation, operationOfThread, threadOps } from './operations.js';
 import { isFinished, openSubRounds, type OperationState, type ThreadState } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
+import { roundsOfOperations, withRound, withRounds } from '../channels/index.js';
 
 /** The root of an operation: the thread with no parent (its id is the operation's id). */
 function rootOf(state: OperationState): ThreadState | undefined {
@@ -81,9 +82,10 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   const notes: string[] = [];
   if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
   notes.push(...lease.notes);
+  const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
   return {
     workspace: { id: deps.workspace.id, name: deps.workspace.name },
-    operations: rows.map((r) => operationReport(r.state as OperationState, r.finished, lease.of(r.id))),
+    operations: rows.map((r) => withRounds(operationReport(r.state as OperationState, r.finished, lease.of(r.id)), boards)),
     worker_names_a_working_copy: wc !== null,
     // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
     worker_answers_liveness: lease.answersLiveness,
@@ -113,5 +115,5 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
         ]
       : [],
   );
-  return { thread: statusRow(state, t, finished), operation: opId, messages };
+  return { thread: withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
 }

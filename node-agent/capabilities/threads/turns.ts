@@ -28,6 +28,8 @@ export type PlannedTurn = {
    * operation holds no copy) and, after a restore, the fixed text telling the session where its work is.
    */
   lease?: { token: number | null; notice: string | null };
+  /** Runs under this timeout instead of the persona's (a channel step's window). */
+  timeoutMs?: number;
 };
 
 export type Plan = { drafts: OpDraft[]; turns: PlannedTurn[]; warnings: Warning[] };
@@ -233,7 +235,7 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
         tools: persona.tools ?? null,
         permissions: persona.permissions,
         working_tree: persona.working_tree,
-        timeout_ms: persona.timeout_ms,
+        timeout_ms: t.timeoutMs ?? persona.timeout_ms,
         command: persona.runtime.command,
       },
       allowed_tools: allowed,

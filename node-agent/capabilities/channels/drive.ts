@@ -1,0 +1,148 @@
+// Settling a round: what the engine does after every change to a round and on every tick. It asks the
+// board (`decide`) what is due, writes it, and does it: lapses, reworks, the steps to start, and once
+// the round is done its result in the round's thread and the requester woken at the depth it had.
+import { randomBytes } from 'node:crypto';
+import { and, eq, isNull } from 'drizzle-orm';
+import type { Warning, Woke } from '../../../protocol/receipts.js';
+import type { WorkingCopy } from '../../../protocol/working-copy.js';
+import { tables } from '../../adapters/store/index.js';
+import { appendOps, type Exec, type OpDraft } from '../../kernel/index.js';
+import type { EngineCore } from '../threads/core.js';
+import { loadOperation } from '../threads/operations.js';
+import { emptyPlan, messageDraft, planRequesterWake, startTurns, type Plan } from '../threads/turns.js';
+import { stepName, stepOfSession, type Board, type StepRecord } from './board.js';
+import { decide, type Completion } from './decide.js';
+import { loadRound } from './projection.js';
+import { channelAuthor, roundDraft, roundTexts } from './records.js';
+import { renderResult, type RandomSource } from './render.js';
+import { startStep, type StartContext, type StepGate } from './start.js';
+import { resultEffect, roundCompleted } from './verdicts.js';
+
+/** What settling rounds did, for the receipt of the command that caused it. */
+export type RoundEffects = { warnings: Warning[]; woke: Woke[] };
+
+export type DriveOptions = { random?: RandomSource; gate?: StepGate | null };
+
+/** A round never needs more passes of the loop than it has steps; this only stops a bug from spinning. */
+const MAX_SETTLE_PASSES = 200;
+
+type Settled = { plan: Plan; warnings: Warning[]; progressed: boolean; steps: Map<string, number>; requester: string | null; stop: StepRecord[] };
+
+export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
+  const { deps, db, writer, workspace } = core;
+  const random = opts.random ?? ((n: number) => randomBytes(n));
+
+  /**
+   * One transaction's worth: decide, write what was decided, plan the turns it starts. Null: not ours
+   * to settle. `copy` reads the working copy once per settle (briefs and results record it).
+   */
+  async function settleOnce(tx: Exec, round: string, copy: () => Promise<WorkingCopy | null>): Promise<Settled | null> {
+    const row = await loadRound(tx, round);
+    if (row === null || row.board.workspace !== workspace.id) return null;
+    const now = deps.now();
+    const d = decide(row.board, now);
+    const drafts: OpDraft[] = d.ops.map((op) => roundDraft(row.operation, round, op));
+    const out: Settled = { plan: emptyPlan(), warnings: [...d.warnings], progressed: d.ops.length > 0, steps: new Map(), requester: row.board.requester.session, stop: d.stop };
+    if (d.complete === null && d.start.length === 0) {
+      await appendOps(tx, writer, drafts);
+      return out;
+    }
+    const state = await loadOperation(tx, row.operation);
+    const wc = await copy();
+    const texts = await roundTexts(tx, d.board);
+    if (d.complete !== null) {
+      await complete(tx, row.operation, d.board, d.complete, { drafts, plan: out.plan, texts, wc });
+      out.progressed = true;
+    } else {
+      const ctx: StartContext = { deps, tx, operation: row.operation, state, now, wc, random, texts, drafts, plan: out.plan, warnings: out.warnings, gate: opts.gate ?? null };
+      for (const s of d.start) {
+        const started = await startStep(ctx, d.board, s);
+        if (started.kind !== 'held_again') out.progressed = true;
+        if (started.kind === 'started' && started.session !== null) out.steps.set(started.session, s.step);
+      }
+    }
+    // The turns planned (a step's first turn, the requester's wake) come after the ops they belong to.
+    await appendOps(tx, writer, [...drafts, ...out.plan.drafts]);
+    return out;
+
+    async function complete(
+      tx2: Exec,
+      operation: string,
+      b: Board,
+      c: Completion,
+      io: { drafts: OpDraft[]; plan: Plan; texts: Map<string, string>; wc: WorkingCopy | null },
+    ): Promise<void> {
+      const result = renderResult(b, c, io.texts, random);
+      const message = messageDraft(operation, round, channelAuthor(workspace.short, b), result.text, resultEffect(c), io.wc);
+      const id = (message.body as { message: string }).message;
+      io.drafts.push(message, roundDraft(operation, round, roundCompleted(b, c, { message: id, boundary: result.boundary })));
+      const thread = state.threads[round];
+      if (thread !== undefined) await planRequesterWake(deps, tx2, state, thread, io.plan);
+    }
+  }
+
+  /** A lapsed step's session that still runs is asked to stop: the round went on without it. */
+  async function stopLapsed(records: StepRecord[]): Promise<void> {
+    if (deps.stop === undefined) return;
+    for (const r of records) {
+      if (r.session === null) continue;
+      const live = await db
+        .select({ pid: tables.sessionProcs.sidecarPid })
+        .from(tables.sessionProcs)
+        .where(and(eq(tables.sessionProcs.session, r.session), isNull(tables.sessionProcs.endedAt)));
+      for (const p of live) if (p.pid !== null) deps.stop(p.pid);
+    }
+  }
+
+  /**
+   * Starts what the settled transaction planned. A step whose process did not start is skipped for
+   * good (its reason is the start failure); a requester that could not be started was not told.
+   */
+  async function afterCommit(round: string, s: Settled, out: RoundEffects): Promise<void> {
+    const warnings: Warning[] = [...s.warnings, ...s.plan.warnings];
+    out.woke.push(...(await startTurns(deps, s.plan.turns, warnings)));
+    await core.recordStartFailures(warnings);
+    await stopLapsed(s.stop);
+    const failed = warnings.filter((w) => w.reason === 'start_failed' && w.session !== undefined && s.steps.has(w.session));
+    if (failed.length > 0) {
+      await db.transaction(async (tx) => {
+        const row = await loadRound(tx, round);
+        if (row === null) return;
+        for (const w of failed) {
+          const r = stepOfSession(row.board, w.session!);
+          if (r === null) continue;
+          await appendOps(tx, writer, [roundDraft(row.operation, round, { kind: 'step.skipped', body: { round, pass: r.pass, step: r.step, reason: 'start_failed', message: w.message } })]);
+          Object.assign(w, { round, step: stepName(row.board, r.step) });
+        }
+      });
+    }
+    for (const w of warnings) {
+      // The requester is the one waiting for this answer: anything that kept it from starting means it was not told.
+      if (s.requester !== null && w.session === s.requester && w.class === 'step_skipped') w.class = 'requester_not_woken';
+    }
+    out.warnings.push(...warnings);
+  }
+
+  /**
+   * Settles each round until its board asks for nothing more. `wc`: the working copy as the command
+   * that caused this read it (read here, once, when not given and needed).
+   */
+  async function settle(rounds: Iterable<string>, wc?: WorkingCopy | null): Promise<RoundEffects> {
+    const out: RoundEffects = { warnings: [], woke: [] };
+    let known = wc;
+    const copy = async () => (known !== undefined ? known : (known = (await core.workingCopy()).wc));
+    for (const round of new Set(rounds)) {
+      for (let i = 0; i < MAX_SETTLE_PASSES; i++) {
+        const s = await db.transaction((tx) => settleOnce(tx, round, copy));
+        if (s === null) break;
+        await afterCommit(round, s, out);
+        if (!s.progressed) break;
+      }
+    }
+    return out;
+  }
+
+  return { settle };
+}
+
+export type Driver = ReturnType<typeof driverOf>;

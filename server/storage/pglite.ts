@@ -41,9 +41,7 @@ export class Turns {
 function adapt(db: PGlite | Transaction): Sql {
   return {
     query: async <T>(text: string, params?: unknown[]) => (await db.query<T>(text, params as unknown[])).rows,
-    exec: async (script) => {
-      await db.exec(script);
-    },
+    exec: async (script) => (await db.exec(script)).map((r) => r.rows as unknown[]),
   };
 }
 

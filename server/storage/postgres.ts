@@ -38,7 +38,9 @@ function adapt(client: pg.Pool | pg.PoolClient): Sql {
   return {
     query: async <T>(text: string, params?: unknown[]) => (await client.query(text, params)).rows as T[],
     exec: async (script) => {
-      await client.query(script);
+      // node-postgres answers a script of several statements with one result each, one alone without an array.
+      const res = (await client.query(script)) as unknown as pg.QueryResult | pg.QueryResult[];
+      return (Array.isArray(res) ? res : [res]).map((r) => r.rows as unknown[]);
     },
   };
 }
@@ -139,9 +141,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
   return sqlStreamStore(db, emitter, {
     kind: 'postgres',
     // Delivered only if the transaction commits, and to every listener (this instance's too).
-    onAppend: async (tx, stream, head) => {
-      await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:${head}`]);
-    },
+    onAppend: (streamLiteral) => `SELECT pg_notify('${NOTIFY_CHANNEL}', ${streamLiteral} || ':' || (SELECT head FROM streams WHERE name = ${streamLiteral}))`,
     onChange: async (tx, stream) => {
       await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:changed`]);
     },

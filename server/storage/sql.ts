@@ -7,8 +7,11 @@ import type { StoredOp, StreamRow, StreamStore, StreamSummary } from './port.js'
 /** Statements on one connection (or inside one transaction). */
 export type Sql = {
   query<T>(text: string, params?: unknown[]): Promise<T[]>;
-  /** Runs a script of several statements, no parameters. */
-  exec(script: string): Promise<void>;
+  /**
+   * Runs a script of several statements, no parameters, in one round trip. Outside a transaction the
+   * statements form one implicit transaction (all or nothing). Resolves to each statement's rows.
+   */
+  exec(script: string): Promise<unknown[][]>;
 };
 
 /** A database: statements, and transactions that commit when `fn` resolves and roll back when it throws. */
@@ -78,7 +81,7 @@ export class CommitEmitter {
 /** What the two back-ends add to the shared SQL. */
 export type SqlStoreHooks = {
   kind: StreamStore['kind'];
-  /** Runs inside the append transaction once ops were inserted (PostgreSQL: NOTIFY). */
+  /** A statement for the append transaction once the head moved (PostgreSQL: NOTIFY). */
   onAppend?: OnAppend;
   /** Runs inside the transaction that deletes a stream or replaces its token (PostgreSQL: NOTIFY). */
   onChange?: (tx: Sql, stream: string) => Promise<void>;

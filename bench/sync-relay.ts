@@ -1,6 +1,7 @@
 // A relay in a process of its own for `bench/sync.ts`, so it never shares an event loop with the
 // clients measuring it (NATS runs in its own process too). Started by the bench; prints one JSON
-// line `{"url": ...}` once listening, and closes when its stdin ends or it gets SIGTERM.
+// line `{"url": ...}` once listening, and closes when its stdin ends or it gets SIGTERM. A line `gc` on
+// stdin runs a full garbage collection (when started with --expose-gc), so memory can be read settled.
 //   BENCH_RELAY_DATA       PGlite data folder, or
 //   BENCH_RELAY_DB_URL     PostgreSQL URL (+ BENCH_RELAY_DB_SCHEMA, a schema of its own)
 //   BENCH_RELAY_OPERATOR   the operator token to use
@@ -26,7 +27,10 @@ async function main(): Promise<void> {
   };
   process.stdin.on('end', () => void stop());
   process.stdin.on('error', () => void stop());
-  process.stdin.resume();
+  process.stdin.setEncoding('utf8');
+  process.stdin.on('data', (chunk: string) => {
+    if (chunk.split('\n').includes('gc')) (globalThis as { gc?: () => void }).gc?.();
+  });
   process.on('SIGTERM', () => void stop());
   process.on('SIGINT', () => void stop());
   process.stdout.write(JSON.stringify({ url: relay.url, storage: relay.storage }) + '\n');

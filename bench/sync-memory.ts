@@ -1,0 +1,54 @@
+// Memory per idle connection: our relay (a child process) against nats-server, both read from /proc.
+import { readdirSync, readFileSync } from 'node:fs';
+
+/** The resident set of a process in bytes (Linux /proc), or null where it cannot be read. */
+export function rssBytes(pid: number): number | null {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The pid of the one nats-server process of this machine, or null when there is none (or several). */
+export function natsServerPid(): number | null {
+  const found: number[] = [];
+  let entries: string[] = [];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return null;
+  }
+  for (const e of entries) {
+    if (!/^\d+$/.test(e)) continue;
+    try {
+      if (readFileSync(`/proc/${e}/comm`, 'utf8').trim() === 'nats-server') found.push(Number(e));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return found.length === 1 ? found[0]! : null;
+}
+
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Bytes of resident memory `pid` gained per connection while `open(n)` connections are held idle:
+ * RSS read after things settle (and `collect`, a garbage collection where the process has one to
+ * ask for), before and after. `open` resolves to a closer.
+ */
+export async function perConnection(pid: number, n: number, collect: () => Promise<void>, open: (n: number) => Promise<() => Promise<void>>): Promise<number | null> {
+  await settle(1_000);
+  await collect();
+  const before = rssBytes(pid);
+  const close = await open(n);
+  try {
+    await settle(1_500);
+    await collect();
+    const after = rssBytes(pid);
+    return before === null || after === null ? null : (after - before) / n;
+  } finally {
+    await close();
+  }
+}

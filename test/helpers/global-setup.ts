@@ -1,5 +1,5 @@
-// Runs once around the suite. Before: builds dist/ (sessions run the built CLI), makes one NEXUS_HOME
-// with a migrated store template, and marks this run in the environment every process it starts
+// Runs once around the suite. Before: builds dist/ as `npm run build` does (sessions run the built CLI;
+// the migrated store template is shipped there), makes one NEXUS_HOME, and marks this run in the environment every process it starts
 // inherits. After: every process still carrying the mark (a node, a relay, a sidecar, an agent) was
 // leaked by some test: it is killed, listed, and the run fails.
 import { execFileSync } from 'node:child_process';
@@ -15,13 +15,13 @@ const REPO = resolve(import.meta.dirname, '..', '..');
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // tsc through node itself: no npx, so nothing here depends on the user's npm cache or HOME.
   execFileSync(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
+  // The rest of `npm run build`: the store template shipped in dist/, which every test workspace copies.
+  execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'store-template.js')], { cwd: REPO, stdio: 'inherit' });
   const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
   // Workers are forked after this, so they and everything they start carry the mark.
   process.env[TEST_RUN_VARIABLE] = run;
-  // One NEXUS_HOME for the whole run: its store template is made once and copied by every workspace.
+  // One NEXUS_HOME for the whole run (workspaces that need a node of their own get a private one).
   const home = mkdtempSync(join(tmpdir(), 'nexus-test-home-'));
-  const { storeTemplate } = await import('../../node-agent/adapters/store/index.js');
-  await storeTemplate(home);
   project.provide('nexusHome', home);
 
   return async () => {

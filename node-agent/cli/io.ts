@@ -20,6 +20,10 @@ export type Io = {
   stderr: (s: string) => void;
   readStdin: () => Promise<string>;
   stdinIsTty: boolean;
+  /** stderr is a terminal: progress lines are rewritten in place, waits are announced. */
+  stderrIsTty?: boolean;
+  /** stdout is a terminal: output may be coloured (unless NO_COLOR is set). */
+  stdoutIsTty?: boolean;
   /** How commands reach a workspace: through its node or its store (the default), or a host in this process (tests). */
   route?: Router;
 };
@@ -33,6 +37,8 @@ export function processIo(argv = process.argv.slice(2)): Io {
     stderr: (s) => process.stderr.write(s),
     readStdin: () => readAll(process.stdin),
     stdinIsTty: Boolean(process.stdin.isTTY),
+    stderrIsTty: Boolean(process.stderr.isTTY),
+    stdoutIsTty: Boolean(process.stdout.isTTY),
   };
 }
 

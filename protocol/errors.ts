@@ -26,6 +26,7 @@ export const ERROR_TABLE = {
   UNAUTHORIZED: { exit: 2, http: 401, summary: 'the operator or stream token is missing or wrong' },
   BAD_REQUEST: { exit: 2, http: 400, summary: 'the request is not valid' },
   STREAM_EXISTS: { exit: 2, http: 409, summary: 'a relay stream by that name already exists' },
+  UNKNOWN_STREAM: { exit: 2, http: 404, summary: 'no relay stream by that name' },
   TRUST_KEY_MISMATCH: { exit: 2, http: 422, summary: 'the key given is not the key of that workspace id' },
   UNKNOWN_TRUST: { exit: 2, http: 404, summary: 'no trust entry by that workspace id or alias' },
   STAMP_MALFORMED: { exit: 2, http: 400, summary: 'the commission stamp is not a well-formed stamp' },

@@ -102,7 +102,12 @@ export function printJson(io: Io, value: unknown): void {
   io.stdout(JSON.stringify(value, null, 2) + '\n');
 }
 
-/** The router a command uses: the one the Io names, or the node-or-store default. */
+/**
+ * The router a command uses: the one the Io names, or the node-or-store default. A person at a
+ * terminal is told, after a second, what a command waits for when another process holds the store.
+ */
 export function routerOf(io: Io): Router {
-  return io.route ?? routed;
+  if (io.route) return io.route;
+  const onWait = io.stderrIsTty ? (line: string) => io.stderr(`${line}\n`) : undefined;
+  return (workspace, fn, env) => routed(workspace, fn, env, onWait ? { onWait } : {});
 }

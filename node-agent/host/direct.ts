@@ -9,7 +9,7 @@ import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { launchTurn, processAlive } from '../adapters/sessions/index.js';
-import { openStore } from '../adapters/store/index.js';
+import { openStore, type OpenOptions } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { invoke, type Handlers } from '../kernel/index.js';
 import { originId } from './node/files.js';
@@ -46,8 +46,8 @@ export function hostFor(deps: EngineDeps, handlers: Handlers<WorkspaceContext, W
 }
 
 /** Opens the workspace's store, runs `fn` against the engine, and always closes the store. */
-export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>): Promise<T> {
-  const store = await openStore(workspace.paths.store);
+export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>, opts: OpenOptions = {}): Promise<T> {
+  const store = await openStore(workspace.paths.store, opts);
   try {
     return await fn(hostFor(realDeps(workspace, store.db)));
   } finally {

@@ -11,7 +11,9 @@ import { addToRegistry, nodePaths, runningNode } from '../node-agent/host/node/f
 import { nexusHome, packageRoot } from '../node-agent/paths.js';
 import { writeBinding } from '../node-agent/host/sync/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
-import { DEFAULT_RELAY_PORT, startRelay, type Relay } from '../server/index.js';
+import { storeTemplateReady } from '../node-agent/adapters/store/index.js';
+import { startRelay, type Relay } from '../server/index.js';
+import { addressInUse, preferredPort } from './ports.js';
 
 const home = nexusHome();
 const root = packageRoot();
@@ -24,11 +26,13 @@ function say(line = ''): void {
   process.stdout.write(line + '\n');
 }
 
+/** The saved tokens; on the first run, a new operator token (said once: it stays in launcher.json only). */
 function saved(): Saved {
   const file = join(home, 'launcher.json');
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as Saved;
   const fresh = { operator_token: randomBytes(24).toString('base64url') };
   save(fresh);
+  say(`the relay's operator token (shown this once; kept in ${file}): ${fresh.operator_token}`);
   return fresh;
 }
 
@@ -37,12 +41,12 @@ function save(s: Saved): void {
   writeFileSync(join(home, 'launcher.json'), JSON.stringify(s, null, 2) + '\n', { mode: 0o600 });
 }
 
-async function relayOn(dataDir: string, token: string): Promise<Relay> {
+async function relayOn(dataDir: string, token: string, port: number): Promise<Relay> {
   try {
-    return await startRelay({ port: DEFAULT_RELAY_PORT, dataDir, operatorToken: token });
+    return await startRelay({ port, dataDir, operatorToken: token });
   } catch (err) {
-    if ((err as { code?: string }).code !== 'ADDRESS_IN_USE') throw err;
-    say(`port ${DEFAULT_RELAY_PORT} is taken; the relay takes a free one`);
+    if (port === 0 || !addressInUse(err)) throw err;
+    say(`port ${port} is taken; the relay takes a free one`);
     return startRelay({ port: 0, dataDir, operatorToken: token });
   }
 }
@@ -102,16 +106,19 @@ async function main(): Promise<void> {
     return;
   }
   say(`Nexus on embedded defaults · state in ${home}`);
+  const port = preferredPort(process.env);
   const s = saved();
-  say('starting the relay (PGlite; the first start prepares its store, a few seconds)...');
-  const relay = await relayOn(join(home, 'relay'), s.operator_token);
+  const relayDir = join(home, 'relay');
+  // Said only when it is true: a relay's first start creates its PGlite store, later starts open it.
+  say(existsSync(relayDir) ? 'starting the relay...' : 'starting the relay (its first start creates a PGlite store: up to half a minute on a busy machine)...');
+  const relay = await relayOn(relayDir, s.operator_token, port);
   const streamToken = await ensureStream(relay, s);
   say(`relay ${relay.url} · stream "${STREAM}"`);
 
   const dir = join(home, 'workspaces', 'demo');
   const fresh = !existsSync(join(dir, '.nxs', 'config.json'));
   if (fresh) {
-    say('making the demo workspace (the first run on a machine prepares a store template, a few seconds)...');
+    say(storeTemplateReady(home) ? 'making the demo workspace...' : 'making the demo workspace (the first on this machine prepares a store template: up to a minute on a busy machine)...');
     demoWorkspace(dir);
   }
   const { workspace } = await initWorkspace(dir, { name: 'demo', home });
@@ -120,7 +127,8 @@ async function main(): Promise<void> {
   const node = await startNode({ home, log: () => undefined });
   say(`node ${node.pid} serving workspace ${workspace.id} at ${dir}`);
 
-  const env: NodeJS.ProcessEnv = { ...process.env, NEXUS_HOME: home, PATH: `${bin}${delimiter}${process.env['PATH'] ?? ''}`, NXC_ACTOR: process.env['NXC_ACTOR'] ?? 'you' };
+  // People here are named as anywhere else: NXC_ACTOR, else the login name.
+  const env: NodeJS.ProcessEnv = { ...process.env, NEXUS_HOME: home, PATH: `${bin}${delimiter}${process.env['PATH'] ?? ''}` };
   for (const k of Object.keys(env)) if (k.startsWith('NXC_') && k !== 'NXC_ACTOR') delete env[k];
   // Asynchronous on purpose: the node answering these commands runs in this very process.
   const run = promisify(execFile);
@@ -132,12 +140,15 @@ async function main(): Promise<void> {
   }
   say('');
   process.stdout.write(await nxc('status', '--all'));
+  const report = JSON.parse(await nxc('status', '--all', '--json')) as { operations: { threads: { thread: string }[] }[] };
+  const first = report.operations[0]?.threads[0]?.thread ?? '<thread-id>';
   say('\nready. In another terminal:');
   say(`  cd ${dir}`);
   say(`  export PATH="${bin}:$PATH"`);
   if (process.env['NEXUS_HOME']) say(`  export NEXUS_HOME="${home}"`);
   say('  nxc status --all                      # the operations, from the op log');
-  say('  NXC_ACTOR=you nxc send coder --subject "tests" "add tests for the parser"');
+  say(`  nxc threads show ${first}   # read a thread: the request and its answer`);
+  say('  nxc send coder --subject "tests" "add tests for the parser"');
   say('  nxs sync status                       # this node and the relay');
   say(`  nxs sync bind ${relay.url} --stream ${STREAM} --token ${streamToken}   # from another workspace`);
   say('Ctrl-C stops the node and the relay.');

@@ -12,6 +12,7 @@ export const ERROR_TABLE = {
   CHANNEL_INVALID: { exit: 2, http: 422, summary: 'a channel declaration is not valid' },
   REWORK_NOT_DECLARED: { exit: 2, http: 409, summary: '--needs-rework on a thread whose channel step declares no rework' },
   UNKNOWN_RECIPIENT: { exit: 2, http: 404, summary: 'no persona or person by that name' },
+  AMBIGUOUS_RECIPIENT: { exit: 2, http: 409, summary: 'a short workspace id fits more than one workspace' },
   UNKNOWN_THREAD: { exit: 2, http: 404, summary: 'no such thread' },
   UNKNOWN_SESSION: { exit: 2, http: 404, summary: 'the calling session is not known to this workspace' },
   NO_TRANSCRIPT: { exit: 2, http: 404, summary: 'no transcript of that session turn on this machine' },

@@ -7,14 +7,12 @@ import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DIRTY_NOTE, describeWorkingCopy, readWorkingCopy } from '../node-agent/adapters/git/index.js';
 import { WorkingCopySchema, type WorkingCopy } from '../protocol/working-copy.js';
+import { gitEnv } from './helpers/git-env.js';
 
 const execFileAsync = promisify(execFile);
 
-// The suite may itself run under a git hook; these would point the helper's git elsewhere.
-const testEnv: NodeJS.ProcessEnv = { ...process.env };
-for (const name of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_COMMON_DIR']) {
-  delete testEnv[name];
-}
+// Its own identity (a submodule clone has no repository config of its own), and no calling hook's GIT_DIR.
+const testEnv = gitEnv();
 
 const made: string[] = [];
 

@@ -328,7 +328,7 @@ describe('sync between real nodes through a real relay', () => {
     const head = await converged(nodes, relay.url, 'three', token);
     expect(head).toBe(3 * 10 * 2); // each send to a person: thread.opened + message.posted
     // The progress view follows the node until it has caught up, then reports where it stands.
-    const watched = await nodes[0]!.nxs(['sync', 'status', '--watch', '--json']);
+    const watched = await nodes[0]!.nxs(['sync', 'status', '--until-caught-up', '--json']);
     expect(watched.code, watched.stderr).toBe(0);
     expect(watched.json).toMatchObject({ caught_up: true, lag: 0, cursor: head });
     expect(watched.stderr).toMatch(new RegExp(`sync: ${head} of ${head} ops \\(100%\\)`));

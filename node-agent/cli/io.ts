@@ -20,6 +20,10 @@ export type Io = {
   stderr: (s: string) => void;
   readStdin: () => Promise<string>;
   stdinIsTty: boolean;
+  /** stderr is a terminal: progress lines are rewritten in place, waits are announced. */
+  stderrIsTty?: boolean;
+  /** stdout is a terminal: output may be coloured (unless NO_COLOR is set). */
+  stdoutIsTty?: boolean;
   /** How commands reach a workspace: through its node or its store (the default), or a host in this process (tests). */
   route?: Router;
 };
@@ -33,6 +37,8 @@ export function processIo(argv = process.argv.slice(2)): Io {
     stderr: (s) => process.stderr.write(s),
     readStdin: () => readAll(process.stdin),
     stdinIsTty: Boolean(process.stdin.isTTY),
+    stderrIsTty: Boolean(process.stderr.isTTY),
+    stdoutIsTty: Boolean(process.stdout.isTTY),
   };
 }
 
@@ -95,7 +101,12 @@ export function printJson(io: Io, value: unknown): void {
   io.stdout(JSON.stringify(value, null, 2) + '\n');
 }
 
-/** The router a command uses: the one the Io names, or the node-or-store default. */
+/**
+ * The router a command uses: the one the Io names, or the node-or-store default. A person at a
+ * terminal is told, after a second, what a command waits for when another process holds the store.
+ */
 export function routerOf(io: Io): Router {
-  return io.route ?? routed;
+  if (io.route) return io.route;
+  const onWait = io.stderrIsTty ? (line: string) => io.stderr(`${line}\n`) : undefined;
+  return (workspace, fn, env) => routed(workspace, fn, env, onWait ? { onWait } : {});
 }

@@ -1,10 +1,13 @@
 // nxs: set up and run Nexus: workspaces, personas, keys, the node, sync and trust. (`nxs relay ...` is the relay's own CLI.)
 import { listPersonas } from '../adapters/personas/index.js';
 import { findWorkspace, initWorkspace } from '../adapters/workspace/index.js';
-import { nexusHome } from '../paths.js';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { nexusHome, workspacePaths } from '../paths.js';
 import { printJson, processIo, type Io } from './io.js';
 import { KEY_VERBS } from './key-cmd.js';
 import { NODE_VERBS } from './node-cmd.js';
+import { slowStep } from './progress.js';
 import { cliMain, str, type Program, type Verb } from './spec.js';
 import { SYNC_VERBS } from './sync-cmd.js';
 import { TRUST_VERBS } from './trust-cmd.js';
@@ -16,7 +19,18 @@ const init: Verb = {
   flags: { name: { type: 'string', value: 'NAME', help: 'a name for people to read (default: the folder name)' } },
   run: async (io, a) => {
     const name = str(a, 'name');
-    const result = await initWorkspace(io.cwd, { home: nexusHome(io.env), ...(name === undefined ? {} : { name }) });
+    const home = nexusHome(io.env);
+    // Loaded here only: the other nxs verbs must not load PGlite.
+    const { storeTemplateReady } = await import('../adapters/store/index.js');
+    const slow = existsSync(workspacePaths(resolve(io.cwd)).config) || storeTemplateReady(home)
+      ? null
+      : slowStep(io, `preparing a store template under ${home} (once per machine: PGlite creates and migrates a database; this can take a minute on a busy machine, and later workspaces are copies)`);
+    let result: Awaited<ReturnType<typeof initWorkspace>>;
+    try {
+      result = await initWorkspace(io.cwd, { home, ...(name === undefined ? {} : { name }) });
+    } finally {
+      slow?.done();
+    }
     const ws = result.workspace;
     const out = { created: result.created, workspace: ws.id, short: ws.short, name: ws.name, root: ws.paths.root };
     if (a.json) return printJson(io, out);

@@ -12,7 +12,7 @@ import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { baseEnvironment, launchTurn, processAlive, stopTurn } from '../adapters/sessions/index.js';
-import { openStore } from '../adapters/store/index.js';
+import { openStore, type OpenOptions } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { invoke, type Handlers } from '../kernel/index.js';
 import { originId } from './node/files.js';
@@ -33,8 +33,8 @@ export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K
 
 export type Host = WorkspaceContext & { run: Runner };
 
-/** Asks a turn's sidecar to stop its runtime (it reports the turn's end as usual). */
-function stopTurn(pid: number): void {
+/** Asks a turn's sidecar to stop its runtime (it reports the turn's end as usual): a channel step whose window ran out. */
+function stopSidecar(pid: number): void {
   try {
     process.kill(pid, 'SIGTERM');
   } catch {
@@ -55,7 +55,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     baseEnv: () => baseEnvironment(process.env),
     alive: processAlive,
     stopSession: stopTurn,
-    stop: stopTurn,
+    stop: stopSidecar,
     readWorkingCopy,
     loadPersona,
     ...overrides,
@@ -68,8 +68,8 @@ export function hostFor(deps: EngineDeps, handlers: Handlers<WorkspaceContext, W
 }
 
 /** Opens the workspace's store, runs `fn` against the engine, and always closes the store. */
-export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>): Promise<T> {
-  const store = await openStore(workspace.paths.store);
+export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>, opts: OpenOptions = {}): Promise<T> {
+  const store = await openStore(workspace.paths.store, opts);
   try {
     return await fn(hostFor(realDeps(workspace, store.db)));
   } finally {

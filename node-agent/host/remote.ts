@@ -13,6 +13,9 @@ export type Routed<T> = { result: T; via: 'node' | 'direct'; serviceWarning: War
 /** How a command reaches a workspace: the default goes through the node or the store; tests run a host in process. */
 export type Router = <T>(workspace: Workspace, fn: (run: Runner) => Promise<T>, env: NodeJS.ProcessEnv) => Promise<Routed<T>>;
 
+/** What a command opening the store itself tells whoever waits: `onWait` gets a line after about a second of waiting. */
+export type DirectOptions = { onWait?: (line: string) => void };
+
 export const SERVICE_NOT_RUNNING: Warning = {
   class: 'service_not_running',
   message: `this workspace is registered with the node, but no node is running: deadlines do not fire and nothing syncs. Start it with \`nxs node start\``,
@@ -29,7 +32,7 @@ export function servingNode(workspace: Workspace, env: NodeJS.ProcessEnv): strin
  * Runs commands on the workspace: through the node when it serves it, directly otherwise.
  * A registered workspace with no node running gets the service_not_running warning to carry.
  */
-export const routed: Router = async (workspace, fn, env) => {
+export const routed = async <T>(workspace: Workspace, fn: (run: Runner) => Promise<T>, env: NodeJS.ProcessEnv, opts: DirectOptions = {}): Promise<Routed<T>> => {
   const paths = nodePaths(env['NEXUS_HOME'] ? env['NEXUS_HOME'] : undefined);
   const node = runningNode(paths);
   const registered = isRegistered(paths, workspace.id);
@@ -46,6 +49,7 @@ export const routed: Router = async (workspace, fn, env) => {
     }
   }
   const { withDirectHost } = await import('./direct.js');
-  const result = await withDirectHost(workspace, (h) => fn(h.run));
+  // The lock records this NEXUS_HOME, so a command of another home waiting for it can say whose it is.
+  const result = await withDirectHost(workspace, (h) => fn(h.run), { home: paths.home, ...(opts.onWait ? { onWait: opts.onWait } : {}) });
   return { result, via: 'direct', serviceWarning: registered && !nodeAnswers ? SERVICE_NOT_RUNNING : null };
 };

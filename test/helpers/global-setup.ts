@@ -1,18 +1,40 @@
-// Runs once before the suite: builds dist/ (sessions run the built CLI) and a migrated store template.
+// Runs once around the suite. Before: builds dist/ as `npm run build` does (sessions run the built CLI;
+// the migrated store template is shipped there), makes one NEXUS_HOME, and marks this run in the environment every process it starts
+// inherits. After: every process still carrying the mark (a node, a relay, a sidecar, an agent) was
+// leaked by some test: it is killed, listed, and the run fails.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
+import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from './leftovers.js';
 
-export default async function setup(project: TestProject): Promise<void> {
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-  // One NEXUS_HOME for the whole run: its store template is made once and copied by every workspace.
-  const home = join(tmpdir(), `nexus-test-home-${process.pid}`);
-  mkdirSync(home, { recursive: true });
-  const { storeTemplate } = await import('../../node-agent/adapters/store/index.js');
-  await storeTemplate(home);
+const REPO = resolve(import.meta.dirname, '..', '..');
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // tsc through node itself: no npx, so nothing here depends on the user's npm cache or HOME.
+  execFileSync(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
+  // The rest of `npm run build`: the store template shipped in dist/, which every test workspace copies.
+  execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'store-template.js')], { cwd: REPO, stdio: 'inherit' });
+  const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  // Workers are forked after this, so they and everything they start carry the mark.
+  process.env[TEST_RUN_VARIABLE] = run;
+  // One NEXUS_HOME for the whole run (workspaces that need a node of their own get a private one).
+  const home = mkdtempSync(join(tmpdir(), 'nexus-test-home-'));
   project.provide('nexusHome', home);
+
+  return async () => {
+    const left = leftoverProcesses(run);
+    if (left.length > 0) await stopProcesses(left.map((p) => p.pid));
+    rmSync(home, { recursive: true, force: true });
+    if (left.length === 0) return;
+    const list = left.map((p) => `  pid ${p.pid}: ${p.command}`).join('\n');
+    process.stderr.write(`\n!!! the suite left ${left.length} process(es) running; they were killed now:\n${list}\n\n`);
+    // vitest reports an error thrown here but keeps its exit code: set it, so CI fails.
+    process.exitCode = 1;
+    throw new Error(`the suite leaked ${left.length} process(es): every test must stop what it starts (see the list above)`);
+  };
 }
 
 declare module 'vitest' {

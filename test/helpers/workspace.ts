@@ -4,8 +4,10 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { inject } from 'vitest';
+import { processAlive } from '../../infra/fs.js';
 import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
+import { gitEnv } from './git-env.js';
 import { serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
@@ -126,8 +128,13 @@ export class TestWorkspace {
     if (reg.code !== 0) throw new Error(`nxs node register failed: ${reg.stdout}${reg.stderr}`);
   }
 
+  /** Stops this workspace's node; one that does not stop when asked (or whose stop failed) is killed. */
   async stopNode(): Promise<void> {
-    if (this.home) await this.nxs(['node', 'stop', '--json']);
+    if (!this.home) return;
+    const info = join(this.home, 'node', 'node.json');
+    const pid = existsSync(info) ? (JSON.parse(readFileSync(info, 'utf8')) as { pid?: number }).pid : undefined;
+    await this.nxs(['node', 'stop', '--json']).catch(() => undefined);
+    if (pid !== undefined && processAlive(pid) && isNodeProcess(pid)) process.kill(pid, 'SIGKILL');
   }
 
   /** Declares a persona whose runtime is the scriptable fixture agent. */
@@ -183,15 +190,25 @@ export class TestWorkspace {
     return r.json;
   }
 
+  /** Closes the in-process host and stops the node, whatever state a failed test left them in. */
   async cleanup(): Promise<void> {
-    await this.inproc?.close();
+    await this.inproc?.close().catch(() => undefined);
     await this.stopNode();
     rmSync(join(this.root, '..'), { recursive: true, force: true });
   }
 }
 
+/** True when `pid` runs `nxs node run` (a pid record may outlive its node and name another process). */
+function isNodeProcess(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').includes('node run');
+  } catch {
+    return false;
+  }
+}
+
 function git(cwd: string, ...args: string[]): void {
-  execFileSync('git', args, { cwd, stdio: 'ignore' });
+  execFileSync('git', args, { cwd, stdio: 'ignore', env: gitEnv() });
 }
 
 /** A fresh git repository with one commit, made a workspace with `nxs init`. */

@@ -5,12 +5,12 @@ import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink,
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { gitEnv } from '../helpers/git-env.js';
 
 const run = promisify(execFile);
 
-// The suite may itself run under a git hook; these would point git at another repository.
-const env: NodeJS.ProcessEnv = { ...process.env, LC_ALL: 'C' };
-for (const name of ['GIT_DIR', 'GIT_WORK_TREE', 'GIT_INDEX_FILE', 'GIT_OBJECT_DIRECTORY', 'GIT_COMMON_DIR']) delete env[name];
+// Its own identity (CI has no global one), and no calling hook's GIT_DIR.
+const env = gitEnv({ ...process.env, LC_ALL: 'C' });
 
 const made: string[] = [];
 

@@ -1,3 +1,3 @@
 // The store's public door.
-export { createStore, NODE_PURPOSE, openStore, storeTemplate, type Db, type OpenOptions, type Store } from './open.js';
+export { createStore, makeTemplate, NODE_PURPOSE, openStore, packagedTemplateDir, storeTemplate, storeTemplateReady, type Db, type OpenOptions, type Store } from './open.js';
 export * as tables from './schema.js';

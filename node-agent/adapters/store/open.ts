@@ -96,12 +96,22 @@ async function withDirLock<T>(target: string, waitMs: number, fn: () => Promise<
   }
 }
 
-/**
- * Returns the folder of a migrated, empty store for this schema, creating it once per machine.
- * Creating a PGlite data directory (initdb) takes seconds; copying this one takes milliseconds.
- */
-export async function storeTemplate(home = nexusHome()): Promise<string> {
-  const dir = join(home, 'cache', `store-template-${schemaVersion()}`);
+/** Where the package ships a migrated template, made at build time (`npm run build`). */
+export function packagedTemplateDir(): string {
+  return join(packageRoot(), 'dist', `store-template-${schemaVersion()}`);
+}
+
+function homeTemplateDir(home: string): string {
+  return join(home, 'cache', `store-template-${schemaVersion()}`);
+}
+
+/** True when a new store is a copy away: the package ships a template, or this machine made one. */
+export function storeTemplateReady(home = nexusHome()): boolean {
+  return existsSync(join(packagedTemplateDir(), 'PG_VERSION')) || existsSync(join(homeTemplateDir(home), 'PG_VERSION'));
+}
+
+/** Makes a migrated, empty store at `dir` (initdb and every migration: the slow part), unless one is there. */
+export async function makeTemplate(dir: string): Promise<string> {
   if (existsSync(join(dir, 'PG_VERSION'))) return dir;
   return withDirLock(dir, 120_000, async () => {
     if (existsSync(join(dir, 'PG_VERSION'))) return dir;
@@ -118,13 +128,31 @@ export async function storeTemplate(home = nexusHome()): Promise<string> {
   });
 }
 
+/**
+ * Returns the folder of a migrated, empty store for this schema: the one the package ships, else
+ * one made once per machine under NEXUS_HOME. Creating a PGlite data directory (initdb) takes
+ * seconds to minutes on a busy machine; copying a template takes milliseconds.
+ */
+export async function storeTemplate(home = nexusHome()): Promise<string> {
+  const packaged = packagedTemplateDir();
+  if (existsSync(join(packaged, 'PG_VERSION'))) return packaged;
+  return makeTemplate(homeTemplateDir(home));
+}
+
 /** Creates a new store at `dir` from the template. Refuses to overwrite one. */
 export async function createStore(dir: string, home = nexusHome()): Promise<void> {
   if (existsSync(dir)) throw new TypeError(`createStore: ${dir} already exists`);
   const template = await storeTemplate(home);
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
-  cpSync(template, tmp, { recursive: true });
+  try {
+    cpSync(template, tmp, { recursive: true });
+  } catch (err) {
+    // A packaged template this user may not read (installed by another user): make one under NEXUS_HOME.
+    rmSync(tmp, { recursive: true, force: true });
+    if (template !== packagedTemplateDir()) throw err;
+    cpSync(await makeTemplate(homeTemplateDir(home)), tmp, { recursive: true });
+  }
   renameSync(tmp, dir);
 }
 

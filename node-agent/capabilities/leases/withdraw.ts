@@ -55,10 +55,10 @@ export function withdrawOf(env: HookEnv & { hook: LeaseHook; reap: () => Promise
       const discharged = [...new Set([...stop.discharge.filter((id) => state.threads[id]?.state === 'open'), ...open])];
       const author: Author = { handle: caller.handle, session: null };
       const drafts: OpDraft[] = discharged.map((thread) =>
-        messageDraft(operation, thread, author, `[runtime] withdrawn by ${caller.handle}: this round was stopped before it answered.`, 'answer', null, true),
+        messageDraft(operation, thread, author, `sidecar: withdrawn by ${caller.handle}: this round was stopped before it answered.`, 'answer', null, true),
       );
       await appendOps(tx, writer, drafts);
-      const after: LeaseAfter = { effects: d.effects, planned: new Map(), running: new Map(), followed: new Set(Object.keys(d.state.areas)), warnings: [] };
+      const after: LeaseAfter = { appended: [], effects: d.effects, planned: new Map(), running: new Map(), followed: new Set(Object.keys(d.state.areas)), warnings: [] };
       const more = await hook.planStarts(tx, d.effects, after.planned, after);
       await appendOps(tx, writer, [...more, ...factDrafts(d.facts)]);
       return { operation, discharged, stopping: stop.sessions, after };

@@ -2,14 +2,14 @@
 import { sql } from 'drizzle-orm';
 import { signStamp } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
-import { Handle, newSessionId, newThreadId, WorkspaceId } from '../../../protocol/ids.js';
+import { Handle, newSessionId, newThreadId } from '../../../protocol/ids.js';
 import { ROLE_PATTERN } from '../../../protocol/persona.js';
 import type { Receipt} from '../../../protocol/receipts.js';
 import { commissionDepth } from './depth.js';
 import { type Exec } from '../../kernel/index.js';
 import { type SessionState, newSessionState, emptyOperation } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
-import { resolveAlias } from '../trust/index.js';
+import { resolveWorkspaceRef } from '../trust/index.js';
 import type { SendInput} from '../../../protocol/commands.js';
 import {
   emptyPlan,
@@ -117,9 +117,9 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
     if (!ROLE_PATTERN.test(role)) {
       throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(input.to)}: "${role}" is not a role name`);
     }
-    const target = WorkspaceId.safeParse(where).success ? where : resolveAlias(workspace.paths, where);
+    const target = resolveWorkspaceRef(workspace.paths, where, workspace.id);
     if (target === null) {
-      throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(where)} is neither a workspace id nor the alias of a trusted workspace (nxs sync trust add --name)`);
+      throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(where)} is neither a workspace id, the start of a trusted one, nor the alias of a trusted workspace (nxs sync trust add --name)`);
     }
     // Addressed to this very workspace: an ordinary commission.
     if (target === workspace.id) return send({ ...input, to: role });

@@ -73,6 +73,25 @@ export function findTrust(paths: Pick<WorkspacePaths, 'nxs'>, idOrAlias: string)
   return entries.find((e) => e.workspace === idOrAlias) ?? entries.find((e) => e.name === idOrAlias) ?? null;
 }
 
+/**
+ * The workspace a reference names: a full id, an alias, or an unambiguous prefix of a trusted id (or
+ * of `self`), as status shows them (`z57h`). Null when nothing matches; a prefix that fits several
+ * is refused with the candidates, so the caller can give more characters.
+ */
+export function resolveWorkspaceRef(paths: Pick<WorkspacePaths, 'nxs'>, ref: string, self: WorkspaceId): WorkspaceId | null {
+  if (WorkspaceId.safeParse(ref).success) return ref as WorkspaceId;
+  const entries = listTrust(paths);
+  const named = entries.find((e) => e.name === ref);
+  if (named) return named.workspace;
+  if (!/^[a-z2-7]{1,25}$/.test(ref)) return null;
+  const candidates = [...new Set([self, ...entries.map((e) => e.workspace)])].filter((id) => id.startsWith(ref));
+  if (candidates.length > 1) {
+    const list = candidates.map((id) => `${id}${entries.find((e) => e.workspace === id)?.name ? ` (${entries.find((e) => e.workspace === id)!.name})` : id === self ? ' (this workspace)' : ''}`);
+    throw new NexusError('AMBIGUOUS_RECIPIENT', `"${ref}" is the start of ${candidates.length} workspace ids: ${list.join(', ')}; give more of the id`, { candidates });
+  }
+  return candidates[0] ?? null;
+}
+
 /** The workspace id a trusted id or alias names, or null when neither is known here. */
 export function resolveAlias(paths: Pick<WorkspacePaths, 'nxs'>, idOrAlias: string): WorkspaceId | null {
   return findTrust(paths, idOrAlias)?.workspace ?? null;

@@ -13,6 +13,7 @@ export {
   readKeyArgument,
   removeTrust,
   resolveAlias,
+  resolveWorkspaceRef,
   selfId,
   trustFile,
   trustResolver,

@@ -165,7 +165,8 @@ export class SyncClient {
       this.scheduleReconnect();
     });
     ws.on('error', (err) => {
-      this.lastError = err.message;
+      // Named with the relay's address: "connect ECONNREFUSED" alone does not say which relay.
+      this.lastError = `${this.opts.binding.relay}: ${err.message}`;
     });
   }
 

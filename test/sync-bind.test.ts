@@ -1,0 +1,167 @@
+// `nxs sync bind` asks the relay before it binds: a relay that does not answer, an unknown stream and a
+// wrong token each get their own code and bind nothing; --offline binds anyway and says so. A real
+// relay on port 0, real workspaces, the real CLI code in process.
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { pendingWords } from '../node-agent/cli/sync-cmd.js';
+import { connectCause, refusalCode } from '../node-agent/cli/sync-probe.js';
+import { silentLog, startRelay, type Relay } from '../server/index.js';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+
+const OPERATOR = 'operator-token-for-the-bind-tests';
+const base = mkdtempSync(join(tmpdir(), 'nexus-bind-'));
+let relay: Relay;
+let token: string;
+let ws: TestWorkspace;
+let notNexus: HttpServer;
+
+/** A loopback port nothing listens on (taken from the OS, then let go). */
+async function closedPort(): Promise<number> {
+  const s = createServer().listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+async function bound(): Promise<boolean> {
+  const r = await ws.nxs(['sync', 'status', '--json']);
+  expect(r.code, r.stderr).toBe(0);
+  return r.json.bound as boolean;
+}
+
+beforeAll(async () => {
+  relay = await startRelay({ port: 0, dataDir: join(base, 'relay'), operatorToken: OPERATOR, log: silentLog });
+  const res = await fetch(`${relay.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name: 'team' }) });
+  expect(res.status).toBe(200);
+  token = ((await res.json()) as { token: string }).token;
+  notNexus = createHttpServer((_req, res) => res.writeHead(404).end('not here'));
+  notNexus.listen(0, '127.0.0.1');
+  await once(notNexus, 'listening');
+  ws = await makeWorkspace({ git: false });
+});
+
+afterAll(async () => {
+  await ws?.cleanup();
+  await relay?.close();
+  await new Promise((r) => notNexus.close(r));
+  rmSync(base, { recursive: true, force: true });
+});
+
+describe('nxs sync bind refuses what cannot work, and binds nothing', () => {
+  it('a relay that does not answer is RELAY_UNREACHABLE (exit 1), naming the URL and the cause', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const r = await ws.nxs(['sync', 'bind', url, '--stream', 'team', '--token', token, '--json']);
+    expect(r.code).toBe(1);
+    expect(r.json.error.code).toBe('RELAY_UNREACHABLE');
+    expect(r.json.error.message).toContain(url);
+    expect(r.json.error.message).toContain('ECONNREFUSED');
+    expect(r.json.error.message).toContain('--offline');
+    expect(await bound()).toBe(false);
+  });
+
+  it('an HTTP server that is not a relay is RELAY_UNREACHABLE, saying what answered', async () => {
+    const url = `http://127.0.0.1:${(notNexus.address() as { port: number }).port}`;
+    const r = await ws.nxs(['sync', 'bind', url, '--stream', 'team', '--token', token, '--json']);
+    expect(r.code).toBe(1);
+    expect(r.json.error).toMatchObject({ code: 'RELAY_UNREACHABLE' });
+    expect(r.json.error.message).toContain('HTTP 404');
+    expect(await bound()).toBe(false);
+  });
+
+  it('an unknown stream is UNKNOWN_STREAM (exit 2), not an authorisation failure', async () => {
+    const r = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'nosuch', '--token', token, '--json']);
+    expect(r.code).toBe(2);
+    expect(r.json.error.code).toBe('UNKNOWN_STREAM');
+    expect(r.json.error.message).toContain(relay.url);
+    expect(await bound()).toBe(false);
+  });
+
+  it('a wrong token is UNAUTHORIZED (exit 2), and --offline does not bind a refusal either', async () => {
+    for (const extra of [[], ['--offline']]) {
+      const r = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token', 'not-the-token', ...extra, '--json']);
+      expect(r.code).toBe(2);
+      expect(r.json.error.code).toBe('UNAUTHORIZED');
+    }
+    expect(await bound()).toBe(false);
+  });
+
+  it('the token is given once: --token and --token-file together, or an empty one, are USAGE', async () => {
+    const file = join(base, 'both.token');
+    writeFileSync(file, token);
+    const both = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token', token, '--token-file', file, '--json']);
+    expect(both.json.error.code).toBe('USAGE');
+    const empty = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token', '-', '--json'], { input: '\n' });
+    expect(empty.json.error.code).toBe('USAGE');
+    const missing = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token-file', join(base, 'absent'), '--json']);
+    expect(missing.json.error.code).toBe('USAGE');
+    expect(await bound()).toBe(false);
+  });
+});
+
+describe('nxs sync bind binds', () => {
+  it('with --offline when the relay does not answer, and says so', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const r = await ws.nxs(['sync', 'bind', url, '--stream', 'team', '--token', token, '--offline']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('bound OFFLINE');
+    expect(r.stdout).toContain('ECONNREFUSED');
+    expect(await bound()).toBe(true);
+    expect((await ws.nxs(['sync', 'unbind', '--json'])).json.unbound).toBe(true);
+  });
+
+  it.each([
+    ['--token-file', (file: string) => ['--token-file', file], undefined],
+    ['--token - (stdin)', () => ['--token', '-'], 'stdin'],
+  ])('with the token from %s', async (_how, args, input) => {
+    const file = join(base, 'stream.token');
+    writeFileSync(file, token + '\n', { mode: 0o600 });
+    const r = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', ...args(file), '--json'], input ? { input: token + '\n' } : {});
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json).toMatchObject({ bound: true, reachable: true, offline: false, stream: 'team' });
+    expect(await bound()).toBe(true);
+    expect((await ws.nxs(['sync', 'unbind', '--json'])).json.unbound).toBe(true);
+  });
+});
+
+describe('words for what went wrong', () => {
+  it('a mistyped subcommand is "unknown subcommand", with the nearest one suggested', async () => {
+    const r = await ws.nxs(['node', 'strat']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('unknown subcommand "strat" for nxs node; did you mean "start"?');
+    const top = await ws.nxs(['snyc', 'status', '--json']);
+    expect(top.json.error.code).toBe('USAGE');
+    expect(top.json.error.message).toContain('did you mean "sync"?');
+  });
+
+  it.each([
+    ['UNKNOWN_STREAM', 'UNKNOWN_STREAM'],
+    ['UNAUTHORIZED', 'UNAUTHORIZED'],
+    ['BAD_CURSOR', 'UNAUTHORIZED'],
+  ])("the relay's refusal %s is reported as %s", (wire, code) => {
+    expect(refusalCode(wire)).toBe(code);
+  });
+
+  it('a connection failure keeps the OS code and the address', () => {
+    const err = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' });
+    expect(connectCause(err)).toBe('connect ECONNREFUSED 127.0.0.1:9');
+    const dns = Object.assign(new Error('getaddrinfo failed'), { code: 'ENOTFOUND' });
+    expect(connectCause(dns)).toBe('ENOTFOUND: getaddrinfo failed');
+    const wrapped = new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 10.0.0.1:7420'), { code: 'ECONNREFUSED' }) });
+    expect(connectCause(wrapped)).toBe('fetch failed (connect ECONNREFUSED 10.0.0.1:7420)');
+  });
+
+  it.each([
+    [0, ''],
+    [3, ' · 3 op(s) held: signed by a key not known here yet'],
+  ])('%i held op(s) read as "%s..."', (n, start) => {
+    const words = pendingWords(n);
+    if (start === '') expect(words).toBe('');
+    else expect(words.startsWith(start)).toBe(true);
+  });
+});

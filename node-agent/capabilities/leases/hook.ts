@@ -169,13 +169,13 @@ export function createLeaseHook(env: HookEnv) {
           acc.queuedOp = e.operation;
           break;
         case 'fence': {
-          const moved = await move(e.operation, e.token, warnings, acc, () => fenceGrant(dir, e.token));
+          const moved = await move(e.operation, warnings, acc, () => fenceGrant(dir, e.token));
           if (moved !== null) await decideNow([{ type: 'base_recorded', operation: e.operation, token: e.token, branch: moved.branch }], warnings, acc);
           break;
         }
         case 'restore': {
           if (acc.fenced.has(e.operation)) break;
-          const out = await move(e.operation, e.token, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }));
+          const out = await move(e.operation, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }));
           if (out !== null) {
             const result = { applied: out.applied, notice: out.notice };
             await decideNow([{ type: 'restore_result', operation: e.operation, token: e.token, result }], warnings, acc);
@@ -183,7 +183,7 @@ export function createLeaseHook(env: HookEnv) {
           break;
         }
         case 'park': {
-          const result = await move(e.operation, e.token, warnings, acc, () =>
+          const result = await move(e.operation, warnings, acc, () =>
             park(dir, { operation: e.operation, base: e.base, token: e.token, now: now() }),
           );
           if (result === null) break;
@@ -212,7 +212,7 @@ export function createLeaseHook(env: HookEnv) {
    * honours: nothing moved. The lease is read again and decided once more (a tick); the grant's starts are
    * skipped, so no session ever starts in a checkout its grant does not hold.
    */
-  async function move<T>(operation: string, token: number, warnings: Warning[], acc: Acc, fn: () => Promise<T>): Promise<T | null> {
+  async function move<T>(operation: string, warnings: Warning[], acc: Acc, fn: () => Promise<T>): Promise<T | null> {
     try {
       return await fn();
     } catch (err) {

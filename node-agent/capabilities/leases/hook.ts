@@ -236,9 +236,22 @@ export function createLeaseHook(env: HookEnv) {
 
   async function launch(e: Extract<LeaseEffect, { type: 'start' }>, after: LeaseAfter, warnings: Warning[], acc: Acc): Promise<void> {
     const blocked = e.token !== null && acc.fenced.has(e.operation);
-    const turns = blocked ? [] : e.triggers.flatMap((t) => after.planned.get(t.id) ?? []);
+    const turns = e.triggers.flatMap((t) => after.planned.get(t.id) ?? []);
     for (const t of turns) t.lease = { token: e.token, notice: e.notice };
     const w: Warning[] = [];
+    if (blocked) {
+      // Recorded as started when decided: a start_failed warning lets the engine settle the turn it never ran.
+      for (const t of turns.splice(0)) {
+        w.push({
+          class: 'step_skipped',
+          reason: 'start_failed',
+          role: t.session.role,
+          session: t.session.id,
+          thread: t.session.thread,
+          message: `${t.session.handle} was not started: its grant of the working copy is no longer the repository's`,
+        });
+      }
+    }
     const woke = await startTurns(deps, turns, w);
     warnings.push(...w);
     acc.woke.push(...woke);

@@ -29,10 +29,17 @@ export function createEngine(deps: EngineDeps) {
   /** The clock's work: dead turns settled, then the working-copy lease's timers and sweep. */
   async function tick(): Promise<{ settled: number; warnings: Awaited<ReturnType<typeof core.lease.tick>> }> {
     const settled = await reap();
-    return { settled, warnings: await core.lease.tick() };
+    const warnings = await core.lease.tick();
+    await core.recordStartFailures(warnings);
+    return { settled, warnings };
   }
 
-  const withdraw = withdrawOf({ deps, writer: core.writer, hook: core.lease, reap, resolveCaller: (db, claim) => resolveCaller(deps, db, claim) });
+  const withdrawing = withdrawOf({ deps, writer: core.writer, hook: core.lease, reap, resolveCaller: (db, claim) => resolveCaller(deps, db, claim) });
+  async function withdraw(input: Parameters<typeof withdrawing>[0]): ReturnType<typeof withdrawing> {
+    const out = await withdrawing(input);
+    await core.recordStartFailures(out.warnings);
+    return out;
+  }
 
   return { send: sendOf(core), reply: replyOf(core), finishTurn, reap, tick, withdraw, workingCopy: core.workingCopy, react: reactOf(core) };
 }

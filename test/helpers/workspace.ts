@@ -114,7 +114,7 @@ export class TestWorkspace {
    * Gives this workspace a node of its own: a private NEXUS_HOME (sharing the suite's store
    * template), `nxs node start`, and `nxs node register`. Commands then go over the node's socket.
    */
-  async startNode(): Promise<void> {
+  async startNode(args: string[] = []): Promise<void> {
     // A node holds the store: a workspace served in process hands it over first.
     await this.inproc?.close();
     this.inproc = null;
@@ -122,7 +122,7 @@ export class TestWorkspace {
     mkdirSync(home, { recursive: true });
     if (!existsSync(join(home, 'cache'))) symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
     this.home = home;
-    const started = await this.nxs(['node', 'start', '--json']);
+    const started = await this.nxs(['node', 'start', ...args, '--json']);
     if (started.code !== 0) throw new Error(`nxs node start failed: ${started.stdout}${started.stderr}`);
     const reg = await this.nxs(['node', 'register', '--json']);
     if (reg.code !== 0) throw new Error(`nxs node register failed: ${reg.stdout}${reg.stderr}`);

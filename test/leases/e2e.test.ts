@@ -175,3 +175,33 @@ describe('a withdrawal and a restore, end to end', () => {
     expect(log).toMatchObject([{ turn: 2, code: 0 }]);
   });
 });
+
+describe('the node keeps the lease’s clock', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await leaseRepo();
+    await ws.startNode(['--tick-ms', '300']);
+  });
+  afterAll(() => ws.cleanup());
+
+  it('L14 with nobody running a command, the node finds a crashed holder dead, parks its work and starts the operation waiting for the copy', async () => {
+    exclusive(ws, 'coder', 'hang');
+    exclusive(ws, 'rival', 'reply');
+    const a = await send(ws, 'coder');
+    const b = await send(ws, 'rival');
+    expect(b.queued).toBeDefined();
+    writeFileSync(join(ws.root, 'tracked.txt'), 'left by a crash\n');
+    // The runtime dies; only its supervisor is left to say so, and nobody runs a command.
+    process.kill(-a.woke.pid, 'SIGKILL');
+    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
+    await until('the park branch', () => {
+      try {
+        execFileSync('git', ['rev-parse', '--verify', '-q', `nexus/park/${a.operation}`], { cwd: ws.root });
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    expect(await git(ws.root, 'show', `nexus/park/${a.operation}:tracked.txt`)).toBe('left by a crash\n');
+  });
+});

@@ -154,3 +154,22 @@ describe('nxc withdraw', () => {
     expect(readdirSync(join(ws.root, '.nxs', 'sessions'))).toContain(coder);
   });
 });
+
+describe('nxc withdraw of an operation that holds no copy', () => {
+  let ws: TestWorkspace;
+  afterAll(() => ws.cleanup());
+
+  it('L11 discharges its threads and stops its session all the same, with nothing to park', async () => {
+    ws = await leaseWorkspace();
+    shared(ws, 'helper', 'hang');
+    const a = await send(ws, 'helper');
+    await until('the helper to run', () => starts(ws, 'helper').length === 1);
+    const r = await ws.nxc(['withdraw', '--thread', a.thread, '--json']);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json).toMatchObject({ discharged: [a.thread], stopping: [a.woke.session], parked: null, woke: [] });
+    await ws.waitIdle();
+    expect(ws.inproc!.runningPids()).toEqual([]);
+    const row = (await ws.status(true)).operations.find((o: any) => o.operation === a.operation);
+    expect(row).toMatchObject({ finished: true, lease: null, threads: [{ state: 'answered', answered_by: 'alice', substituted: true }] });
+  });
+});

@@ -171,13 +171,13 @@ export function createLeaseHook(env: HookEnv) {
           acc.queuedOp = e.operation;
           break;
         case 'fence': {
-          const moved = await move(e.operation, e.token, warnings, acc, () => fenceGrant(dir, e.token));
+          const moved = await move(e.operation, warnings, acc, () => fenceGrant(dir, e.token));
           if (moved !== null) await decideNow([{ type: 'base_recorded', operation: e.operation, token: e.token, branch: moved.branch }], warnings, acc);
           break;
         }
         case 'restore': {
           if (acc.fenced.has(e.operation)) break;
-          const out = await move(e.operation, e.token, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }));
+          const out = await move(e.operation, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }));
           if (out !== null) {
             const result = { applied: out.applied, notice: out.notice };
             await decideNow([{ type: 'restore_result', operation: e.operation, token: e.token, result }], warnings, acc);
@@ -185,7 +185,7 @@ export function createLeaseHook(env: HookEnv) {
           break;
         }
         case 'park': {
-          const result = await move(e.operation, e.token, warnings, acc, () =>
+          const result = await move(e.operation, warnings, acc, () =>
             park(dir, { operation: e.operation, base: e.base, token: e.token, now: now() }),
           );
           if (result === null) break;
@@ -214,7 +214,7 @@ export function createLeaseHook(env: HookEnv) {
    * honours: nothing moved. The lease is read again and decided once more (a tick); the grant's starts are
    * skipped, so no session ever starts in a checkout its grant does not hold.
    */
-  async function move<T>(operation: string, token: number, warnings: Warning[], acc: Acc, fn: () => Promise<T>): Promise<T | null> {
+  async function move<T>(operation: string, warnings: Warning[], acc: Acc, fn: () => Promise<T>): Promise<T | null> {
     try {
       return await fn();
     } catch (err) {
@@ -238,9 +238,22 @@ export function createLeaseHook(env: HookEnv) {
 
   async function launch(e: Extract<LeaseEffect, { type: 'start' }>, after: LeaseAfter, warnings: Warning[], acc: Acc): Promise<void> {
     const blocked = e.token !== null && acc.fenced.has(e.operation);
-    const turns = blocked ? [] : e.triggers.flatMap((t) => after.planned.get(t.id) ?? []);
+    const turns = e.triggers.flatMap((t) => after.planned.get(t.id) ?? []);
     for (const t of turns) t.lease = { token: e.token, notice: e.notice };
     const w: Warning[] = [];
+    if (blocked) {
+      // Recorded as started when decided: a start_failed warning lets the engine settle the turn it never ran.
+      for (const t of turns.splice(0)) {
+        w.push({
+          class: 'step_skipped',
+          reason: 'start_failed',
+          role: t.session.role,
+          session: t.session.id,
+          thread: t.session.thread,
+          message: `${t.session.handle} was not started: its grant of the working copy is no longer the repository's`,
+        });
+      }
+    }
     const woke = await startTurns(deps, turns, w);
     warnings.push(...w);
     acc.woke.push(...woke);

@@ -35,10 +35,16 @@ export function createEngine(deps: EngineDeps, opts: { gate?: StepGate } = {}) {
   async function tick(): Promise<{ settled: number; warnings: Warning[] }> {
     const settled = await reap();
     const leaseWarnings = await core.lease.tick();
+    await core.recordStartFailures(leaseWarnings);
     return { settled, warnings: [...leaseWarnings, ...(await rounds.tick()).warnings] };
   }
 
-  const withdraw = withdrawOf({ deps, writer: core.writer, hook: core.lease, reap, resolveCaller: (db, claim) => resolveCaller(deps, db, claim) });
+  const withdrawing = withdrawOf({ deps, writer: core.writer, hook: core.lease, reap, resolveCaller: (db, claim) => resolveCaller(deps, db, claim) });
+  async function withdraw(input: Parameters<typeof withdrawing>[0]): ReturnType<typeof withdrawing> {
+    const out = await withdrawing(input);
+    await core.recordStartFailures(out.warnings);
+    return out;
+  }
 
   return { send: sendOf(core, rounds), reply: replyOf(core, rounds), finishTurn, reap, tick, withdraw, workingCopy: core.workingCopy, react: reactOf(core, rounds), rounds };
 }

@@ -1,6 +1,6 @@
 // The sidecar: runs one session turn's runtime process, and reports the turn's end to the engine.
 import { spawn } from 'node:child_process';
-import { openSync, readFileSync, writeFileSync } from 'node:fs';
+import { fchmodSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
 import { routed } from '../host/remote.js';
@@ -53,6 +53,9 @@ async function main(): Promise<void> {
   const dir = dirname(specFile);
   const prompt = readFileSync(spec.prompt_file, 'utf8');
   const transcript = openSync(spec.transcript_file, 'a', 0o600);
+  // The transcript holds raw tool inputs and results; its mode is the only boundary around it, even
+  // for a file that was already there.
+  fchmodSync(transcript, 0o600);
   const [command, ...args] = spec.declaration.command;
   const base = spec.base_env ?? baseEnvironment(process.env);
   // Sessions reach `nxc` through PATH, so the installed package's bin comes first.

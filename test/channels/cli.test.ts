@@ -75,8 +75,9 @@ describe('a member of another workspace, through one node', () => {
       expect(r.code, r.stdout + r.stderr).toBe(0);
     }
     b.persona('critic', { mode: 'reply', extra: 'addressable: { external: true }' });
+    b.persona('secret', { mode: 'reply' }); // not addressable from other workspaces
     a.persona('coder', { mode: 'reply' });
-    declareChannel(a, 'panel', 'members: [coder, bee/critic]\ntimeout: 1h\n');
+    declareChannel(a, 'panel', 'members: [coder, bee/critic, bee/secret]\ntimeout: 1h\n');
   }, 600_000);
   afterAll(async () => {
     await Promise.all([a, b].map((w) => w?.waitIdle().catch(() => undefined)));
@@ -85,7 +86,7 @@ describe('a member of another workspace, through one node', () => {
     await Promise.all([a, b].map((w) => w?.cleanup()));
   });
 
-  it('is a stamped commission on hold until admitted there; its answer completes the round here', async () => {
+  it('is a stamped commission on hold until admitted there; its answer completes the round here; a refusal there skips the step', async () => {
     const r = await a.nxc(['send', '#panel', '--subject', 'panel', '--json', 'thoughts?']);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.json.round.steps[1]).toMatchObject({ name: 'critic', address: 'bee/critic', state: 'on_hold', session: null, handle: `${b.short}/critic` });
@@ -95,11 +96,14 @@ describe('a member of another workspace, through one node', () => {
       const row = rowOf(await a.status(true), r.json.thread);
       return row?.round.state === 'answered' ? row.round : undefined;
     });
-    expect(round.steps.map((s: any) => [s.name, s.state, s.handle])).toEqual([
-      ['coder', 'answered', `${a.short}/coder`],
-      ['critic', 'answered', `${b.short}/critic`],
+    expect(round.steps.map((s: any) => [s.name, s.state, s.handle, s.reason])).toEqual([
+      ['coder', 'answered', `${a.short}/coder`, null],
+      ['critic', 'answered', `${b.short}/critic`, null],
+      ['secret', 'skipped', `${b.short}/secret`, 'NOT_ADDRESSABLE'],
     ]);
     expect(round.steps[1].session).toMatch(/^s-/);
+    // Its session's end there reaches this board too: the member is no longer counted as at work.
+    await until('the critic’s end to reach A', async () => (rowOf(await a.status(true), r.json.thread).round.steps[1].running === false ? true : undefined));
     const critic = rowOf(await b.status(true), round.steps[1].thread);
     expect(critic).toMatchObject({ state: 'answered', session: { handle: `${b.short}/critic`, depth: 1 } });
     const result = (await a.nxc(['threads', 'show', r.json.thread, '--json'])).json.messages.at(-1);

@@ -14,10 +14,11 @@ import {
   type FromNode,
   type Limits,
 } from '../../../protocol/sync.js';
-import { ingestChecked, pendingCount, signLegacyOps, type Exec, type IngestReport, type Projection } from '../../kernel/index.js';
+import { pendingCount, signLegacyOps, type Projection } from '../../kernel/index.js';
 import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
 import type { Binding } from './binding.js';
+import { refusalLine, storePage } from './page.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
 
 export type SyncStatus = {
@@ -278,27 +279,14 @@ export class SyncClient {
 
   /** Stores a page of checked stream ops and moves the cursor past them, in one transaction. */
   private async take(lastSeq: number, checked: CheckedOp[]): Promise<void> {
-    let next: SyncPosition = this.position;
-    let report: IngestReport | undefined;
-    await this.opts.run((db) =>
-      db.transaction(async (tx: Exec) => {
-        report = await ingestChecked(tx, checked, { projections: this.opts.projections });
-        const rejected = { ...this.position.rejected };
-        for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
-        next = { ...this.position, cursor: Math.max(lastSeq, this.position.cursor), rejected };
-        await writePosition(tx, this.key, next);
-      }),
-    );
+    const before = this.position;
+    const { next, report } = await this.opts.run((db) => storePage(db, this.key, before, lastSeq, checked, this.opts.projections));
     this.position = { ...next, acked: this.position.acked };
     this.received += checked.length;
-    if (report && report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
-    if (report && report.refusals.length > 0) {
-      const shown = report.refusals.slice(0, 5).map((r) => `${r.id ?? '?'} ${r.reason}: ${r.why}`);
-      this.opts.log(
-        `sync ${this.opts.binding.stream}: ${report.refusals.length - report.held} op(s) refused, ${report.held} held pending; ${shown.join('; ')}${report.refusals.length > 5 ? '; ...' : ''}`,
-      );
-    }
-    if (report && report.released > 0) this.opts.log(`sync ${this.opts.binding.stream}: ${report.released} pending op(s) taken in after a key rotation`);
+    if (report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
+    const line = refusalLine(this.opts.binding.stream, report);
+    if (line !== null) this.opts.log(line);
+    if (report.released > 0) this.opts.log(`sync ${this.opts.binding.stream}: ${report.released} pending op(s) taken in after a key rotation`);
     if (this.received % 10_000 < checked.length) this.opts.log(`sync ${this.opts.binding.stream}: ${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`);
   }
 

@@ -1,0 +1,86 @@
+// What every store must be able to take: the checks an op passes before any store (relay or node) is given it.
+//
+// A JSON text can carry values PostgreSQL refuses or that break a reader later: `\u0000` (text and
+// jsonb have no NUL), an unpaired UTF-16 surrogate (not valid UTF-8, refused by jsonb), nesting deep
+// enough to exhaust a recursive reader's stack, and a Lamport clock so high that every node that reads
+// the op would run its own clock out of safe integers. An op like that, once stored by a relay, would
+// fail to store on every node that pages past it, again on every reconnect. So it is refused at the
+// door, with a code, and never stored.
+
+/**
+ * The highest Lamport clock an op may carry: 2^48. A node's clock moves to max(seen)+1, so one op near
+ * 2^53 (the last safe integer) would drag every reader there and leave no room to count on. 2^48 is
+ * ~2.8e14: a million ops a second would take about nine years to reach it from zero, and it leaves 32x
+ * of room below 2^53 for clocks that jump.
+ */
+export const MAX_LAMPORT = 2 ** 48;
+
+/**
+ * The deepest nesting of objects and arrays in an op, counting the op itself as 1. Known kinds nest four
+ * deep at most (op > body > refs > working_copy); 64 leaves kinds to come plenty of room while staying far
+ * below the depth where recursive readers (V8's JSON.stringify, zod, PostgreSQL's jsonb functions) hit
+ * their stack limits.
+ */
+export const MAX_DEPTH = 64;
+
+/** Why a value is not storable. */
+export const STORABLE_REASONS = ['nul', 'surrogate', 'too_deep', 'lamport_range'] as const;
+/** A reason from {@link STORABLE_REASONS}. */
+export type StorableReason = (typeof STORABLE_REASONS)[number];
+
+/** The verdict of {@link checkStorable}. */
+export type StorableVerdict = { ok: true } | { ok: false; reason: StorableReason; message: string };
+
+const MESSAGES: Record<StorableReason, string> = {
+  nul: 'a string or key holds U+0000, which no store can keep',
+  surrogate: 'a string or key holds an unpaired UTF-16 surrogate (not valid Unicode text)',
+  too_deep: `objects and arrays nest deeper than ${MAX_DEPTH}`,
+  lamport_range: `lamport is not an integer from 1 to ${MAX_LAMPORT}`,
+};
+
+const refuse = (reason: StorableReason): StorableVerdict => ({ ok: false, reason, message: MESSAGES[reason] });
+
+type WellFormed = { isWellFormed?: () => boolean };
+/** Unpaired surrogates are the only code points of category Cs once a `u` regex pairs the rest. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+function textReason(s: string): StorableReason | null {
+  if (s.includes('\u0000')) return 'nul';
+  const wf = (s as unknown as WellFormed).isWellFormed;
+  if (wf ? !wf.call(s) : LONE_SURROGATE.test(s)) return 'surrogate';
+  return null;
+}
+
+/**
+ * Whether every store can take `value` (an op as JSON.parse gave it, or any JSON value): no NUL and no
+ * unpaired surrogate in any string or key, nesting at most {@link MAX_DEPTH}, and, when `value` is an
+ * object with a numeric `lamport`, that clock within 1..{@link MAX_LAMPORT}. Iterative, so a value
+ * nested far too deep is refused instead of overflowing the stack that checks it.
+ */
+export function checkStorable(value: unknown): StorableVerdict {
+  if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
+    const lamport = (value as { lamport?: unknown }).lamport;
+    if (typeof lamport === 'number' && !(Number.isInteger(lamport) && lamport >= 1 && lamport <= MAX_LAMPORT)) return refuse('lamport_range');
+  }
+  const stack: Array<[unknown, number]> = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v === 'string') {
+      const r = textReason(v);
+      if (r) return refuse(r);
+      continue;
+    }
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth > MAX_DEPTH) return refuse('too_deep');
+    if (Array.isArray(v)) {
+      for (const item of v) stack.push([item, depth + 1]);
+      continue;
+    }
+    for (const [k, item] of Object.entries(v)) {
+      const r = textReason(k);
+      if (r) return refuse(r);
+      stack.push([item, depth + 1]);
+    }
+  }
+  return { ok: true };
+}

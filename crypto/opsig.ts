@@ -10,6 +10,7 @@ import { createPublicKey, type KeyObject, sign, verify } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Op } from '../protocol/ops.js';
+import { checkStorable, type StorableReason } from '../protocol/storable.js';
 import { SignedOpSchema } from '../protocol/sync.js';
 import { workspaceIdOfRawKey } from './keys.js';
 
@@ -19,8 +20,11 @@ export const SIGNED_FIELDS = ['id', 'workspace', 'origin', 'lamport', 'ts', 'kin
 /** What signs ops: the public key as it appears in ops (base64url of 32 raw bytes) and its private half. */
 export type OpSigner = { readonly key: string; readonly privateKey: KeyObject };
 
-/** Why a received op text is not accepted. `unknown_key` is decided later, against the key chain. */
-export type OpRejectReason = 'malformed' | 'bad_signature';
+/**
+ * Why a received op text is not accepted. `unknown_key` is decided later, against the key chain. The
+ * storable reasons (protocol/storable.ts) name texts that parse but that no store could keep.
+ */
+export type OpRejectReason = 'malformed' | 'bad_signature' | StorableReason;
 
 /** A received op text that is well formed and correctly signed by `op.key` (whether that key may sign for `op.workspace` is the key chain's question). */
 export type VerifiedOp = { ok: true; op: Op; raw: string; sig: string };
@@ -132,6 +136,10 @@ export function openOp(raw: string): OpenedOp | RefusedOp {
   } catch {
     return refuse('malformed', 'the signed text is not JSON');
   }
+  // Before anything recursive reads it: a body nested thousands deep overflows the stack of the schema
+  // and of JSON.stringify, and a NUL or a lone surrogate would fail the store's transaction later.
+  const storable = checkStorable(value);
+  if (!storable.ok) return refuse(storable.reason, storable.message, idOf(value));
   const parsed = SignedOpSchema.safeParse(value);
   if (!parsed.success) return refuse('malformed', `the op is not valid: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`.trim(), idOf(value));
   const op = parsed.data as unknown as Op;

@@ -2,12 +2,22 @@
 import { inArray, max } from 'drizzle-orm';
 import { ulid } from 'ulidx';
 import { signOp, type OpSigner } from '../../crypto/index.js';
+import { NexusError } from '../../protocol/errors.js';
 import type { Op, OpPayload } from '../../protocol/ops.js';
+import { MAX_LAMPORT } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
 import type { Exec } from './db.js';
 import { project, type Projection } from './projections.js';
 
 export type { Exec, Tx } from './db.js';
+
+/**
+ * How far ahead of this store's clock a received op's Lamport time may be. An honest peer is ahead by
+ * the number of ops this store has not seen yet (2^24 is about 16.7 million); a hostile one that
+ * could jump freely would reach MAX_LAMPORT in one op, after which no node that took it could write.
+ * Within this bound it needs 2^24 accepted ops to get there.
+ */
+export const LAMPORT_AHEAD_LIMIT = 2 ** 24;
 
 /** What a command asks to append; the log adds identity, order and time. */
 export type OpDraft = { operation: string; thread: string | null; session: string | null } & OpPayload;
@@ -46,6 +56,10 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
   if (drafts.length === 0) return [];
   const [row] = await db.select({ top: max(tables.ops.lamport) }).from(tables.ops);
   let lamport = row?.top ?? 0;
+  // Never build an op no relay or node would take: the clock stops at MAX_LAMPORT (see protocol/storable.ts).
+  if (lamport + drafts.length > MAX_LAMPORT) {
+    throw new NexusError('CLOCK_EXHAUSTED', `this log's Lamport clock is at ${lamport}; no op past ${MAX_LAMPORT} can be written`, { lamport, max: MAX_LAMPORT });
+  }
   const ts = author.now().toISOString();
   const signer = author.signer;
   const ops = drafts.map(

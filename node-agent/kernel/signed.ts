@@ -1,14 +1,19 @@
 // Signed ops in the store: taking in ops that arrived checked (crypto/opsig.ts) against each workspace's
 // key chain, holding those whose key cannot be placed yet, and signing ops written before signing existed.
-import { count, eq, inArray, isNull, and } from 'drizzle-orm';
+import { count, eq, inArray, isNull, and, max } from 'drizzle-orm';
 import { openOp, signOp, workspaceOfKey, type CheckedOp, type OpSigner, type VerifiedOp } from '../../crypto/index.js';
 import { OpPayloadSchema, WORKSPACE_OPERATION, type Op } from '../../protocol/ops.js';
+import { checkStorable, type StorableReason } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
-import { ingestOps, type Exec, type IncomingOp } from './log.js';
+import { ingestOps, LAMPORT_AHEAD_LIMIT, type Exec, type IncomingOp } from './log.js';
 import type { Projection } from './projections.js';
 
-/** Why an op was not folded. `unknown_key` ops are held (pending), the others are dropped. */
-export type OpRefusal = 'malformed' | 'bad_signature' | 'bad_body';
+/**
+ * Why an op was not stored. `unknown_key` ops are held (pending), the others are dropped: the storable
+ * reasons (protocol/storable.ts) for ops no store could keep, `lamport_ahead` for an op whose clock is
+ * further ahead of this store's than {@link LAMPORT_AHEAD_LIMIT}.
+ */
+export type OpRefusal = 'malformed' | 'bad_signature' | 'bad_body' | StorableReason | 'lamport_ahead';
 
 /** What one `ingestChecked` call did. */
 export type IngestReport = {
@@ -126,14 +131,32 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opt
     report.refusals.push({ id, reason, why });
   };
   const candidates: Candidate[] = [];
+  // The receiver's clock, moved by every op this call accepts, in arrival order: a peer's honest clock is
+  // ahead of it by at most the ops this store has not seen; one far beyond would drag every later local op
+  // towards MAX_LAMPORT, so it is refused instead.
+  let clock: number | null = null;
   for (const c of checked) {
     if (!c.ok) {
       refuse(c.reason, c.id, c.why);
       continue;
     }
+    // Checked again here (openOp checks it too) so no caller can hand the store an op it cannot keep.
+    const storable = checkStorable(c.op);
+    if (!storable.ok) {
+      refuse(storable.reason, c.op.id, storable.message);
+      continue;
+    }
+    clock ??= await clockOf(db);
+    if (c.op.lamport > clock + LAMPORT_AHEAD_LIMIT) {
+      refuse('lamport_ahead', c.op.id, `lamport ${c.op.lamport} is more than ${LAMPORT_AHEAD_LIMIT} ahead of this store's clock (${clock})`);
+      continue;
+    }
     const problem = bodyProblem(c.op);
     if (problem !== null) refuse('bad_body', c.op.id, problem);
-    else candidates.push({ op: c.op, raw: c.raw, sig: c.sig });
+    else {
+      clock = Math.max(clock, c.op.lamport);
+      candidates.push({ op: c.op, raw: c.raw, sig: c.sig });
+    }
   }
   if (candidates.length === 0) return report;
 
@@ -178,6 +201,12 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opt
     workspaces = round.rotated;
   }
   return report;
+}
+
+/** The highest Lamport time stored here (0 for an empty log). */
+async function clockOf(db: Exec): Promise<number> {
+  const [row] = await db.select({ top: max(tables.ops.lamport) }).from(tables.ops);
+  return Number(row?.top ?? 0);
 }
 
 /** How many ops are held because their key cannot be placed yet. */

@@ -63,7 +63,7 @@ describe('a session waiting on its own round', () => {
     writeFileSync(gates['b']!, '');
     await ws.waitIdle();
     const answer = ws.agentLog().find((e) => e.role === `${ws.short}/slowpoke` && e.cmd === 'reply');
-    expect(answer.code).toBe(0);
+    expect(answer.code).toBe(3);
     expect(answer.out.warnings).toContainEqual(expect.objectContaining({ class: 'requester_not_woken', session: forgetful }));
     const status = await ws.status(true);
     expect(rowOf(status, sent.json.thread)).toMatchObject({ state: 'open', session: { turn: 1, running: false } });

@@ -14,10 +14,11 @@ import {
   type FromNode,
   type Limits,
 } from '../../../protocol/sync.js';
-import { ingestChecked, pendingCount, signLegacyOps, type Exec, type IngestReport, type Projection } from '../../kernel/index.js';
+import { pendingCount, signLegacyOps, type IngestReport, type Projection } from '../../kernel/index.js';
 import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
 import type { Binding } from './binding.js';
+import { refusalLine, storePage } from './page.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
 
 export type SyncStatus = {
@@ -84,7 +85,14 @@ export class SyncClient {
   private ingest: Promise<void> = Promise.resolve();
   private received = 0;
   private pushed = 0;
+  /** Kept until sync makes progress (a page stored, an ack, caught up): a welcome alone clears nothing. */
   private lastError: string | null = null;
+  private lastLogged: string | null = null;
+  /**
+   * Connections one of whose pages failed to store: they are closing, their later pages are not stored
+   * (the cursor would move past the failed one) and nothing they say means progress.
+   */
+  private readonly failedSockets = new WeakSet<WebSocket>();
   private outboxCount = 0;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private silenceTimer: NodeJS.Timeout | null = null;
@@ -146,8 +154,12 @@ export class SyncClient {
     const ws = new WebSocket(syncUrl(this.opts.binding.relay), { maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
     this.ws = ws;
     ws.on('open', () => {
-      this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.opts.binding.stream, token: this.opts.binding.token, node: this.opts.origin, since: this.position.cursor });
       this.armSilence();
+      // Pages of the previous connection may still be being stored: hello names the cursor they end at.
+      void this.ingest.then(() => {
+        if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
+        this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.opts.binding.stream, token: this.opts.binding.token, node: this.opts.origin, since: this.position.cursor });
+      });
     });
     ws.on('message', (data, isBinary) => {
       this.armSilence();
@@ -161,13 +173,45 @@ export class SyncClient {
       this.caughtUp = false;
       this.inFlight.clear();
       this.sentUpTo = this.position.acked;
-      if (code !== 1000 && this.lastError === null) this.lastError = `closed ${code} ${reason.toString()}`.trim();
+      if (code !== 1000 && this.lastError === null) this.setError(`closed ${code} ${reason.toString()}`.trim());
       this.scheduleReconnect();
     });
-    ws.on('error', (err) => {
-      // Named with the relay's address: "connect ECONNREFUSED" alone does not say which relay.
-      this.lastError = `${this.opts.binding.relay}: ${err.message}`;
-    });
+    // Named with the relay's address: "connect ECONNREFUSED" alone does not say which relay.
+    ws.on('error', (err) => this.setError(`${this.opts.binding.relay}: ${err.message}`));
+  }
+
+  /**
+   * Records a failure for `nxs sync status` and logs it. A connection failure repeated while the relay
+   * stays away is logged once; a failed page or a refusal (`always`) every time.
+   */
+  private setError(message: string, always = false): void {
+    this.lastError = message;
+    if (always || message !== this.lastLogged) this.opts.log(`sync ${this.opts.binding.stream}: ${message}`);
+    this.lastLogged = message;
+  }
+
+  private progressed(): void {
+    this.lastError = null;
+    this.lastLogged = null;
+  }
+
+  /**
+   * The relay's stream ends before what this node holds: it lost its tail (restored from a backup, say).
+   * Follow it from its head, and push every op of ours again: the lost ones are among them, and the relay
+   * drops by id the ones it still has. In memory at once (acks of batches sent before are ignored from
+   * now on), then stored in the ingest queue, so a page stored meanwhile never writes the old position back.
+   */
+  private resume(head: number, why: string): void {
+    this.position = { ...this.position, cursor: Math.min(head, this.position.cursor), acked: 0, acked_seq: 0 };
+    this.sentUpTo = 0;
+    this.inFlight.clear();
+    this.opts.log(`sync ${this.opts.binding.stream}: ${why}; following the relay from seq ${this.position.cursor} and pushing this node's ops again`);
+    this.ingest = this.ingest
+      .then(async () => {
+        const pos = this.position;
+        await this.opts.run((db) => writePosition(db, this.key, pos));
+      })
+      .catch((err: unknown) => this.setError(`storing the sync position failed: ${String(err)}`));
   }
 
   /** A connection that has said nothing for two ping intervals is dead: drop it and reconnect. */
@@ -187,7 +231,7 @@ export class SyncClient {
   }
 
   private fail(message: string): void {
-    this.lastError = message;
+    this.setError(message, true);
     this.ws?.terminate();
   }
 
@@ -206,35 +250,45 @@ export class SyncClient {
       case 'welcome':
         this.connected = true;
         this.attempt = 0;
-        this.lastError = null;
         this.limits = frame.limits;
         this.head = frame.head;
+        if (frame.head < (this.position.acked_seq ?? 0)) this.resume(frame.head, `the relay's head ${frame.head} is below seq ${this.position.acked_seq}, which it acknowledged for an op of ours`);
         void this.pump();
         break;
       case 'ops':
         break; // handled by onOps
-      case 'caught_up':
+      case 'caught_up': {
         this.head = Math.max(this.head, frame.head);
+        const epoch = this.epoch;
+        const ws = this.ws;
         void this.ingest.then(() => {
+          // A page that failed closed the connection: that is not caught up.
+          if (this.epoch !== epoch || (ws !== null && this.failedSockets.has(ws))) return;
           this.caughtUp = true;
+          this.progressed();
         });
         break;
+      }
       case 'ack': {
         const upTo = this.inFlight.get(frame.id);
         this.inFlight.delete(frame.id);
         this.head = Math.max(this.head, frame.head);
+        this.logAckRefusals(json);
         if (upTo !== undefined && upTo > this.position.acked) {
-          this.position = { ...this.position, acked: upTo };
+          const seqs = frame.results.map((r) => r.seq);
+          this.position = { ...this.position, acked: upTo, acked_seq: Math.max(this.position.acked_seq ?? 0, ...seqs) };
+          this.progressed();
           const pos = this.position;
           void this.opts.run((db) => writePosition(db, this.key, pos)).then(() => this.pump());
         } else void this.pump();
         break;
       }
       case 'error': {
-        this.lastError = `${frame.code}: ${frame.message}`;
-        if (!SYNC_ERROR_TABLE[frame.code].retry) {
+        this.setError(`${frame.code}: ${frame.message}${frame.resume_from === undefined ? '' : ` (resume from ${frame.resume_from})`}`, true);
+        if (frame.code === 'BAD_CURSOR' && frame.resume_from !== undefined) this.resume(frame.resume_from, `the relay's stream ends at seq ${frame.resume_from}, before this node's cursor ${this.position.cursor}`);
+        else if (!SYNC_ERROR_TABLE[frame.code].retry) {
           this.refused = true;
-          this.opts.log(`sync refused by the relay: ${this.lastError}`);
+          this.opts.log(`sync ${this.opts.binding.stream}: refused by the relay for good: ${this.lastError}`);
         }
         break;
       }
@@ -267,9 +321,16 @@ export class SyncClient {
     this.waitingPages++;
     if (this.waitingPages >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
     this.ingest = this.ingest
-      .then(async () => this.take(last, await checked))
+      .then(async () => {
+        const results = await checked;
+        if (ws === null || !this.failedSockets.has(ws)) await this.take(last, results);
+      })
       .catch((err: unknown) => {
-        this.fail(`storing ops failed: ${String(err)}`);
+        const first = rows[0]!.seq;
+        if (ws !== null) this.failedSockets.add(ws);
+        const message = `storing the page of seqs ${first}..${last} failed: ${String(err)}`;
+        if (ws === this.ws) this.fail(message);
+        else this.setError(message, true);
       })
       .finally(() => {
         this.waitingPages--;
@@ -279,28 +340,26 @@ export class SyncClient {
 
   /** Stores a page of checked stream ops and moves the cursor past them, in one transaction. */
   private async take(lastSeq: number, checked: CheckedOp[]): Promise<void> {
-    let next: SyncPosition = this.position;
-    let report: IngestReport | undefined;
-    await this.opts.run((db) =>
-      db.transaction(async (tx: Exec) => {
-        report = await ingestChecked(tx, checked, { projections: this.opts.projections });
-        const rejected = { ...this.position.rejected };
-        for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
-        next = { ...this.position, cursor: Math.max(lastSeq, this.position.cursor), rejected };
-        await writePosition(tx, this.key, next);
-      }),
-    );
-    this.position = { ...next, acked: this.position.acked };
+    const before = this.position;
+    const { next, report } = await this.opts.run((db) => storePage(db, this.key, before, lastSeq, checked, this.opts.projections));
+    // Acks may have moved the outbox mark meanwhile; the page owns only the cursor and the counts.
+    this.position = { ...next, acked: this.position.acked, acked_seq: this.position.acked_seq ?? 0 };
     this.received += checked.length;
-    if (report && report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
-    if (report && report.refusals.length > 0) {
-      const shown = report.refusals.slice(0, 5).map((r) => `${r.id ?? '?'} ${r.reason}: ${r.why}`);
-      this.opts.log(
-        `sync ${this.opts.binding.stream}: ${report.refusals.length - report.held} op(s) refused, ${report.held} held pending; ${shown.join('; ')}${report.refusals.length > 5 ? '; ...' : ''}`,
-      );
-    }
-    if (report && report.released > 0) this.opts.log(`sync ${this.opts.binding.stream}: ${report.released} pending op(s) taken in after a key rotation`);
+    if (next.cursor > before.cursor) this.progressed();
+    if (report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
+    const line = refusalLine(this.opts.binding.stream, report);
+    if (line !== null) this.opts.log(line);
+    if (report.released > 0) this.opts.log(`sync ${this.opts.binding.stream}: ${report.released} pending op(s) taken in after a key rotation`);
     if (this.received % 10_000 < checked.length) this.opts.log(`sync ${this.opts.binding.stream}: ${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`);
+  }
+
+  /** A relay that refuses single ops of a push (ops no store could keep) says so per op: each one is logged. */
+  private logAckRefusals(json: unknown): void {
+    const results = (json as { results?: unknown }).results;
+    if (!Array.isArray(results)) return;
+    for (const r of results as Array<{ op?: unknown; refused?: unknown }>) {
+      if (typeof r?.refused === 'string') this.opts.log(`sync ${this.opts.binding.stream}: the relay refused op ${String(r.op)}: ${r.refused}`);
+    }
   }
 
   /**

@@ -10,6 +10,11 @@ export type SyncPosition = {
   acked: number;
   /** Ops refused on arrival, by reason. */
   rejected: Record<string, number>;
+  /**
+   * Highest stream seq the relay gave an op of ours in an ack. A relay whose head is below it has lost
+   * ops it acknowledged (restored from a backup): ours are pushed again.
+   */
+  acked_seq?: number;
 };
 
 /** Positions are kept per relay and stream: binding elsewhere starts from the beginning of that stream. */
@@ -20,7 +25,7 @@ export function positionKey(relay: string, stream: string): string {
 export async function readPosition(db: Exec, key: string): Promise<SyncPosition> {
   const rows = await db.select().from(tables.syncState).where(eq(tables.syncState.key, key));
   const v = rows[0]?.value as Partial<SyncPosition> | undefined;
-  return { cursor: v?.cursor ?? 0, acked: v?.acked ?? 0, rejected: v?.rejected ?? {} };
+  return { cursor: v?.cursor ?? 0, acked: v?.acked ?? 0, rejected: v?.rejected ?? {}, acked_seq: v?.acked_seq ?? 0 };
 }
 
 export async function writePosition(db: Exec, key: string, pos: SyncPosition): Promise<void> {

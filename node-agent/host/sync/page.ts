@@ -1,0 +1,37 @@
+// Storing one page of stream ops: every op checked on its own, the page stored and the cursor moved in
+// one transaction. What no store could keep (protocol/storable.ts), what is badly signed or too far ahead
+// is counted by reason and skipped, so one op can never hold the cursor back.
+import type { CheckedOp } from '../../../crypto/index.js';
+import { ingestChecked, type Exec, type IngestReport, type Projection } from '../../kernel/index.js';
+import { writePosition, type SyncPosition } from './state.js';
+
+export type StoredPage = { next: SyncPosition; report: IngestReport };
+
+/**
+ * Takes in a page of checked ops whose last stream seq is `lastSeq` and writes the position with the
+ * cursor past it, in one transaction: a crash never skips or re-counts. Refusals add to `position.rejected`.
+ */
+export async function storePage(
+  db: { transaction<T>(fn: (tx: Exec) => Promise<T>): Promise<T> },
+  key: string,
+  position: SyncPosition,
+  lastSeq: number,
+  checked: readonly CheckedOp[],
+  projections: readonly Projection[],
+): Promise<StoredPage> {
+  return db.transaction(async (tx) => {
+    const report = await ingestChecked(tx, checked, { projections });
+    const rejected = { ...position.rejected };
+    for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
+    const next = { ...position, cursor: Math.max(lastSeq, position.cursor), rejected };
+    await writePosition(tx, key, next);
+    return { next, report };
+  });
+}
+
+/** One log line for a page's refusals (the first few named), or null when there were none. */
+export function refusalLine(stream: string, report: IngestReport): string | null {
+  if (report.refusals.length === 0) return null;
+  const shown = report.refusals.slice(0, 5).map((r) => `${r.id ?? '?'} ${r.reason}: ${r.why}`);
+  return `sync ${stream}: ${report.refusals.length - report.held} op(s) refused, ${report.held} held pending; ${shown.join('; ')}${report.refusals.length > 5 ? '; ...' : ''}`;
+}

@@ -1,0 +1,273 @@
+// The sync client recovering from what goes wrong on the other side: a relay restored from a backup
+// (BAD_CURSOR, or acknowledged ops gone), and a page that cannot be stored. A real SyncClient on a real
+// store, against a real relay (PostgreSQL for the backup case, as an operator would restore one).
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { eq } from 'drizzle-orm';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { PROJECTIONS } from '../node-agent/capabilities/index.js';
+import { createStore, openStore, tables, type Db, type Store } from '../node-agent/adapters/store/index.js';
+import { SyncClient } from '../node-agent/host/sync/client.js';
+import { positionKey, readPosition, writePosition } from '../node-agent/host/sync/state.js';
+import { appendOps, type Projection } from '../node-agent/kernel/index.js';
+import { newThreadId } from '../protocol/ids.js';
+import { silentLog, startRelay, type Relay } from '../server/index.js';
+import { Forger } from './helpers/forge.js';
+import { until } from './helpers/until.js';
+
+const HOME = inject('nexusHome');
+const OPERATOR = 'sync-recovery-operator-token-0123456789';
+let base: string;
+const stores: Store[] = [];
+const clients: SyncClient[] = [];
+
+beforeAll(() => {
+  base = mkdtempSync(join(tmpdir(), 'nexus-sync-recovery-'));
+});
+afterAll(async () => {
+  for (const c of clients) await c.stop().catch(() => undefined);
+  for (const s of stores) await s.close().catch(() => undefined);
+  rmSync(base, { recursive: true, force: true });
+});
+
+async function freshStore(): Promise<Store> {
+  const dir = join(base, `store-${stores.length}`);
+  await createStore(dir, HOME);
+  const store = await openStore(dir);
+  stores.push(store);
+  return store;
+}
+
+async function createStream(relay: Relay, name: string): Promise<string> {
+  const res = await fetch(`${relay.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name }) });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { token: string }).token;
+}
+
+/** A node's side of sync without the daemon: one workspace's store, its own ops, the real client, a log kept here. */
+class Node {
+  readonly log: string[] = [];
+  readonly who = new Forger();
+  client: SyncClient | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  constructor(
+    readonly store: Store,
+    readonly origin: string,
+    readonly projections: readonly Projection[] = PROJECTIONS,
+  ) {}
+
+  run = <T,>(fn: (db: Db) => Promise<T>): Promise<T> => {
+    const next = this.queue.then(() => fn(this.store.db));
+    this.queue = next.catch(() => undefined);
+    return next;
+  };
+
+  async start(relay: string, stream: string, token: string): Promise<void> {
+    this.client = new SyncClient({
+      binding: { relay, stream, token, bound_at: new Date().toISOString() },
+      origin: this.origin,
+      projections: this.projections,
+      run: this.run,
+      log: (line) => this.log.push(line),
+    });
+    clients.push(this.client);
+    await this.client.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.client?.stop();
+    this.client = null;
+  }
+
+  /** Writes `n` ops of its own (threads to a person), as a command would. */
+  async write(n: number): Promise<string[]> {
+    const author = { workspace: this.who.workspace, origin: this.origin, now: () => new Date(), signer: this.who.signer, projections: this.projections };
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const t = newThreadId();
+      const ops = await this.run((db) =>
+        db.transaction((tx) =>
+          appendOps(tx, author, [
+            { operation: t, thread: t, session: null, kind: 'thread.opened', body: { parent: null, subject: `op ${i}`, opener: { handle: 'alice', session: null }, target: { kind: 'person', handle: 'bob' } } },
+          ]),
+        ),
+      );
+      ids.push(...ops.map((o) => o.id));
+    }
+    this.client?.kick();
+    return ids;
+  }
+
+  status() {
+    return this.client!.status();
+  }
+
+  async ids(): Promise<Set<string>> {
+    return new Set((await this.run((db) => db.select({ id: tables.ops.id }).from(tables.ops))).map((r) => r.id));
+  }
+}
+
+const PG_URL = process.env['TEST_DATABASE_URL'];
+const pgSkip = await (async () => {
+  if (!PG_URL) return 'TEST_DATABASE_URL is not set';
+  const c = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
+  return c.connect().then(
+    () => (void c.end(), null),
+    (e: Error) => `PostgreSQL did not answer (${e.message})`,
+  );
+})();
+if (pgSkip) console.log(`sync-recovery: the restored-from-backup case is skipped: ${pgSkip}`);
+
+describe.skipIf(pgSkip !== null)('a relay restored from a backup (PostgreSQL)', () => {
+  const schema = `sync_recovery_${process.pid}_${Date.now().toString(36)}`;
+  let admin: pg.Client;
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: PG_URL! });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  });
+
+  const relayOpts = () => ({ port: 0, databaseUrl: PG_URL!, databaseSchema: schema, operatorToken: OPERATOR, log: silentLog });
+
+  it('follows resume_from after BAD_CURSOR and pushes its own ops the relay lost; a fresh node then gets them all', async () => {
+    let relay = await startRelay(relayOpts());
+    const token = await createStream(relay, 'team');
+    const a = new Node(await freshStore(), 'node-a');
+    await a.start(relay.url, 'team', token);
+    const before = await a.write(3);
+    await until('the first ops acknowledged and echoed', async () => {
+      const s = await a.status();
+      return s.outbox === 0 && s.cursor === 3 ? s : undefined;
+    });
+
+    // The operator's backup, then more acknowledged work, then the restore of that backup.
+    await admin.query(`CREATE TABLE "${schema}".backup_ops AS SELECT * FROM "${schema}".stream_ops`);
+    await admin.query(`CREATE TABLE "${schema}".backup_streams AS SELECT * FROM "${schema}".streams`);
+    const after = await a.write(3);
+    await until('the later ops acknowledged', async () => {
+      const s = await a.status();
+      return s.outbox === 0 && s.cursor === 6 ? s : undefined;
+    });
+    await a.stop();
+    await relay.close();
+    await admin.query(`DELETE FROM "${schema}".stream_ops`);
+    await admin.query(`INSERT INTO "${schema}".stream_ops SELECT * FROM "${schema}".backup_ops`);
+    await admin.query(`UPDATE "${schema}".streams s SET head = b.head FROM "${schema}".backup_streams b WHERE s.name = b.name`);
+    // Back at the same address: the node's position is kept per relay URL and stream.
+    const port = relay.port;
+    relay = await startRelay({ ...relayOpts(), port });
+    try {
+      await a.start(relay.url, 'team', token);
+      const s = await until('A to recover', async () => {
+        const s = await a.status();
+        return s.connected && s.outbox === 0 && s.cursor === 6 ? s : undefined;
+      });
+      expect(s.refused).toBe(false);
+      expect(a.log.some((l) => l.includes('BAD_CURSOR')), a.log.join('\n')).toBe(true);
+      // New work still goes out.
+      const more = await a.write(1);
+      const fresh = new Node(await freshStore(), 'node-c');
+      await fresh.start(relay.url, 'team', token);
+      await until('a fresh node to hold every op of A', async () => {
+        const held = await fresh.ids();
+        return [...before, ...after, ...more].every((id) => held.has(id)) ? true : undefined;
+      });
+      const relayIds = (await admin.query<{ op_id: string }>(`SELECT op_id FROM "${schema}".stream_ops`)).rows.map((r) => r.op_id);
+      expect(new Set(relayIds).size).toBe(relayIds.length);
+      expect(relayIds).toHaveLength(7);
+      await fresh.stop();
+    } finally {
+      await a.stop();
+      await relay.close();
+    }
+  });
+
+  it('pushes its own ops again when the relay’s head is below a seq it acknowledged, though its cursor is not past the head', async () => {
+    const relay = await startRelay(relayOpts());
+    try {
+      const token = await createStream(relay, 'lost');
+      const b = new Node(await freshStore(), 'node-b');
+      const mine = await b.write(2);
+      // As if a relay had acknowledged both at seqs up to 40 and then lost them, before this node read any.
+      const key = positionKey(relay.url, 'lost');
+      const localSeqs = await b.run((db) => db.select({ s: tables.ops.localSeq }).from(tables.ops).where(eq(tables.ops.origin, 'node-b')));
+      await b.run((db) => writePosition(db, key, { cursor: 0, acked: Math.max(...localSeqs.map((r) => Number(r.s))), rejected: {}, acked_seq: 40 }));
+      await b.start(relay.url, 'lost', token);
+      await until('B to push its ops again', async () => {
+        const s = await b.status();
+        return s.outbox === 0 && s.cursor === 2 ? s : undefined;
+      });
+      const held = (await admin.query<{ op_id: string }>(`SELECT op_id FROM "${schema}".stream_ops WHERE stream = 'lost'`)).rows.map((r) => r.op_id);
+      expect(held.sort()).toEqual([...mine].sort());
+      expect((await b.run((db) => readPosition(db, key))).acked_seq).toBe(2);
+      await b.stop();
+    } finally {
+      await relay.close();
+    }
+  });
+});
+
+describe('sync errors are kept and logged', () => {
+  let relay: Relay;
+  beforeAll(async () => {
+    relay = await startRelay({ dataDir: join(base, 'relay'), operatorToken: OPERATOR, log: silentLog });
+  });
+  afterAll(async () => {
+    await relay.close();
+  });
+
+  it('a page that cannot be stored: last_error stays through every reconnect until a page is stored, and each failure is logged', async () => {
+    const token = await createStream(relay, 'pages');
+    const writer = new Node(await freshStore(), 'writer');
+    await writer.start(relay.url, 'pages', token);
+    await writer.write(2);
+    await until('the writer to push', async () => ((await writer.status()).outbox === 0 ? true : undefined));
+
+    // A reader whose store refuses every page for now (a projection that throws, as a full disk would).
+    let broken = true;
+    const failing: Projection = {
+      name: 'failing',
+      apply: async () => {
+        if (broken) throw new Error('the disk is full');
+      },
+    };
+    const reader = new Node(await freshStore(), 'reader', [...PROJECTIONS, failing]);
+    await reader.start(relay.url, 'pages', token);
+    await until('two failed pages', async () => (reader.log.filter((l) => l.includes('the disk is full')).length >= 2 ? true : undefined), 30_000);
+    // Reconnected (welcomed) in between, and the error is still shown.
+    const s = await reader.status();
+    expect(s.cursor).toBe(0);
+    expect(s.last_error).toContain('the disk is full');
+    expect(s.last_error).toContain('seqs 1..2');
+    for (let i = 0; i < 5; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      expect((await reader.status()).last_error).not.toBeNull();
+    }
+    broken = false;
+    const ok = await until('the page stored', async () => {
+      const s = await reader.status();
+      return s.cursor === 2 && s.caught_up ? s : undefined;
+    });
+    expect(ok.last_error).toBeNull();
+    await reader.stop();
+    await writer.stop();
+  });
+
+  it('a refusal by the relay is logged and kept', async () => {
+    const token = await createStream(relay, 'refused');
+    const n = new Node(await freshStore(), 'wrong-token');
+    await n.start(relay.url, 'refused', `${token}x`);
+    const s = await until('the refusal', async () => {
+      const s = await n.status();
+      return s.refused ? s : undefined;
+    });
+    expect(s.last_error).toMatch(/^UNAUTHORIZED/);
+    expect(n.log.some((l) => l.includes('UNAUTHORIZED'))).toBe(true);
+    await n.stop();
+  });
+});

@@ -5,6 +5,7 @@ import type { EngineDeps, WorkspaceContext } from '../capabilities/context.js';
 import { keyHandlers } from '../capabilities/keys/commands.js';
 import { KeyRing } from '../capabilities/keys/index.js';
 import { threadHandlers } from '../capabilities/threads/commands.js';
+import { trustHandlers } from '../capabilities/trust/commands.js';
 import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
@@ -16,7 +17,7 @@ import { originId } from './node/files.js';
 import { directSyncHandlers } from './sync/commands.js';
 
 /** Every workspace command, as a host with the store open in this process answers it. */
-export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = { ...threadHandlers, ...keyHandlers, ...directSyncHandlers };
+export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = { ...threadHandlers, ...keyHandlers, ...trustHandlers, ...directSyncHandlers };
 
 /** Runs one workspace command; its answer is checked against the command's output schema. */
 export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K>) => Promise<CommandOutput<K>>;

@@ -8,6 +8,7 @@ import { NODE_VERBS } from './node-cmd.js';
 import { cliMain, str, type Program, type Verb } from './spec.js';
 import { SYNC_VERBS } from './sync-cmd.js';
 import { TRUST_VERBS } from './trust-cmd.js';
+import { UI_VERBS } from './ui-cmd.js';
 import { NexusError } from '../../protocol/errors.js';
 
 const init: Verb = {
@@ -51,7 +52,7 @@ const personasList: Verb = {
 export const NXS: Program = {
   name: 'nxs',
   summary: 'set up and run Nexus',
-  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS],
+  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS],
   footer: 'nxs relay serve | stream create ...     run a relay, and make streams on it: see nxs relay --help',
 };
 

@@ -10,7 +10,7 @@ import { streamSSE } from 'hono/streaming';
 import { parseInput } from '../../../protocol/commands.js';
 import { ERROR_TABLE, NexusError, type ErrorCode } from '../../../protocol/errors.js';
 import { Handle } from '../../../protocol/ids.js';
-import { failureOf, snapshot, ViewCache, type Failure, type Snapshot, type UiBackend } from './data.js';
+import { failureOf, snapshot, type Caches, type Failure, type Snapshot, type UiBackend } from './data.js';
 import { esc } from './html.js';
 import { page, type View } from './layout.js';
 import type { LiveHub } from './live.js';
@@ -24,6 +24,8 @@ import { renderThread } from './views/thread.js';
 export type UiAppOptions = {
   backend: UiBackend;
   hub: LiveHub;
+  /** Kept by whoever serves the app, which closes it with the server. */
+  cache: Caches;
   secret: string;
   /** The port the app is served on now (the cookie is named by it). */
   port: () => number;
@@ -72,7 +74,7 @@ function statusOf(code: string): number {
 
 export function uiApp(o: UiAppOptions): Hono {
   const app = new Hono();
-  const cache = new ViewCache();
+  const cache = o.cache;
   const fallbackActor = o.defaultActor ?? loginHandle();
 
   const actorOf = (c: Context): string => {
@@ -99,7 +101,8 @@ export function uiApp(o: UiAppOptions): Hono {
     await next();
     c.header('Content-Security-Policy', `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`);
     c.header('X-Content-Type-Options', 'nosniff');
-    c.header('Referrer-Policy', 'no-referrer');
+    // Same-origin only: the browser then names our origin on form posts (with no-referrer it says "null").
+    c.header('Referrer-Policy', 'same-origin');
     c.header('X-Frame-Options', 'DENY');
     if (!c.res.headers.get('Cache-Control')) c.header('Cache-Control', 'no-store');
   });
@@ -122,7 +125,8 @@ export function uiApp(o: UiAppOptions): Hono {
     }
     // A form posted from another origin is refused even with the cookie (SameSite already keeps it away).
     const origin = c.req.header('origin');
-    if (c.req.method === 'POST' && origin !== undefined && origin !== new URL(c.req.url).origin) {
+    const site = c.req.header('sec-fetch-site');
+    if (c.req.method === 'POST' && ((origin !== undefined && origin !== new URL(c.req.url).origin) || (site !== undefined && site !== 'same-origin'))) {
       return c.text('403: cross-origin form refused\n', 403);
     }
     return next();

@@ -67,14 +67,48 @@ export class ViewCache {
   }
 }
 
+/**
+ * Status reports, kept per workspace until that workspace announces appended ops: a page that
+ * refreshes because one workspace moved re-reads that one only. A report read while ops were
+ * being announced is not kept (its generation is already old).
+ */
+export class StatusCache {
+  private readonly generation = new Map<string, number>();
+  private readonly reports = new Map<string, { generation: number; report: StatusReport }>();
+  private readonly unsubscribe: () => void;
+
+  constructor(backend: UiBackend) {
+    this.unsubscribe = backend.onAppended((workspace) => {
+      this.generation.set(workspace, (this.generation.get(workspace) ?? 0) + 1);
+      this.reports.delete(workspace);
+    });
+  }
+
+  async get(backend: UiBackend, workspace: string): Promise<StatusReport> {
+    const generation = this.generation.get(workspace) ?? 0;
+    const hit = this.reports.get(workspace);
+    if (hit && hit.generation === generation) return hit.report;
+    const report = await backend.run('status', workspace, { all: true });
+    if ((this.generation.get(workspace) ?? 0) === generation) this.reports.set(workspace, { generation, report });
+    return report;
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+}
+
+export type Caches = { views: ViewCache; status: StatusCache };
+
 /** Reads every served workspace: status (all operations) and sync, plus the views of rows that may need a person. */
-export async function snapshot(backend: UiBackend, cache: ViewCache): Promise<Snapshot> {
+export async function snapshot(backend: UiBackend, cache: Caches): Promise<Snapshot> {
   const node = await backend.run('node.info', null, {});
   const workspaces = await Promise.all(
     node.workspaces.map(async (w): Promise<WorkspaceSnapshot> => {
       const out: WorkspaceSnapshot = { id: w.id, name: w.name, root: w.root, status: null, sync: null, error: null };
       try {
-        [out.status, out.sync] = await Promise.all([backend.run('status', w.id, { all: true }), backend.run('sync.status', w.id, {})]);
+        // Sync is read afresh every time: a relay going away appends nothing.
+        [out.status, out.sync] = await Promise.all([cache.status.get(backend, w.id), backend.run('sync.status', w.id, {})]);
       } catch (err) {
         out.error = failureOf(err);
       }
@@ -87,7 +121,7 @@ export async function snapshot(backend: UiBackend, cache: ViewCache): Promise<Sn
       for (const row of op.threads) {
         if (!mayNeedPerson(row)) continue;
         try {
-          views.set(`${w.id}/${row.thread}`, await cache.get(backend, w.id, row));
+          views.set(`${w.id}/${row.thread}`, await cache.views.get(backend, w.id, row));
         } catch {
           /* a thread that cannot be read is left out of Needs you; Operations still lists it */
         }

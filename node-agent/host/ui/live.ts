@@ -57,7 +57,7 @@ export class LiveHub {
       const workspaces = [...this.touched];
       this.touched.clear();
       this.send('ops', JSON.stringify({ workspaces }));
-    }, this.opts.debounceMs ?? 50);
+    }, this.opts.debounceMs ?? 25);
     this.flushTimer.unref();
   }
 

@@ -11,7 +11,7 @@ import type { UiInfo } from '../../../protocol/commands.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { writeFileAtomic } from '../../../infra/index.js';
 import { uiApp } from './app.js';
-import type { UiBackend } from './data.js';
+import { StatusCache, ViewCache, type UiBackend } from './data.js';
 import { LiveHub } from './live.js';
 import { strongSecret, uiSecret } from './secret.js';
 
@@ -70,7 +70,8 @@ export async function startUi(opts: UiOptions): Promise<UiServer> {
   const portFile = join(opts.nodeDir, 'ui.json');
   const hub = new LiveHub(opts.backend, opts.syncEveryMs === undefined ? {} : { syncEveryMs: opts.syncEveryMs });
   let current = { server: null as Server | null, host: LOOPBACK, port: 0 };
-  const app = uiApp({ backend: opts.backend, hub, secret, port: () => current.port });
+  const cache = { views: new ViewCache(), status: new StatusCache(opts.backend) };
+  const app = uiApp({ backend: opts.backend, hub, cache, secret, port: () => current.port });
 
   async function bind(host: string, port: number | null): Promise<void> {
     if (!isLoopback(host) && !strongSecret(secret)) {
@@ -115,6 +116,7 @@ export async function startUi(opts: UiOptions): Promise<UiServer> {
     },
     close: async () => {
       hub.close();
+      cache.status.close();
       if (current.server) await stop(current.server);
       current.server = null;
     },

@@ -55,6 +55,7 @@ function snap(r: StatusRow, messages: Msg[], extra: Partial<Snapshot> = {}): Sna
     ],
     unserved: [],
     views: new Map([[`${WS}/${r.thread}`, view]]),
+    undetailed: 0,
     ...extra,
   };
 }

@@ -137,7 +137,7 @@ export function uiApp(o: UiAppOptions): Hono {
   app.get('/', async (c) => {
     const s = await snapshot(o.backend, cache);
     const items = needsOf(s);
-    return render(c, 'needs', 'Needs you', renderNeeds(items, { actor: actorOf(c), workspaces: s.workspaces.length, notice: postedNotice(c) }), items.length);
+    return render(c, 'needs', 'Needs you', renderNeeds(items, { actor: actorOf(c), workspaces: s.workspaces.length, notice: postedNotice(c), undetailed: s.undetailed }), items.length);
   });
 
   app.get('/operations', async (c) => {

@@ -33,7 +33,16 @@ export type Snapshot = {
   unserved: Array<{ id: string; root: string }>;
   /** Thread views of the rows that may need a person, by `${workspace}/${thread}`. */
   views: Map<string, ThreadView>;
+  /** Rows that may need a person beyond the newest DETAIL_LIMIT: counted, not read. */
+  undetailed: number;
 };
+
+/**
+ * How many rows that may need a person are read in full (newest first) for one page. Each is a
+ * threads.show the first time; a node with thousands of finished operations still answers its
+ * first page in a moment, and says how many older ones it did not look at.
+ */
+export const DETAIL_LIMIT = 100;
 
 export function failureOf(err: unknown): Failure {
   if (isNexusError(err)) return { code: err.code, message: err.message };
@@ -115,20 +124,20 @@ export async function snapshot(backend: UiBackend, cache: Caches): Promise<Snaps
       return out;
     }),
   );
-  const views = new Map<string, ThreadView>();
+  const candidates: Array<{ workspace: string; row: StatusRow }> = [];
   for (const w of workspaces) {
-    for (const op of w.status?.operations ?? []) {
-      for (const row of op.threads) {
-        if (!mayNeedPerson(row)) continue;
-        try {
-          views.set(`${w.id}/${row.thread}`, await cache.views.get(backend, w.id, row));
-        } catch {
-          /* a thread that cannot be read is left out of Needs you; Operations still lists it */
-        }
-      }
+    for (const op of w.status?.operations ?? []) for (const row of op.threads) if (mayNeedPerson(row)) candidates.push({ workspace: w.id, row });
+  }
+  candidates.sort((a, b) => b.row.updated.localeCompare(a.row.updated));
+  const views = new Map<string, ThreadView>();
+  for (const { workspace, row } of candidates.slice(0, DETAIL_LIMIT)) {
+    try {
+      views.set(`${workspace}/${row.thread}`, await cache.views.get(backend, workspace, row));
+    } catch {
+      /* a thread that cannot be read is left out of Needs you; Operations still lists it */
     }
   }
   const served = new Set(node.workspaces.map((w) => w.id));
   const unserved = backend.registered().filter((r) => !served.has(r.id));
-  return { node, workspaces, unserved, views };
+  return { node, workspaces, unserved, views, undetailed: Math.max(0, candidates.length - DETAIL_LIMIT) };
 }

@@ -43,7 +43,7 @@ ${replyForm({ workspace: i.workspace, thread: i.thread, actor, back: '/' })}
   }
 }
 
-export function renderNeeds(items: NeedItem[], opts: { actor: string; workspaces: number; notice?: string }): string {
+export function renderNeeds(items: NeedItem[], opts: { actor: string; workspaces: number; notice?: string; undetailed?: number }): string {
   const people = items.filter((i) => i.kind === 'escalated' || i.kind === 'awaiting').length;
   const summary =
     items.length === 0
@@ -51,5 +51,6 @@ export function renderNeeds(items: NeedItem[], opts: { actor: string; workspaces
       : `<p class="meta">${items.length} item(s) across ${opts.workspaces} workspace(s); ${people} wait for an answer.</p>`;
   return `${opts.notice ?? ''}<h1>Needs you</h1>
 ${summary}
-<ol class="needs">${items.map((i, n) => item(i, n, opts.actor)).join('\n')}</ol>`;
+<ol class="needs">${items.map((i, n) => item(i, n, opts.actor)).join('\n')}</ol>
+${opts.undetailed ? `<p class="meta" data-undetailed="${opts.undetailed}">${opts.undetailed} older finished operation(s) may also wait on a person; they are not read here. See <a href="/operations">Operations</a>.</p>` : ''}`;
 }

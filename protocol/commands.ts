@@ -104,6 +104,32 @@ export const SyncReportSchema = z.union([
 ]);
 export type SyncReport = z.infer<typeof SyncReportSchema>;
 
+/** The workspaces trusted here (.nxs/trust.json) and, for each, the key chain this node verified for it. */
+export const TrustReportSchema = z.object({
+  workspace: z.string(),
+  trusted: z.array(
+    z.object({
+      workspace: z.string(),
+      name: z.string().nullable(),
+      key: PublicJwkSchema,
+      added_at: z.string(),
+      /** The genesis key first, then each key its rotation ops certified, as this store holds them. */
+      history: KeyReportSchema.shape.history,
+    }),
+  ),
+});
+export type TrustReport = z.infer<typeof TrustReportSchema>;
+
+/** Where the node's web dashboard listens: its URL carries the node's secret. */
+export const UiInfoSchema = z.object({
+  url: z.string(),
+  host: z.string(),
+  port: z.number().int(),
+  /** False when bound beyond loopback (`nxs ui --host`). */
+  loopback: z.boolean(),
+});
+export type UiInfo = z.infer<typeof UiInfoSchema>;
+
 export const NodeInfoSchema = z.object({
   pid: z.number().int(),
   started_at: z.string(),
@@ -260,6 +286,13 @@ export const COMMANDS = {
     output: RotateResultSchema,
     errors: [],
   }),
+  'trust.list': spec({
+    scope: 'workspace',
+    summary: 'the workspaces trusted here, each with its alias and verified key history',
+    input: empty,
+    output: TrustReportSchema,
+    errors: [],
+  }),
   'sync.status': spec({
     scope: 'workspace',
     summary: "how this workspace's sync through its relay stream is doing",
@@ -288,6 +321,16 @@ export const COMMANDS = {
     input: z.object({ workspace: z.string().min(1).max(64) }),
     output: z.object({ workspace: z.string(), serving: z.boolean() }),
     errors: [],
+  }),
+  'node.ui': spec({
+    scope: 'node',
+    summary: "the web dashboard's URL; with host or port, listen there from now on",
+    input: z.object({
+      host: z.string().min(1).max(253).nullable(),
+      port: z.number().int().min(0).max(65535).nullable(),
+    }),
+    output: UiInfoSchema,
+    errors: ['USAGE'],
   }),
   'node.shutdown': spec({ scope: 'node', summary: 'stop the node', input: empty, output: z.object({ stopping: z.boolean() }), errors: [] }),
 } as const;

@@ -11,6 +11,7 @@ import { slowStep } from './progress.js';
 import { cliMain, str, type Program, type Verb } from './spec.js';
 import { SYNC_VERBS } from './sync-cmd.js';
 import { TRUST_VERBS } from './trust-cmd.js';
+import { UI_VERBS } from './ui-cmd.js';
 import { NexusError } from '../../protocol/errors.js';
 
 const init: Verb = {
@@ -65,7 +66,7 @@ const personasList: Verb = {
 export const NXS: Program = {
   name: 'nxs',
   summary: 'set up and run Nexus',
-  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS],
+  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS],
   footer: 'nxs relay serve | stream create ...     run a relay, and make streams on it: see nxs relay --help',
 };
 

@@ -8,6 +8,7 @@ import { transcriptHandlers } from '../capabilities/transcripts/commands.js';
 import { KeyRing } from '../capabilities/keys/index.js';
 import { leaseHandlers } from '../capabilities/leases/commands.js';
 import { threadHandlers } from '../capabilities/threads/commands.js';
+import { trustHandlers } from '../capabilities/trust/commands.js';
 import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
@@ -23,6 +24,7 @@ export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = 
   ...threadHandlers,
   ...leaseHandlers,
   ...keyHandlers,
+  ...trustHandlers,
   ...directSyncHandlers,
   ...channelHandlers,
   ...transcriptHandlers,

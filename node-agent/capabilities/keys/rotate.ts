@@ -15,7 +15,8 @@ export type KeyDeps = Pick<EngineDeps, 'db' | 'workspace' | 'keys' | 'origin' | 
 export type { KeyReport, RotateResult };
 export type KeyHistoryEntry = KeyReport['history'][number];
 
-async function chain(db: Exec, workspace: string): Promise<KeyHistoryEntry[]> {
+/** The rotations this store holds for `workspace` (its own or a peer's), oldest first. */
+export async function keyChain(db: Exec, workspace: string): Promise<KeyHistoryEntry[]> {
   const rows = await db.select().from(tables.workspaceKeys).where(eq(tables.workspaceKeys.workspace, workspace)).orderBy(asc(tables.workspaceKeys.lamport));
   return rows.map((r) => ({ key: r.key, signed_by: r.signedBy, op: r.op, lamport: r.lamport, ts: r.ts }));
 }
@@ -36,7 +37,7 @@ export async function certifiedKeys(db: Exec, workspace: string): Promise<Array<
 export async function keyReport(deps: KeyDeps): Promise<KeyReport> {
   const genesis = deps.keys.genesisJwk();
   const signer = deps.keys.signer;
-  const history = [{ key: genesis.x, signed_by: null, op: null, lamport: null, ts: null }, ...(await chain(deps.db, deps.workspace.id))];
+  const history = [{ key: genesis.x, signed_by: null, op: null, lamport: null, ts: null }, ...(await keyChain(deps.db, deps.workspace.id))];
   return {
     workspace: deps.workspace.id,
     short: deps.workspace.short,

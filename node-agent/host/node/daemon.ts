@@ -2,6 +2,7 @@
 // open, serves them over a Unix socket, and keeps the clock (a ticker that settles dead turns).
 import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
+import { EventEmitter } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
 import { acquireLock, describeOwner } from '../../../infra/index.js';
 import { mkdirSync } from 'node:fs';
@@ -9,14 +10,15 @@ import { and, asc, eq, gt, inArray, isNotNull } from 'drizzle-orm';
 import { checkOps } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Op } from '../../../protocol/ops.js';
-import type { NodeCommand, WorkspaceCommand } from '../../../protocol/commands.js';
+import type { CommandName, NodeCommand, UiInfo, WorkspaceCommand } from '../../../protocol/commands.js';
 import { ingestChecked, invoke, rowToOp, type Handlers } from '../../kernel/index.js';
 import { hostFor, realDeps, type Host } from '../index.js';
-import { rpcApp } from '../rpc/server.js';
+import { rpcApp, type RpcBackend } from '../rpc/server.js';
 import { NODE_PURPOSE, openStore, tables, type Store } from '../../adapters/store/index.js';
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
 import { recover } from '../../capabilities/leases/index.js';
+import { startUi, type UiServer } from '../ui/index.js';
 import { addToRegistry, nodeLockPath, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
 type Served = {
@@ -38,9 +40,22 @@ type Served = {
 /** How many own ops one local delivery pass reads at a time. */
 const DELIVERY_PAGE = 500;
 
-export type NodeOptions = { home?: string; tickMs?: number; log?: (line: string) => void };
+export type NodeOptions = { home?: string; tickMs?: number; log?: (line: string) => void; /** false: no web dashboard. */ ui?: boolean };
 
-export type RunningNode = { paths: NodePaths; socket: string; pid: number; close: () => Promise<void>; closed: Promise<void> };
+export type RunningNode = {
+  paths: NodePaths;
+  socket: string;
+  pid: number;
+  /** The dashboard's URL (with the node's secret), or null when it is off or could not start. */
+  ui: () => UiInfo | null;
+  /** "ops": a workspace's log grew (a command ran, or synced or delivered ops were taken in); the argument is its id. */
+  events: EventEmitter<{ ops: [workspace: string] }>;
+  close: () => Promise<void>;
+  closed: Promise<void>;
+};
+
+/** Commands that only read: they append nothing, so they announce nothing (the dashboard runs them on every event). */
+const READS: ReadonlySet<CommandName> = new Set(['status', 'threads.show', 'keys.show', 'trust.list', 'sync.status']);
 
 /** How often the ticker looks for turns whose process died without reporting. */
 const DEFAULT_TICK_MS = 30_000;
@@ -68,6 +83,9 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   });
 
   const served = new Map<string, Served>();
+  const events = new EventEmitter<{ ops: [workspace: string] }>();
+  events.setMaxListeners(0);
+  let ui: UiServer | null = null;
   const origin = originId(paths.home);
   const startedAt = new Date().toISOString();
 
@@ -169,6 +187,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       return true;
     });
     if (reacted) {
+      events.emit('ops', to.workspace.id);
       to.sync?.kick();
       deliverFrom(to);
     }
@@ -222,6 +241,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       run: (fn) => inQueue(entry, () => fn(entry.store.db)),
       // Foreign ops just stored: commissions addressed here are admitted, answers wake requesters.
       onIngested: (ops) => {
+        events.emit('ops', entry.workspace.id);
         void inQueue(entry, () => entry.host.engine.react(ops))
           .then(() => {
             entry.sync?.kick();
@@ -257,6 +277,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     stopping ??= (async () => {
       clearInterval(ticker);
       await new Promise<void>((r) => server.close(() => r()));
+      await ui?.close();
       for (const entry of served.values()) {
         if (entry.leaseTimer !== null) clearTimeout(entry.leaseTimer);
         await entry.sync?.stop();
@@ -297,6 +318,10 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       }
       return { workspace: workspace, serving: false };
     },
+    'node.ui': async (_, { host, port }) => {
+      if (ui === null) throw new NexusError('INTERNAL', `the dashboard is not running on this node; see ${paths.log}`);
+      return host === null && port === null ? ui.info() : ui.rebind(host, port);
+    },
     'node.shutdown': async () => {
       setTimeout(() => void close(), 10);
       return { stopping: true };
@@ -311,15 +336,18 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     },
   };
 
-  const app = rpcApp({
-    run: (name, workspace, input) => {
-      if (workspace === null) return invoke(nodeHandlers, null, name as NodeCommand, input as never) as never;
-      const entry = served.get(workspace);
-      if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`));
-      if (name === 'sync.status' || name === 'sync.reload') return invoke(syncHandlers, entry, name, input as never) as never;
-      return withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never)) as never;
-    },
-  });
+  // The one command path: the RPC route and the dashboard both run commands through it.
+  const run: RpcBackend['run'] = (name, workspace, input) => {
+    if (workspace === null) return invoke(nodeHandlers, null, name as NodeCommand, input as never) as never;
+    const entry = served.get(workspace);
+    if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`));
+    if (name === 'sync.status' || name === 'sync.reload') return invoke(syncHandlers, entry, name, input as never) as never;
+    const done = withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never));
+    // A refused command may still have written (a start failure it recorded): announce either way.
+    if (!READS.has(name)) void done.then(() => events.emit('ops', workspace), () => events.emit('ops', workspace));
+    return done as never;
+  };
+  const app = rpcApp({ run });
 
   rmSync(paths.socket, { force: true });
   server = createAdaptorServer({ fetch: app.fetch }) as Server;
@@ -328,6 +356,16 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     server.listen(paths.socket, () => resolve());
   });
   writeInfo(paths, { pid: process.pid, started_at: startedAt, socket: paths.socket, home: paths.home });
+  if (opts.ui !== false) {
+    const onAppended = (listener: (workspace: string) => void) => {
+      events.on('ops', listener);
+      return () => void events.off('ops', listener);
+    };
+    ui = await startUi({ nodeDir: paths.dir, backend: { run, onAppended, registered: () => readRegistry(paths).workspaces }, log }).catch((err: unknown) => {
+      log(`the dashboard could not start: ${String(err)}`);
+      return null;
+    });
+  }
 
   // A workspace whose previous tick has not finished is skipped, so ticks never pile up in its queue.
   const ticking = new Set<string>();
@@ -336,6 +374,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       if (ticking.has(id)) continue;
       ticking.add(id);
       void withHost(id, (h) => h.run('tick', {}))
+        .then((r) => void (r.settled > 0 && events.emit('ops', id)))
         .catch((err: unknown) => log(`tick of ${id} failed: ${String(err)}`))
         .finally(() => ticking.delete(id));
     }
@@ -343,5 +382,5 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   ticker.unref();
   log(`node ${process.pid} listening on ${paths.socket}; ${served.size} workspace(s); tick every ${opts.tickMs ?? DEFAULT_TICK_MS} ms`);
   if (!existsSync(paths.socket)) throw new NexusError('INTERNAL', 'the node socket vanished');
-  return { paths, socket: paths.socket, pid: process.pid, close, closed };
+  return { paths, socket: paths.socket, pid: process.pid, ui: () => ui?.info() ?? null, events, close, closed };
 }

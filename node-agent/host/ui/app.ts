@@ -1,0 +1,223 @@
+// The dashboard's routes. Every request must carry the node's secret (the URL's ?k= once, then the
+// HttpOnly SameSite=Strict cookie set from it); every read and every action runs a command of
+// protocol/commands.ts through the node's own command path, so the page is refused as the CLI is.
+import { randomBytes } from 'node:crypto';
+import { userInfo } from 'node:os';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { getCookie, setCookie } from 'hono/cookie';
+import { streamSSE } from 'hono/streaming';
+import { parseInput } from '../../../protocol/commands.js';
+import { ERROR_TABLE, NexusError, type ErrorCode } from '../../../protocol/errors.js';
+import { Handle } from '../../../protocol/ids.js';
+import { failureOf, snapshot, type Caches, type Failure, type Snapshot, type UiBackend } from './data.js';
+import { esc } from './html.js';
+import { page, type View } from './layout.js';
+import type { LiveHub } from './live.js';
+import { needsOf } from './needs.js';
+import { cookieName, secretMatches } from './secret.js';
+import { renderNeeds } from './views/needs.js';
+import { renderOperations } from './views/operations.js';
+import { renderSync, type SyncPageEntry } from './views/sync.js';
+import { renderThread } from './views/thread.js';
+
+export type UiAppOptions = {
+  backend: UiBackend;
+  hub: LiveHub;
+  /** Kept by whoever serves the app, which closes it with the server. */
+  cache: Caches;
+  secret: string;
+  /** The port the app is served on now (the cookie is named by it). */
+  port: () => number;
+  /** The person a reply is posted as when the page names nobody (default: the login name). */
+  defaultActor?: string;
+};
+
+const ACTOR_COOKIE = 'nxs_actor';
+/** A message is at most 256 KiB; the form around it adds little. */
+const MAX_FORM_BYTES = 300 * 1024;
+/** How long an open page waits between keep-alive comments on its event stream. */
+const KEEPALIVE_MS = 15_000;
+
+/** A person's handle, as NXC_ACTOR takes it: never a session's (which holds a slash). */
+export function isPersonHandle(h: string): boolean {
+  return Handle.safeParse(h).success && !h.includes('/');
+}
+
+export function loginHandle(): string {
+  let user = '';
+  try {
+    user = userInfo().username.toLowerCase();
+  } catch {
+    /* no passwd entry (a container): fall through */
+  }
+  return isPersonHandle(user) ? user : 'human';
+}
+
+/** Only a path of this site is a place to go back to (never another origin). */
+function safeBack(raw: unknown): string {
+  return typeof raw === 'string' && /^\/(?!\/)[^\s\\]*$/.test(raw) && raw.length < 2048 ? raw : '/';
+}
+
+function withParam(path: string, key: string, value: string): string {
+  const [base, hash] = path.split('#', 2) as [string, string | undefined];
+  return `${base}${base.includes('?') ? '&' : '?'}${key}=${encodeURIComponent(value)}${hash === undefined ? '' : `#${hash}`}`;
+}
+
+function failureNotice(f: Failure): string {
+  return `<div class="notice bad" role="alert" data-error="${esc(f.code)}"><strong>Refused: <code>${esc(f.code)}</code></strong> ${esc(f.message)}</div>`;
+}
+
+function statusOf(code: string): number {
+  return (ERROR_TABLE as Record<string, { http: number }>)[code]?.http ?? 500;
+}
+
+export function uiApp(o: UiAppOptions): Hono {
+  const app = new Hono();
+  const cache = o.cache;
+  const fallbackActor = o.defaultActor ?? loginHandle();
+
+  const actorOf = (c: Context): string => {
+    const saved = getCookie(c, ACTOR_COOKIE);
+    return saved !== undefined && isPersonHandle(saved) ? saved : fallbackActor;
+  };
+
+  const render = (c: Context, view: View, title: string, body: string, needs: number | null, status = 200) => {
+    const nonce = c.get('nonce' as never) as string;
+    return c.html(page({ title, view, needs, body, nonce, renderedAt: new Date().toISOString() }), status as 200);
+  };
+
+  const postedNotice = (c: Context): string => {
+    const posted = c.req.query('posted');
+    return posted !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(posted)
+      ? `<p class="notice ok" role="status" data-posted="${esc(posted)}">Reply posted (message <code>${esc(posted)}</code>).</p>`
+      : '';
+  };
+
+  // Headers first, so even a refusal carries them.
+  app.use('*', async (c, next) => {
+    const nonce = randomBytes(16).toString('base64');
+    c.set('nonce' as never, nonce as never);
+    await next();
+    c.header('Content-Security-Policy', `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`);
+    c.header('X-Content-Type-Options', 'nosniff');
+    // Same-origin only: the browser then names our origin on form posts (with no-referrer it says "null").
+    c.header('Referrer-Policy', 'same-origin');
+    c.header('X-Frame-Options', 'DENY');
+    if (!c.res.headers.get('Cache-Control')) c.header('Cache-Control', 'no-store');
+  });
+
+  // The secret, on every request. A URL carrying it sets the cookie and is answered with a redirect
+  // to the same page without it, so it leaves the address bar.
+  app.use('*', async (c, next) => {
+    const fromUrl = c.req.query('k');
+    if (fromUrl !== undefined && secretMatches(fromUrl, o.secret)) {
+      setCookie(c, cookieName(o.port()), o.secret, { httpOnly: true, sameSite: 'Strict', path: '/' });
+      if (c.req.method !== 'GET') return next();
+      const url = new URL(c.req.url);
+      url.searchParams.delete('k');
+      return c.redirect(`${url.pathname}${url.search}`, 303);
+    }
+    const auth = c.req.header('authorization');
+    const bearer = auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
+    if (!secretMatches(getCookie(c, cookieName(o.port())), o.secret) && !secretMatches(bearer, o.secret)) {
+      return c.text('403: this dashboard needs its secret. Open the URL `nxs ui` prints.\n', 403);
+    }
+    // A form posted from another origin is refused even with the cookie (SameSite already keeps it away).
+    const origin = c.req.header('origin');
+    const site = c.req.header('sec-fetch-site');
+    if (c.req.method === 'POST' && ((origin !== undefined && origin !== new URL(c.req.url).origin) || (site !== undefined && site !== 'same-origin'))) {
+      return c.text('403: cross-origin form refused\n', 403);
+    }
+    return next();
+  });
+
+  const needsCount = (s: Snapshot) => needsOf(s).length;
+
+  app.get('/', async (c) => {
+    const s = await snapshot(o.backend, cache);
+    const items = needsOf(s);
+    return render(c, 'needs', 'Needs you', renderNeeds(items, { actor: actorOf(c), workspaces: s.workspaces.length, notice: postedNotice(c), undetailed: s.undetailed }), items.length);
+  });
+
+  app.get('/operations', async (c) => {
+    const s = await snapshot(o.backend, cache);
+    return render(c, 'operations', 'Operations', postedNotice(c) + renderOperations(s.workspaces), needsCount(s));
+  });
+
+  app.get('/sync', async (c) => {
+    const s = await snapshot(o.backend, cache);
+    const entries: SyncPageEntry[] = await Promise.all(
+      s.workspaces.map(async (w) => ({
+        workspace: w,
+        keys: await o.backend.run('keys.show', w.id, {}).catch(failureOf),
+        trust: await o.backend.run('trust.list', w.id, {}).catch(failureOf),
+      })),
+    );
+    return render(c, 'sync', 'Sync', renderSync(entries), needsCount(s));
+  });
+
+  const threadPage = async (c: Context, workspace: string, thread: string, extra: { notice?: string; text?: string; status?: number }) => {
+    const s = await snapshot(o.backend, cache);
+    const w = s.workspaces.find((x) => x.id === workspace);
+    const back = `/w/${encodeURIComponent(workspace)}/t/${encodeURIComponent(thread)}`;
+    try {
+      if (!w) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`);
+      const view = await o.backend.run('threads.show', workspace, { thread });
+      const body = renderThread(w, view, { actor: actorOf(c), back, notice: (extra.notice ?? '') + postedNotice(c), ...(extra.text === undefined ? {} : { text: extra.text }) });
+      return render(c, null, view.thread.subject ?? 'Thread', body, needsCount(s), extra.status ?? 200);
+    } catch (err) {
+      const f = failureOf(err);
+      return render(c, null, 'Refused', (extra.notice ?? '') + failureNotice(f), needsCount(s), statusOf(f.code));
+    }
+  };
+
+  app.get('/w/:ws/t/:thread', (c) => threadPage(c, c.req.param('ws'), c.req.param('thread'), {}));
+
+  app.post(
+    '/w/:ws/t/:thread/reply',
+    bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('413: the form is larger than a message may be\n', 413) }),
+    async (c) => {
+      const ws = c.req.param('ws');
+      const thread = c.req.param('thread');
+      const form = await c.req.parseBody();
+      const actor = typeof form['actor'] === 'string' ? form['actor'].trim() : '';
+      // Browsers send CRLF line ends; a terminal sends LF. The message is the same either way.
+      const text = typeof form['text'] === 'string' ? form['text'].replace(/\r\n?/g, '\n') : '';
+      const back = safeBack(form['back']);
+      try {
+        if (!isPersonHandle(actor)) {
+          throw new NexusError('BAD_REQUEST', `${JSON.stringify(actor)} is not a person's handle (lowercase letters, digits, . _ -; as NXC_ACTOR takes it)`);
+        }
+        const input = parseInput('reply', { thread, escalate: false, text, caller: { actor, session: null, hop: null } });
+        const receipt = await o.backend.run('reply', ws, input);
+        setCookie(c, ACTOR_COOKIE, actor, { httpOnly: true, sameSite: 'Strict', path: '/' });
+        return c.redirect(withParam(back, 'posted', receipt.message), 303);
+      } catch (err) {
+        const f = failureOf(err);
+        return threadPage(c, ws, thread, { notice: failureNotice(f), text, status: statusOf(f.code as ErrorCode) });
+      }
+    },
+  );
+
+  app.get('/events', (c) =>
+    streamSSE(c, async (stream) => {
+      let wake: () => void = () => undefined;
+      const done = new Promise<void>((r) => (wake = r));
+      const stop = o.hub.subscribe((event, data) => void stream.writeSSE({ event, data }).catch(() => wake()));
+      stream.onAbort(() => wake());
+      const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(() => wake()), KEEPALIVE_MS);
+      await stream.writeSSE({ event: 'hello', data: '{}', retry: 2_000 });
+      await done;
+      clearInterval(keepAlive);
+      stop();
+    }),
+  );
+
+  app.notFound((c) => render(c, null, 'Not found', '<h1>Not found</h1><p>No such page. <a href="/">Needs you</a>.</p>', null, 404));
+  app.onError((err, c) => {
+    const f = failureOf(err);
+    return render(c, null, 'Failed', `<h1>Could not read the node</h1>${failureNotice(f)}`, null, statusOf(f.code));
+  });
+  return app;
+}

@@ -1,0 +1,89 @@
+// "Needs you": what waits on a person, across every workspace the node serves. Pure: a snapshot in,
+// the list out, so the rules read (and are tested) without a node.
+import type { SyncReport } from '../../../protocol/commands.js';
+import type { StatusRow, ThreadView } from '../../../protocol/receipts.js';
+import { mayNeedPerson, type Snapshot } from './data.js';
+
+type Where = { workspace: string; workspace_name: string };
+type Thread = Where & { thread: string; operation: string; subject: string | null; to: string; opener: string };
+
+export type NeedItem =
+  /** A root a person opened was handed back (`nxc reply --escalate`): the text says what is needed. */
+  | (Thread & { kind: 'escalated'; by: string; text: string; ts: string })
+  /** A person's operation finished and its answer waits to be read or answered. */
+  | (Thread & { kind: 'awaiting'; by: string; text: string; ts: string })
+  /** The workspace a commission was addressed to refused it. */
+  | (Thread & { kind: 'rejected'; code: string; ts: string })
+  /** A workspace cannot be read, or is registered and not served. */
+  | (Where & { kind: 'service'; code: string; message: string })
+  | (Where & { kind: 'sync'; problems: SyncProblem[] });
+
+export type SyncProblem = { code: 'refused' | 'unreachable' | 'lag' | 'outbox' | 'rejected' | 'pending'; text: string };
+
+/** What is wrong with a workspace's sync, if anything; an unbound workspace has nothing wrong. */
+export function syncProblems(r: SyncReport | null): SyncProblem[] {
+  if (r === null || !r.bound) return [];
+  const out: SyncProblem[] = [];
+  if (r.refused) out.push({ code: 'refused', text: `the relay refused this binding${r.last_error ? `: ${r.last_error}` : ''}` });
+  else if (!r.connected) out.push({ code: 'unreachable', text: `relay ${r.relay} unreachable${r.last_error ? `: ${r.last_error}` : ''}` });
+  if ((r.lag ?? 0) > 0) out.push({ code: 'lag', text: `${r.lag} op(s) behind the stream head (cursor ${r.cursor} of ${r.head ?? '?'})` });
+  // While connected the outbox drains on its own; it is trouble only when nothing can take it.
+  if (r.outbox > 0 && !r.connected) out.push({ code: 'outbox', text: `${r.outbox} op(s) written here wait to be pushed` });
+  const rejected = Object.entries(r.rejected).filter(([, n]) => n > 0);
+  if (rejected.length > 0) out.push({ code: 'rejected', text: `ops refused on arrival: ${rejected.map(([why, n]) => `${why} ${n}`).join(', ')}` });
+  if (r.pending > 0) out.push({ code: 'pending', text: `${r.pending} op(s) held until their signing key is known` });
+  return out;
+}
+
+/** The newest message that discharged the thread (an answer or a hand-back). */
+function discharge(view: ThreadView) {
+  for (let i = view.messages.length - 1; i >= 0; i--) {
+    const m = view.messages[i]!;
+    if (m.effect === 'answer' || m.effect === 'escalate') return { index: i, message: m };
+  }
+  return null;
+}
+
+function personItem(s: Snapshot, where: Where, operation: string, row: StatusRow): NeedItem | null {
+  const view = s.views.get(`${where.workspace}/${row.thread}`);
+  if (!view || view.thread.state !== 'answered') return null;
+  // Only a thread a person opened waits on a person; a session's hand-back wakes that session.
+  if (view.messages[0]?.session !== null) return null;
+  const d = discharge(view);
+  if (d === null) return null;
+  // A person has written since the answer or the hand-back: it no longer waits on anyone.
+  if (view.messages.slice(d.index + 1).some((m) => m.session === null)) return null;
+  const base = { ...where, thread: row.thread, operation, subject: row.subject, to: row.to, opener: row.opener, by: d.message.author, text: d.message.text, ts: d.message.ts };
+  return row.escalated ? { kind: 'escalated', ...base } : { kind: 'awaiting', ...base };
+}
+
+/** Needs you, most pressing first: hand-backs, answers waiting, refusals, then the machinery's trouble. */
+export function needsOf(s: Snapshot): NeedItem[] {
+  const people: NeedItem[] = [];
+  const rejected: NeedItem[] = [];
+  const machinery: NeedItem[] = [];
+  for (const w of s.workspaces) {
+    const where = { workspace: w.id, workspace_name: w.name };
+    if (w.error) machinery.push({ kind: 'service', ...where, code: w.error.code, message: w.error.message });
+    for (const op of w.status?.operations ?? []) {
+      for (const row of op.threads) {
+        if (mayNeedPerson(row)) {
+          const item = personItem(s, where, op.operation, row);
+          if (item) people.push(item);
+        }
+        if (row.rejected_code !== null) {
+          rejected.push({ kind: 'rejected', ...where, thread: row.thread, operation: op.operation, subject: row.subject, to: row.to, opener: row.opener, code: row.rejected_code, ts: row.updated });
+        }
+      }
+    }
+    const problems = syncProblems(w.sync);
+    if (problems.length > 0) machinery.push({ kind: 'sync', ...where, problems });
+  }
+  for (const u of s.unserved) {
+    machinery.push({ kind: 'service', workspace: u.id, workspace_name: u.root, code: 'NOT_SERVED', message: `registered with this node but not served: its store could not be opened (see the node log)` });
+  }
+  const newest = (a: NeedItem, b: NeedItem) => ('ts' in b ? b.ts : '').localeCompare('ts' in a ? a.ts : '');
+  people.sort((a, b) => (a.kind === b.kind ? newest(a, b) : a.kind === 'escalated' ? -1 : 1));
+  rejected.sort(newest);
+  return [...people, ...rejected, ...machinery];
+}

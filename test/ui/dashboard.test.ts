@@ -1,0 +1,301 @@
+// The node's dashboard in a real browser (headless Chromium via playwright-core): a real node in this
+// process serving two real workspaces, real sessions as child processes, a real relay stopped and
+// started again, and the real CLI beside the page.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addToRegistry, nodePaths, startNode, type RunningNode } from '../../node-agent/host/node/index.js';
+import { silentLog, startRelay, type Relay } from '../../server/index.js';
+import { until } from '../helpers/until.js';
+import { makeWorkspace, REPO, type TestWorkspace } from '../helpers/workspace.js';
+
+const CHROMIUM = [process.env['CHROMIUM_PATH'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && p !== '' && existsSync(p));
+if (CHROMIUM === undefined) console.log('SKIP test/ui/dashboard.test.ts: no chromium binary (apt-get install -y chromium, or set CHROMIUM_PATH)');
+
+export const ARTIFACTS = join(REPO, 'test', 'artifacts');
+const OPERATOR = 'ui-test-operator-token-0123456789abcdef';
+
+/** Evaluates `js` in the page (written as text: this project compiles without the DOM's types). */
+const inPage = <T = unknown>(p: Page, js: string): Promise<T> => p.evaluate(js) as Promise<T>;
+
+describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
+  let a: TestWorkspace;
+  let b: TestWorkspace;
+  let home: string;
+  let node: RunningNode;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let url: string;
+  let base: string;
+  let escalated: string;
+  const nodeLog: string[] = [];
+
+  const shot = (name: string, p: Page = page) => p.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
+  const go = async (path: string) => {
+    await page.goto(base + path);
+    await page.waitForSelector('body[data-live=on]');
+  };
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    [a, b] = await Promise.all([makeWorkspace({ real: true }), makeWorkspace({ real: true })]);
+    b.persona('boss', { mode: 'escalate' });
+    home = mkdtempSync(join(tmpdir(), 'nexus-ui-home-'));
+    symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
+    for (const w of [a, b]) {
+      addToRegistry(nodePaths(home), w.id, w.root);
+      w.home = home;
+    }
+    // Sessions the node starts inherit this environment: they find `nxc` and this node through it.
+    process.env['NEXUS_HOME'] = home;
+    process.env['PATH'] = `${join(REPO, 'bin')}:${process.env['PATH'] ?? ''}`;
+    node = await startNode({ home, log: (l) => nodeLog.push(l) });
+    url = node.ui()!.url;
+    base = new URL(url).origin;
+    browser = await chromium.launch({ executablePath: CHROMIUM!, args: ['--no-sandbox'] });
+    context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
+    page = await context.newPage();
+    await page.goto(url);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await node?.close();
+    await Promise.all([a?.cleanup(), b?.cleanup()]);
+    if (home) rmSync(home, { recursive: true, force: true });
+  });
+
+  it('refuses every request without the secret with 403, and one with a wrong secret', async () => {
+    for (const path of ['/', '/operations', '/sync', '/events', `/w/${a.id}/t/t-x`, '/?k=wrong-secret']) {
+      expect((await fetch(base + path, { redirect: 'manual' })).status, path).toBe(403);
+    }
+    const post = await fetch(`${base}/w/${a.id}/t/t-x/reply`, { method: 'POST', body: new URLSearchParams({ text: 'hi', actor: 'alice' }) });
+    expect(post.status).toBe(403);
+    const withCookieOfAnother = await fetch(base + '/', { headers: { cookie: `nxs_ui_${new URL(base).port}=not-the-secret` } });
+    expect(withCookieOfAnother.status).toBe(403);
+  });
+
+  it('nxs ui prints the URL the node serves; opening it sets an HttpOnly SameSite=Strict cookie and drops the secret from the address bar', async () => {
+    const printed = await a.nxs(['ui', '--json']);
+    expect(printed.code, printed.stderr).toBe(0);
+    expect(printed.json).toMatchObject({ url, loopback: true, host: '127.0.0.1', opened: false });
+    expect(new URL(url).searchParams.get('k')).toMatch(/^[A-Za-z0-9_-]{43,}$/);
+    await context.clearCookies();
+    await page.goto(url);
+    expect(page.url()).toBe(`${base}/`);
+    const cookies = await context.cookies(base);
+    expect(cookies).toHaveLength(1);
+    expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: 'Strict', value: new URL(url).searchParams.get('k') });
+  });
+
+  it('a fresh node with two workspaces: nothing needs you, and Operations lists both', async () => {
+    await go('/');
+    await expect(page.locator('[data-empty=true]').textContent()).resolves.toContain('2 workspace(s)');
+    await go('/operations');
+    await expect(page.locator('section[data-workspace]').count()).resolves.toBe(2);
+  });
+
+  it('an escalation appears in Needs you without a reload, with its hand-back text', async () => {
+    // An answer waiting in the other workspace, so Needs you spans both.
+    const review = await a.nxc(['send', '@bob', '--subject', 'review the parser', '--json', 'please review']);
+    expect(review.code, review.stderr).toBe(0);
+    expect((await a.nxc(['reply', '--thread', review.json.thread, '--json', 'looks good to me'], { env: { NXC_ACTOR: 'bob' } })).code).toBe(0);
+
+    await go('/');
+    await page.locator(`li[data-kind=awaiting][data-thread="${review.json.thread}"]`).waitFor();
+    // The moment the item enters the page, as the page itself sees it (not when a poll happens to look).
+    await page.evaluate(`(() => {
+      window.marker = 42;
+      new MutationObserver((_, obs) => {
+        if (document.querySelector('li[data-kind=escalated]')) {
+          window.seenAt = Date.now();
+          obs.disconnect();
+        }
+      }).observe(document.body, { childList: true, subtree: true });
+    })()`);
+    const sent = await b.nxc(['send', 'boss', '--subject', 'pricing', '--json', 'set the price']);
+    expect(sent.code, sent.stderr).toBe(0);
+    escalated = sent.json.thread;
+    const item = page.locator(`li[data-kind=escalated][data-thread="${escalated}"]`);
+    await item.waitFor({ timeout: 60_000 });
+    const seenAt = await inPage<number>(page, 'window.seenAt');
+    // Still the same document: the item came over the event stream, not a reload.
+    expect(await inPage(page, 'window.marker')).toBe(42);
+    await expect(item.locator('.text').textContent()).resolves.toBe('I need a decision that is not mine');
+    const view = await b.nxc(['threads', 'show', escalated, '--json']);
+    const handBack = view.json.messages.find((m: { effect: string }) => m.effect === 'escalate');
+    const delay = seenAt - Date.parse(handBack.ts);
+    console.log(`escalation shown on the page ${delay} ms after it was appended`);
+    expect(delay).toBeLessThan(10_000);
+    // The escalation is listed before the answer waiting in the other workspace.
+    await expect(page.locator('ol.needs > li').first().getAttribute('data-kind')).resolves.toBe('escalated');
+    await shot('needs-you');
+  });
+
+  it('refuses a bad answer from the page with the code the CLI gives, and keeps the text', async () => {
+    const form = page.locator(`li[data-thread="${escalated}"] form`);
+    await form.locator('textarea').fill('   ');
+    await form.locator('input[name=actor]').fill('alice');
+    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), form.locator('button').click()]);
+    expect(res.status()).toBe(400);
+    await expect(page.locator('[data-error]').getAttribute('data-error')).resolves.toBe('EMPTY_MESSAGE');
+    const cli = await b.nxc(['reply', '--thread', escalated, '--json', '   '], { env: { NXC_ACTOR: 'alice' } });
+    expect(cli.code).toBe(2);
+    expect(cli.json.error.code).toBe('EMPTY_MESSAGE');
+
+    await page.locator('form.reply textarea').fill('keep this');
+    await page.locator('form.reply input[name=actor]').fill('Not A Handle');
+    await page.locator('form.reply button').click();
+    await expect(page.locator('[data-error]').getAttribute('data-error')).resolves.toBe('BAD_REQUEST');
+    await expect(page.locator('form.reply textarea').inputValue()).resolves.toBe('keep this');
+    await shot('refused');
+  });
+
+  it('answering the escalation from the page, by keyboard only, clears it and the CLI shows the answer', async () => {
+    await go('/');
+    const textId = await page.locator(`li[data-thread="${escalated}"] textarea`).getAttribute('id');
+    // Tab from the top of the page: the skip link comes first, then the form is reached in order.
+    await page.locator('body').focus();
+    await page.keyboard.press('Tab');
+    await expect(inPage(page, 'document.activeElement?.textContent')).resolves.toBe('Skip to content');
+    const focused = () => inPage<string>(page, 'document.activeElement?.id');
+    for (let i = 0; i < 40 && (await focused()) !== textId; i++) await page.keyboard.press('Tab');
+    expect(await focused()).toBe(textId);
+    await page.keyboard.type('The price is 10.\nShip it.');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('ControlOrMeta+A');
+    await page.keyboard.type('alice');
+    await page.keyboard.press('Tab');
+    await Promise.all([page.waitForURL(/posted=/), page.keyboard.press('Enter')]);
+    await page.locator('[data-posted]').waitFor();
+    await expect(page.locator(`li[data-thread="${escalated}"]`).count()).resolves.toBe(0);
+
+    const view = await b.nxc(['threads', 'show', escalated, '--json']);
+    expect(view.code).toBe(0);
+    expect(view.json.messages.at(-1)).toMatchObject({ author: 'alice', session: null, text: 'The price is 10.\nShip it.' });
+    const text = await b.nxc(['threads', 'show', escalated]);
+    expect(text.stdout).toContain('The price is 10.');
+  });
+
+  it('Operations shows, field for field, what nxc status --all --json prints', async () => {
+    await go('/operations');
+    const rows = await inPage<Array<Record<string, string>>>(page, `[...document.querySelectorAll('li[data-thread]')].map((e) => ({ ...e.dataset }))`);
+    for (const w of [a, b]) {
+      const status = await w.status(true);
+      const expected = status.operations.flatMap((op: any) =>
+        op.threads.map((r: any) => ({
+          workspace: w.id,
+          thread: r.thread,
+          parent: r.parent ?? '',
+          state: r.state,
+          escalated: String(r.escalated),
+          substituted: String(r.substituted),
+          waitingOnSubRound: String(r.waiting_on_sub_round),
+          awaitingHuman: String(r.awaiting_human),
+          answeredBy: r.answered_by ?? '',
+          messages: String(r.messages),
+          sessionRunning: r.session === null ? '' : String(r.session.running),
+          sessionTurn: r.session === null ? '' : String(r.session.turn),
+          sessionDepth: r.session === null ? '' : String(r.session.depth),
+          rejectedCode: r.rejected_code ?? '',
+        })),
+      );
+      expect(expected.length).toBeGreaterThan(0);
+      const shown = rows.filter((r) => r['workspace'] === w.id);
+      const byThread = (x: { thread?: string }, y: { thread?: string }) => (x.thread! < y.thread! ? -1 : 1);
+      expect(shown.sort(byThread)).toEqual(expected.sort(byThread));
+    }
+    await inPage(page, `document.querySelectorAll('details.op').forEach((d) => (d.open = true))`);
+    await shot('operations');
+    // A finished operation is folded away: open it as a person would, then follow its thread's link.
+    await page.locator(`#op-${escalated} > summary`).click();
+    await page.locator(`a[href="/w/${b.id}/t/${escalated}"]`).click();
+    await page.locator('ol.messages > li').nth(2).waitFor();
+    await expect(inPage(page, `[...document.querySelectorAll('ol.messages > li')].map((e) => e.dataset.effect)`)).resolves.toEqual([
+      'commission',
+      'escalate',
+      'none',
+    ]);
+    await shot('thread');
+  });
+
+  it('sync trouble shows when the relay stops and clears when it comes back', async () => {
+    const relayDir = mkdtempSync(join(tmpdir(), 'nexus-ui-relay-'));
+    let relay: Relay = await startRelay({ dataDir: relayDir, operatorToken: OPERATOR, log: silentLog });
+    try {
+      const made = await fetch(`${relay.url}/v1/streams`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'ui-test' }),
+      });
+      const { token } = (await made.json()) as { token: string };
+      const bound = await a.nxs(['sync', 'bind', relay.url, '--stream', 'ui-test', '--token', token, '--json']);
+      expect(bound.code, bound.stdout + bound.stderr).toBe(0);
+      await go('/sync');
+      await page.locator(`section[data-workspace="${a.id}"] [data-sync=ok]`).waitFor({ timeout: 60_000 });
+      await shot('sync');
+
+      await go('/');
+      const port = relay.port;
+      await relay.close();
+      const item = page.locator(`li[data-kind=sync][data-workspace="${a.id}"]`);
+      await item.locator('[data-problem=unreachable]').waitFor({ timeout: 60_000 });
+      // Written while the relay is away: it waits in the outbox, and the page says so.
+      expect((await a.nxc(['send', '@carol', '--subject', 'while offline', '--json', 'queued'])).code).toBe(0);
+      await item.locator('[data-problem=outbox]').waitFor({ timeout: 60_000 });
+      await shot('needs-you-sync-trouble');
+
+      relay = await startRelay({ dataDir: relayDir, port, operatorToken: OPERATOR, log: silentLog });
+      await item.waitFor({ state: 'detached', timeout: 90_000 });
+      const status = await a.nxs(['sync', 'status', '--json']);
+      expect(status.json).toMatchObject({ bound: true, connected: true, outbox: 0, lag: 0 });
+    } finally {
+      await relay.close();
+      await a.nxs(['sync', 'unbind', '--json']);
+      rmSync(relayDir, { recursive: true, force: true });
+    }
+  });
+
+  it('reads without JavaScript, reflows at 200% zoom, and follows a dark system scheme', async () => {
+    const plain = await browser.newContext({ javaScriptEnabled: false });
+    try {
+      const p = await plain.newPage();
+      await p.goto(url);
+      await expect(p.locator('h1').textContent()).resolves.toBe('Needs you');
+      await expect(p.locator('li[data-kind=awaiting]').count()).resolves.toBe(1);
+      await p.goto(`${base}/operations`);
+      await expect(p.locator('li[data-thread]').count()).resolves.toBeGreaterThan(2);
+    } finally {
+      await plain.close();
+    }
+    // 200% zoom of a 1280-pixel window is a 640-pixel layout: nothing may need sideways scrolling.
+    const zoomed = await browser.newContext({ viewport: { width: 640, height: 800 }, deviceScaleFactor: 2 });
+    try {
+      const p = await zoomed.newPage();
+      await p.goto(url);
+      for (const path of ['/', '/operations', '/sync', `/w/${b.id}/t/${escalated}`]) {
+        await p.goto(base + path);
+        const [scroll, width] = await inPage<number[]>(p, '[document.documentElement.scrollWidth, document.documentElement.clientWidth]');
+        expect(scroll, path).toBeLessThanOrEqual(width!);
+      }
+      await p.goto(`${base}/`);
+      await shot('needs-you-200-percent', p);
+    } finally {
+      await zoomed.close();
+    }
+    const dark = await browser.newContext({ colorScheme: 'dark', viewport: { width: 1100, height: 800 } });
+    try {
+      const p = await dark.newPage();
+      await p.goto(url);
+      const bg = await inPage(p, 'getComputedStyle(document.body).backgroundColor');
+      expect(bg).toBe('rgb(19, 20, 24)');
+      await shot('needs-you-dark', p);
+    } finally {
+      await dark.close();
+    }
+  });
+});

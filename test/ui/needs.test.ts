@@ -1,0 +1,149 @@
+// What "Needs you" lists, what counts as sync trouble, and how the views render what they are given:
+// pure functions over snapshots, so each rule is one row of a table.
+import { describe, expect, it } from 'vitest';
+import type { SyncReport } from '../../protocol/commands.js';
+import type { StatusRow, ThreadView } from '../../protocol/receipts.js';
+import { needsOf, renderNeeds, renderOperations, syncProblems, type Snapshot } from '../../node-agent/host/ui/index.js';
+
+const WS = 'aaaaaaaaaaaaaaaaaaaaaaaaaa';
+
+function row(over: Partial<StatusRow> = {}): StatusRow {
+  return {
+    thread: 't-1',
+    parent: null,
+    subject: 'pricing',
+    opener: 'alice',
+    to: 'ws/boss',
+    state: 'answered',
+    escalated: false,
+    substituted: false,
+    waiting_on_sub_round: false,
+    awaiting_human: true,
+    answered_by: 'ws/boss',
+    session: null,
+    messages: 2,
+    updated: '2026-01-01T00:00:00.000Z',
+    working_copy: null,
+    rejected_code: null,
+    ...over,
+  };
+}
+
+type Msg = { author: string; session: string | null; effect: string; text: string };
+const by = {
+  alice: (effect: string, text = 'x'): Msg => ({ author: 'alice', session: null, effect, text }),
+  boss: (effect: string, text = 'x'): Msg => ({ author: 'ws/boss', session: 's-1', effect, text }),
+};
+
+function snap(r: StatusRow, messages: Msg[], extra: Partial<Snapshot> = {}): Snapshot {
+  const view: ThreadView = {
+    thread: r,
+    operation: 't-1',
+    messages: messages.map((m, i) => ({ ...m, message: `m-${i}`, substituted: false, ts: `2026-01-01T00:00:0${i}.000Z`, refs: { working_copy: null } })),
+  };
+  return {
+    node: { pid: 1, started_at: '', home: '', socket: '', workspaces: [{ id: WS, name: 'web', root: '/w' }] },
+    workspaces: [
+      {
+        id: WS,
+        name: 'web',
+        root: '/w',
+        status: { workspace: { id: WS, name: 'web' }, operations: [{ operation: 't-1', subject: r.subject, opener: r.opener, finished: true, threads: [r], open: 0, lease: null }], worker_names_a_working_copy: true, worker_answers_liveness: true, notes: [] },
+        sync: { bound: false },
+        error: null,
+      },
+    ],
+    unserved: [],
+    views: new Map([[`${WS}/${r.thread}`, view]]),
+    undetailed: 0,
+    ...extra,
+  };
+}
+
+describe('Needs you', () => {
+  it.each([
+    ['a hand-back to the person who opened it', row({ escalated: true }), [by.alice('commission'), by.boss('escalate', 'decide')], ['escalated']],
+    ['an answer waiting for the person who opened it', row(), [by.alice('commission'), by.boss('answer', 'done')], ['awaiting']],
+    ['a hand-back the person has written to since', row({ escalated: true }), [by.alice('commission'), by.boss('escalate'), by.alice('none', 'ok')], []],
+    ['a hand-back another session wrote to since (not a person)', row({ escalated: true }), [by.alice('commission'), by.boss('escalate'), by.boss('none')], ['escalated']],
+    ['a thread a session opened (its hand-back wakes that session)', row({ escalated: true, awaiting_human: false }), [by.boss('commission'), by.boss('escalate')], []],
+    ['an open thread', row({ state: 'open', awaiting_human: false }), [by.alice('commission')], []],
+    ['a refused commission, with its code', row({ state: 'open', awaiting_human: false, rejected_code: 'STAMP_UNTRUSTED' }), [by.alice('commission')], ['rejected']],
+  ])('%s', (_, r, messages, kinds) => {
+    const s = snap(r, messages);
+    // The view the node would answer holds the row's own state.
+    s.views.get(`${WS}/${r.thread}`)!.thread = r;
+    expect(needsOf(s).map((i) => i.kind)).toEqual(kinds);
+  });
+
+  it('carries the hand-back text and the code of a refusal', () => {
+    const s = snap(row({ escalated: true, rejected_code: 'NOT_ADDRESSABLE' }), [by.alice('commission'), by.boss('escalate', 'which currency?')]);
+    expect(needsOf(s)).toMatchObject([
+      { kind: 'escalated', text: 'which currency?', by: 'ws/boss', workspace: WS },
+      { kind: 'rejected', code: 'NOT_ADDRESSABLE' },
+    ]);
+  });
+
+  it('lists a workspace that cannot be read and one registered but not served, after what waits on people', () => {
+    const s = snap(row(), [by.alice('commission'), by.boss('answer')], { unserved: [{ id: 'bbbbbbbbbbbbbbbbbbbbbbbbbb', root: '/gone' }] });
+    s.workspaces.push({ id: 'cccccccccccccccccccccccccc', name: 'api', root: '/api', status: null, sync: null, error: { code: 'STORE_FAILED', message: 'broken' } });
+    expect(needsOf(s).map((i) => [i.kind, 'code' in i ? i.code : null])).toEqual([
+      ['awaiting', null],
+      ['service', 'STORE_FAILED'],
+      ['service', 'NOT_SERVED'],
+    ]);
+  });
+});
+
+const bound = (over: Partial<Extract<SyncReport, { bound: true }>> = {}): SyncReport => ({
+  bound: true,
+  relay: 'http://127.0.0.1:1',
+  stream: 's',
+  connected: true,
+  cursor: 10,
+  head: 10,
+  lag: 0,
+  outbox: 0,
+  rejected: {},
+  pending: 0,
+  last_error: null,
+  ...over,
+});
+
+describe('sync trouble', () => {
+  it.each([
+    ['an unbound workspace', { bound: false } as SyncReport, []],
+    ['a connected, caught-up stream', bound(), []],
+    ['a connected stream still pushing its outbox', bound({ outbox: 3 }), []],
+    ['a relay that does not answer', bound({ connected: false, last_error: 'ECONNREFUSED' }), ['unreachable']],
+    ['ops written while the relay is away', bound({ connected: false, outbox: 2 }), ['unreachable', 'outbox']],
+    ['a binding the relay refused', bound({ connected: false, refused: true, last_error: 'UNAUTHORIZED' }), ['refused']],
+    ['lag behind the head', bound({ cursor: 4, head: 10, lag: 6 }), ['lag']],
+    ['ops refused on arrival, by reason', bound({ rejected: { bad_signature: 2, malformed: 0 } }), ['rejected']],
+    ['ops held for an unknown key', bound({ pending: 1 }), ['pending']],
+  ])('%s', (_, report, codes) => {
+    expect(syncProblems(report).map((p) => p.code)).toEqual(codes);
+  });
+
+  it('names the reasons ops were refused', () => {
+    expect(syncProblems(bound({ rejected: { bad_signature: 2 } }))[0]!.text).toContain('bad_signature 2');
+  });
+});
+
+describe('rendering', () => {
+  it('escapes everything that comes from the store', () => {
+    const evil = '<script>alert(1)</script>"\'&';
+    const s = snap(row({ subject: evil, opener: evil }), [by.alice('commission'), by.boss('answer', evil)]);
+    for (const html of [renderNeeds(needsOf(s), { actor: 'alice', workspaces: 1 }), renderOperations(s.workspaces)]) {
+      expect(html).not.toContain('<script>');
+      expect(html).toContain('&lt;script&gt;alert(1)&lt;/script&gt;&quot;&#39;&amp;');
+    }
+  });
+
+  it('shows fields it does not know (a lease, a round) generically', () => {
+    const r = { ...row(), lease: { holder: 'ws/boss', position: 2 } } as StatusRow;
+    const html = renderOperations(snap(r, []).workspaces);
+    expect(html).toContain('data-field="lease"');
+    expect(html).toContain('&quot;position&quot;:2');
+  });
+});

@@ -1,5 +1,6 @@
 // The working-copy lease end to end: the built `nxc` as child processes, sessions as real processes under their
 // sidecars, no node (every command opens the store itself). The clock is the system's, moved with faketime.
+import { exitCodeOf } from '../../protocol/receipts.js';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -30,7 +31,7 @@ function exclusive(ws: TestWorkspace, role: string, mode: string, arg?: string):
 
 async function send(ws: TestWorkspace, to: string): Promise<any> {
   const r = await ws.nxc(['send', to, '--subject', 'work', '--json', 'please']);
-  expect(r.code, r.stdout + r.stderr).toBe(0);
+  expect(r.code, r.stdout + r.stderr).toBe(r.json?.warnings ? exitCodeOf(r.json.warnings) : 0);
   return r.json;
 }
 
@@ -152,7 +153,7 @@ describe('a withdrawal and a restore, end to end', () => {
     const b = await send(ws, 'rival');
     expect(b.queued).toBeDefined();
     const r = await ws.nxc(['withdraw', '--thread', a.thread]);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.code, r.stdout + r.stderr).toBe(r.json?.warnings ? exitCodeOf(r.json.warnings) : 0);
     expect(r.stdout).toContain(`withdrew operation ${a.operation}: 1 thread(s) discharged, 1 session(s) asked to stop`);
     await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 90_000);
     await ws.waitIdle();
@@ -164,7 +165,7 @@ describe('a withdrawal and a restore, end to end', () => {
 
   it('the next message into the first thread restores the work and tells the session where it was', async () => {
     const r = await ws.nxc(['reply', '--thread', a.thread, '--json', 'carry on after all']);
-    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.code, r.stdout + r.stderr).toBe(r.json?.warnings ? exitCodeOf(r.json.warnings) : 0);
     expect(r.json.woke).toMatchObject({ session: a.woke.session, turn: 2 });
     await ws.waitIdle();
     expect(readFileSync(join(ws.root, 'tracked.txt'), 'utf8')).toBe('the coder was here\n');

@@ -78,6 +78,8 @@ export const StatusRowSchema = z.object({
   working_copy: WorkingCopySchema.nullable(),
   /** Set when the workspace a remote commission was addressed to refused it: the stable code (STAMP_UNTRUSTED, ...). */
   rejected_code: z.string().nullable(),
+  /** The refusing workspace's words for it, beside the code. */
+  rejected_reason: z.string().nullable(),
 });
 export type StatusRow = z.infer<typeof StatusRowSchema>;
 

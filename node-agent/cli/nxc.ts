@@ -1,11 +1,13 @@
 // nxc: the chat command. Each verb turns argv into a command of protocol/commands.ts and renders the answer.
 import { NexusError } from '../../protocol/errors.js';
+import { qualifyHandle } from '../../protocol/ids.js';
 import type { Warning } from '../../protocol/receipts.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
-import { renderReceipt, renderStatus, renderThread } from './render.js';
+import { paintFor } from './colour.js';
+import { renderReceipt, renderStatus, renderThread, type Viewer } from './render.js';
 import { bool, cliMain, str, type Program, type Verb } from './spec.js';
 
 const send: Verb = {
@@ -60,7 +62,7 @@ const status: Verb = {
     const ws = findWorkspace(io.cwd, io.env);
     const report = (await routerOf(io)(ws, (run) => run('status', { all: bool(a, 'all') }), io.env)).result;
     if (a.json) printJson(io, report);
-    else io.stdout(renderStatus(report));
+    else io.stdout(renderStatus(report, viewerOf(io, ws)));
   },
 };
 
@@ -127,6 +129,17 @@ async function withWindowWarning<T extends { warnings: Warning[] }>(io: Io, ws: 
     message: `${role} declares a timeout of ${Math.round(persona.timeout_ms / 1000)} s, and nothing keeps this workspace's clock: ${missing}`,
   };
   return { ...receipt, warnings: [...receipt.warnings, warning] };
+}
+
+/** The person reading, as this workspace and others name them; "you" in status is only ever them. */
+function viewerOf(io: Io, ws: Workspace): Viewer {
+  let actor: string | null = null;
+  try {
+    actor = callerFromEnv(io.env).actor;
+  } catch {
+    // A malformed NXC_ACTOR is refused by the commands that act; reading status names nobody "you".
+  }
+  return { you: actor === null ? [] : [actor, qualifyHandle(actor, ws.short)], paint: paintFor(io.stdoutIsTty, io.env) };
 }
 
 /** The service warning rides every send, reply and tick of a registered workspace while no node runs. */

@@ -84,12 +84,24 @@ export function callerFromEnv(env: NodeJS.ProcessEnv): CallerClaim {
   return { actor, session, hop: parseHopClaim(env['NXC_HOP']) };
 }
 
+/**
+ * An outcome that is not a failure but gets its own exit code (`nxc wait`: escalated, timed out). The
+ * command has already said what happened; nothing more is printed.
+ */
+export class Outcome extends Error {
+  constructor(readonly exit: number) {
+    super(`exit ${exit}`);
+    this.name = 'Outcome';
+  }
+}
+
 /** Runs a command body and turns any failure into its exit code and message (JSON when asked). */
 export async function runCommand(io: Io, json: boolean, body: () => Promise<void>): Promise<number> {
   try {
     await body();
     return 0;
   } catch (err) {
+    if (err instanceof Outcome) return err.exit;
     const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err));
     if (!isNexusError(err) && io.env['NEXUS_DEBUG']) io.stderr(`${(err as Error).stack ?? String(err)}\n`);
     // A quiet error has already been reported by the command's own output (e.g. `nxs personas list`

@@ -9,6 +9,7 @@ import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } f
 import { paintFor } from './colour.js';
 import { renderReceipt, renderStatus, renderThread, type Viewer } from './render.js';
 import { bool, cliMain, str, type Program, type Verb } from './spec.js';
+import { WAIT_VERB, watchStatus } from './watch-cmd.js';
 
 const send: Verb = {
   path: ['send'],
@@ -57,9 +58,16 @@ const reply: Verb = {
 const status: Verb = {
   path: ['status'],
   command: 'status',
-  flags: { all: { type: 'boolean', short: 'a', help: 'finished operations too' } },
+  flags: {
+    all: { type: 'boolean', short: 'a', help: 'finished operations too' },
+    watch: { type: 'boolean', short: 'w', help: 'redraw whenever something changes, until Ctrl-C' },
+  },
   run: async (io, a) => {
     const ws = findWorkspace(io.cwd, io.env);
+    if (bool(a, 'watch')) {
+      if (a.json) throw new NexusError('USAGE', '--watch draws for people; scripts use nxc wait, or nxc status --json in a loop');
+      return watchStatus(io, ws, bool(a, 'all'), (r) => renderStatus(r, viewerOf(io, ws)));
+    }
     const report = (await routerOf(io)(ws, (run) => run('status', { all: bool(a, 'all') }), io.env)).result;
     if (a.json) printJson(io, report);
     else io.stdout(renderStatus(report, viewerOf(io, ws)));
@@ -150,7 +158,7 @@ function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warni
 export const NXC: Program = {
   name: 'nxc',
   summary: 'talk to personas and people in a Nexus workspace',
-  verbs: [send, reply, status, threadsShow, tick],
+  verbs: [send, reply, status, threadsShow, tick, WAIT_VERB],
   footer: 'Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.',
 };
 

@@ -7,6 +7,7 @@ import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
 import { paintFor } from './colour.js';
+import { completionVerb } from './completion.js';
 import { renderReceipt, renderStatus, renderThread, type Viewer } from './render.js';
 import { bool, cliMain, str, type Program, type Verb } from './spec.js';
 import { WAIT_VERB, watchStatus } from './watch-cmd.js';
@@ -155,10 +156,13 @@ function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warni
   return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
 }
 
+// nxs's table is loaded only when a script is asked for: nxc's other verbs must stay light.
+const completion = completionVerb(async () => [NXC, (await import('./nxs.js')).NXS]);
+
 export const NXC: Program = {
   name: 'nxc',
   summary: 'talk to personas and people in a Nexus workspace',
-  verbs: [send, reply, status, threadsShow, tick, WAIT_VERB],
+  verbs: [send, reply, status, threadsShow, tick, WAIT_VERB, completion],
   footer: 'Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.',
 };
 

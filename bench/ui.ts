@@ -41,7 +41,8 @@ function thread(i: number, j: number, parent: string | null, waiting: boolean): 
     messages: 2 + (i % 4),
     updated: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(),
     working_copy: WC,
-    rejected_code: i % 97 === 0 ? 'STAMP_UNTRUSTED' : null,
+    rejected_reason: null,
+  rejected_code: i % 97 === 0 ? 'STAMP_UNTRUSTED' : null,
   };
 }
 

@@ -176,6 +176,8 @@ function claimsProblem(c: Record<string, unknown>): string | null {
   const sub = c['sub'] as string;
   if (role === null) {
     if (sub.includes('/')) return '"sub" is a session handle but "role" is null';
+    // A person named beyond their workspace is named with the issuer's short: nobody else's.
+    if (sub.includes('@') && sub.slice(sub.indexOf('@') + 1) !== (c['iss'] as string).slice(0, 4)) return '"sub" names a person of another workspace than "iss"';
   } else {
     if (!RoleSchema.safeParse(role).success) return '"role" is neither null nor a role name';
     if (sub !== `${(c['iss'] as string).slice(0, 4)}/${role as string}`) return '"sub" is not the session handle of "role" in "iss"';

@@ -53,10 +53,15 @@ async function relayOn(dataDir: string, token: string, port: number): Promise<Re
 
 async function ensureStream(relay: Relay, s: Saved): Promise<string> {
   if (s.stream_token) return s.stream_token;
-  const res = await fetch(`${relay.url}/v1/streams`, {
+  const url = `${relay.url}/v1/streams`;
+  const res = await fetch(url, {
     method: 'POST',
     headers: { authorization: `Bearer ${s.operator_token}`, 'content-type': 'application/json' },
     body: JSON.stringify({ name: STREAM }),
+  }).catch((err: unknown) => {
+    // "fetch failed" alone names neither the address nor the reason.
+    const cause = (err as { cause?: { message?: string } }).cause?.message;
+    throw new Error(`creating stream ${STREAM} at ${url} failed: ${(err as Error).message}${cause ? ` (${cause})` : ''}`);
   });
   if (!res.ok) throw new Error(`creating stream ${STREAM} failed: HTTP ${res.status} ${await res.text()}`);
   const token = ((await res.json()) as { token: string }).token;

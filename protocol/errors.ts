@@ -41,6 +41,7 @@ export const ERROR_TABLE = {
   STAMP_EXPIRED: { exit: 2, http: 401, summary: 'the commission stamp has expired' },
   STAMP_NOT_YET_VALID: { exit: 2, http: 401, summary: 'the commission stamp is issued in the future' },
   STAMP_REPLAYED: { exit: 2, http: 409, summary: 'the commission stamp was already used' },
+  UNKNOWN_PERSONA: { exit: 2, http: 404, summary: 'the workspace addressed declares no persona by that role' },
   NOT_ADDRESSABLE: { exit: 2, http: 403, summary: 'the persona is not declared addressable by other workspaces' },
   WITHDRAW_BY_SESSION: { exit: 2, http: 403, summary: 'a session may not withdraw a commission; it escalates instead' },
   WITHDRAW_NOT_SENDER: { exit: 2, http: 403, summary: 'only the person who sent the first commission may withdraw it' },

@@ -46,15 +46,24 @@ export const OpId = z.string().regex(new RegExp(`^${ULID_BODY}$`)).brand<'OpId'>
 /** A validated op id. */
 export type OpId = z.infer<typeof OpId>;
 
+/** A person as named beyond their own workspace: `alice@ab23` (the short of the workspace they act in). */
+const QUALIFIED_PERSON_BODY = `${PERSON_HANDLE_BODY}@[a-z2-7]{4}`;
+
 /**
- * A handle: either a person (`^[a-z][a-z0-9._-]{0,39}$`) or a session
- * (`<workspace short>/<role>`, role `^[a-z][a-z0-9_-]{0,39}$`). The two never
- * overlap, since a person handle cannot hold a slash.
+ * A handle: a person (`^[a-z][a-z0-9._-]{0,39}$`), a person of a named workspace (`alice@ab23`,
+ * used wherever a person's words cross to another workspace), or a session (`<workspace
+ * short>/<role>`, role `^[a-z][a-z0-9_-]{0,39}$`). They never overlap: only a session holds a slash,
+ * only a qualified person an `@`.
  */
 export const Handle = z
   .string()
-  .regex(new RegExp(`^(?:${PERSON_HANDLE_BODY}|${SESSION_HANDLE_BODY})$`))
+  .regex(new RegExp(`^(?:${PERSON_HANDLE_BODY}|${QUALIFIED_PERSON_BODY}|${SESSION_HANDLE_BODY})$`))
   .brand<'Handle'>();
+
+/** `handle` as another workspace reads it: a bare person gets `@<short>`; sessions and qualified people already say where they are. */
+export function qualifyHandle(handle: string, short: string): string {
+  return handle.includes('/') || handle.includes('@') ? handle : `${handle}@${short}`;
+}
 /** A validated handle. */
 export type Handle = z.infer<typeof Handle>;
 

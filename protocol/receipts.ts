@@ -98,6 +98,8 @@ export const StatusRowSchema = z.object({
   round: RoundStatusSchema.optional(),
   /** On a step's thread: which round, step and pass it belongs to. */
   step: z.object({ round: z.string(), channel: z.string(), name: z.string(), pass: z.number().int() }).optional(),
+  /** The refusing workspace's words for it, beside the code. */
+  rejected_reason: z.string().nullable(),
 });
 export type StatusRow = z.infer<typeof StatusRowSchema>;
 

@@ -3,7 +3,7 @@
 // refusal with a stable code. Two workspaces on one node (local delivery), and two nodes on one relay stream.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -67,6 +67,7 @@ describe('cross-workspace commissions on one node (no relay)', () => {
   let c: TestWorkspace;
 
   beforeAll(async () => {
+    // Real processes: B and C are served by A's node, which holds their stores, so their commands must go through it.
     [a, b, c] = await Promise.all([makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true })]);
     await a.startNode();
     for (const w of [b, c]) {
@@ -103,10 +104,17 @@ describe('cross-workspace commissions on one node (no relay)', () => {
     expect(row.to).toBe(`${b.short}/reviewer`);
     expect(row.answered_by).toBe(`${b.short}/reviewer`);
     expect(row.session).toMatchObject({ handle: `${b.short}/reviewer`, depth: 1 });
-    // B holds the same thread, answered by its own session.
+    // B holds the same thread, answered by its own session; the asker is named with A's short there.
     const inB = await rowOf(b, sent.json.thread);
-    expect(inB).toMatchObject({ state: 'answered', session: { depth: 1 } });
+    expect(inB).toMatchObject({ state: 'answered', session: { depth: 1 }, opener: `alice@${a.short}` });
     expect(b.sessionDirs()).toHaveLength(1);
+    // B's people read it as awaiting A's alice, not as awaiting themselves.
+    const text = await b.nxc(['status', '--all'], { env: { NXC_ACTOR: 'bob' } });
+    expect(text.stdout).toContain(`awaiting alice@${a.short} (answered by ${b.short}/reviewer)`);
+    expect(text.stdout).not.toContain('awaiting you');
+    // The session in B was told who asks, with the workspace they ask from.
+    const prompt = readFileSync(join(b.root, '.nxs', 'sessions', b.sessionDirs()[0]!, 'turn-1.prompt'), 'utf8');
+    expect(prompt).toContain(`alice@${a.short}`);
   });
 
   it('an asker session in A is woken by B’s answer (turn 2), through an alias', async () => {
@@ -133,15 +141,21 @@ describe('cross-workspace commissions on one node (no relay)', () => {
     expect(c.sessionDirs()).toHaveLength(0);
   });
 
-  it('a persona not declared external, or not declared at all, is NOT_ADDRESSABLE', async () => {
-    for (const role of ['secret', 'nobody']) {
+  it('a persona not declared external is NOT_ADDRESSABLE, one not declared at all UNKNOWN_PERSONA; threads show gives code and reason', async () => {
+    for (const [role, code] of [['secret', 'NOT_ADDRESSABLE'], ['nobody', 'UNKNOWN_PERSONA']] as const) {
       const sent = await a.nxc(['send', `${b.id}/${role}`, '--subject', 'x', 'please', '--json']);
       expect(sent.code, sent.stdout + sent.stderr).toBe(0);
       const row = await until(`the refusal of ${role}`, async () => {
         const r = await rowOf(a, sent.json.thread);
         return r?.rejected_code ? r : undefined;
       });
-      expect(row).toMatchObject({ state: 'answered', rejected_code: 'NOT_ADDRESSABLE', session: null });
+      expect(row).toMatchObject({ state: 'answered', rejected_code: code, session: null });
+      const shown = await a.nxc(['threads', 'show', sent.json.thread]);
+      expect(shown.stdout).toContain(`refused by ${b.short}: ${code}: `);
+      const status = await a.nxc(['status', '--all']);
+      const line = status.stdout.split('\n').find((l) => l.includes(sent.json.thread) && l.includes(' -> '))!;
+      expect(line).toContain(`refused by ${b.short}`);
+      expect(line).not.toContain('answered by');
     }
   });
 

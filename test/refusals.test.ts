@@ -1,6 +1,6 @@
 // Every refusal: a stable code, exit 2, `{ok:false,error:{code,message}}` with --json, and nothing written.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -212,14 +212,15 @@ describe('refused commands', () => {
     expect(r.json).toMatchObject({ ok: false, error: { code: 'STORE_FAILED' } });
   });
 
-  it('an internal failure (NEXUS_HOME is a file, so no store template can be made) exits 1 with INTERNAL and leaves no workspace', async () => {
+  it('an internal failure (.nxs is a dangling link, so the new workspace cannot be put in place) exits 1 with INTERNAL and leaves no workspace', async () => {
+    // (A NEXUS_HOME that is a file no longer fails: the store template ships in the package.)
     const dir = join(ctx.outside, 'fresh');
     mkdirSync(dir);
-    const home = join(ctx.outside, 'home-is-a-file');
-    writeFileSync(home, 'not a folder\n');
-    const r = await runCli('nxs', ['init', '--json'], dir, { env: { NEXUS_HOME: home } });
+    symlinkSync(join(ctx.outside, 'nowhere'), join(dir, '.nxs'));
+    const r = await runCli('nxs', ['init', '--json'], dir);
     expect(r.code, r.stdout + r.stderr).toBe(1);
     expect(r.json).toMatchObject({ ok: false, error: { code: 'INTERNAL' } });
-    expect(readdirSync(dir)).toEqual([]);
+    expect(readdirSync(dir)).toEqual(['.nxs']);
+    expect(existsSync(join(dir, '.nxs', 'config.json'))).toBe(false);
   });
 });

@@ -4,6 +4,7 @@ import { Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
 import { routed, type Router } from '../host/remote.js';
 import { parseHopClaim } from '../capabilities/threads/depth.js';
+import { paintFor } from './colour.js';
 
 /**
  * The most stdin may hold: the engine's message limit (MAX_MESSAGE_BYTES in chat/engine.ts), which
@@ -71,14 +72,27 @@ export function callerFromEnv(env: NodeJS.ProcessEnv): CallerClaim {
   }
   let actor = env['NXC_ACTOR'];
   if (actor !== undefined && actor !== '') {
-    if (!Handle.safeParse(actor).success) {
+    // `name@short` is how other workspaces name a person; here a person gives the bare name.
+    if (!Handle.safeParse(actor).success || actor.includes('@')) {
       throw new NexusError('BAD_ENVIRONMENT', `NXC_ACTOR=${JSON.stringify(actor)} is not a handle (lowercase letters, digits, . _ -)`);
     }
   } else {
+    // Unset: the login name, when it makes a handle.
     const user = (env['USER'] ?? '').toLowerCase();
     actor = Handle.safeParse(user).success && !user.includes('/') ? user : 'human';
   }
   return { actor, session, hop: parseHopClaim(env['NXC_HOP']) };
+}
+
+/**
+ * An outcome that is not a failure but gets its own exit code (`nxc wait`: escalated, timed out). The
+ * command has already said what happened; nothing more is printed.
+ */
+export class Outcome extends Error {
+  constructor(readonly exit: number) {
+    super(`exit ${exit}`);
+    this.name = 'Outcome';
+  }
 }
 
 /** Runs a command body and turns any failure into its exit code and message (JSON when asked). */
@@ -86,13 +100,14 @@ export async function runCommand(io: Io, json: boolean, body: () => Promise<void
   try {
     return (await body()) ?? 0;
   } catch (err) {
+    if (err instanceof Outcome) return err.exit;
     const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err));
     if (!isNexusError(err) && io.env['NEXUS_DEBUG']) io.stderr(`${(err as Error).stack ?? String(err)}\n`);
     // A quiet error has already been reported by the command's own output (e.g. `nxs personas list`
     // lists what is invalid); printing it again would put a second JSON document on stdout.
     if ((err as { quiet?: boolean } | null | undefined)?.quiet === true) return e.exitCode;
     if (json) io.stdout(JSON.stringify({ ok: false, error: e.toJSON() }) + '\n');
-    else io.stderr(`error ${e.code}: ${e.message}\n`);
+    else io.stderr(`${paintFor(io.stderrIsTty, io.env).red(`error ${e.code}`)}: ${e.message}\n`);
     return e.exitCode;
   }
 }

@@ -32,9 +32,16 @@ async function run(io: Io, tickMs: number | undefined): Promise<void> {
     log: (l) => io.stderr(`${new Date().toISOString()} ${l}\n`),
     ...(tickMs === undefined ? {} : { tickMs }),
   });
-  const stop = () => void node.close();
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  let stopping = false;
+  const stop = () => {
+    if (stopping) return;
+    stopping = true;
+    void node.close();
+  };
+  // `on`, not `once`: signal-exit (loaded with the store's lock) re-raises a signal when only its own
+  // listeners are left, which would kill the node before it closes its stores.
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
   io.stdout(`node ${node.pid} running; socket ${node.socket}\n`);
   await node.closed;
 }

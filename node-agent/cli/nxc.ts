@@ -1,5 +1,6 @@
 // nxc: the chat command. Each verb turns argv into a command of protocol/commands.ts and renders the answer.
 import { NexusError } from '../../protocol/errors.js';
+import { qualifyHandle } from '../../protocol/ids.js';
 import { exitCodeOf, type Warning } from '../../protocol/receipts.js';
 import type { RoundStatus } from '../../protocol/round.js';
 import { windowUnscheduled } from '../capabilities/channels/warnings.js';
@@ -7,8 +8,42 @@ import { loadPersona } from '../adapters/personas/index.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
-import { renderGuide, renderReceipt, renderStatus, renderThread, renderTranscript, renderWithdraw } from './render.js';
+const transcriptShow: Verb = {
+  path: ['transcript', 'show'],
+  args: '<session>',
+  command: 'transcripts.show',
+  arity: [1, 1],
+  flags: { turn: { type: 'string', value: 'N', help: 'which turn (default: the latest that has a transcript)' } },
+  details:
+    'A transcript holds raw tool inputs and results: treat it like the workspace database, not like a message log.\n' +
+    'It never leaves this machine, and it is not gated by membership: its file (mode 600) is the boundary.',
+  run: async (io, a) => {
+    const turnText = str(a, 'turn');
+    if (turnText !== undefined && !/^[1-9]\d{0,6}$/.test(turnText)) throw new NexusError('USAGE', `--turn must be a turn number (1, 2, ...), got ${JSON.stringify(turnText)}`);
+    const ws = findWorkspace(io.cwd, io.env);
+    const input = { session: a.positionals[0]!, turn: turnText === undefined ? null : Number(turnText) };
+    const t = (await routerOf(io)(ws, (run) => run('transcripts.show', input), io.env)).result;
+    if (a.json) printJson(io, t);
+    else io.stdout(renderTranscript(t));
+  },
+};
+
+const guidePersonas: Verb = {
+  path: ['guide', 'personas'],
+  command: 'guide.personas',
+  run: async (io, a) => {
+    const ws = findWorkspace(io.cwd, io.env);
+    const g = (await routerOf(io)(ws, (run) => run('guide.personas', {}), io.env)).result;
+    if (a.json) printJson(io, g);
+    else io.stdout(renderGuide(g));
+  },
+};
+
+// nxs's table is loaded only when a script is asked for: nxc's other verbs must stay light.
+const completion = completionVerb(async () => [NXC, (await import('./nxs.js')).NXS]);
+
 import { bool, cliMain, str, type Program, type Verb } from './spec.js';
+import { WAIT_VERB, watchStatus } from './watch-cmd.js';
 
 const send: Verb = {
   path: ['send'],
@@ -68,12 +103,19 @@ const reply: Verb = {
 const status: Verb = {
   path: ['status'],
   command: 'status',
-  flags: { all: { type: 'boolean', short: 'a', help: 'finished operations too' } },
+  flags: {
+    all: { type: 'boolean', short: 'a', help: 'finished operations too' },
+    watch: { type: 'boolean', short: 'w', help: 'redraw whenever something changes, until Ctrl-C' },
+  },
   run: async (io, a) => {
     const ws = findWorkspace(io.cwd, io.env);
+    if (bool(a, 'watch')) {
+      if (a.json) throw new NexusError('USAGE', '--watch draws for people; scripts use nxc wait, or nxc status --json in a loop');
+      return watchStatus(io, ws, bool(a, 'all'), (r) => renderStatus(r, viewerOf(io, ws)));
+    }
     const report = (await routerOf(io)(ws, (run) => run('status', { all: bool(a, 'all') }), io.env)).result;
     if (a.json) printJson(io, report);
-    else io.stdout(renderStatus(report));
+    else io.stdout(renderStatus(report, viewerOf(io, ws)));
   },
 };
 
@@ -172,46 +214,30 @@ async function withWindowWarning<T extends { warnings: Warning[] }>(io: Io, ws: 
   return { ...receipt, warnings: [...receipt.warnings, warning] };
 }
 
+/** The person reading, as this workspace and others name them; "you" in status is only ever them. */
+function viewerOf(io: Io, ws: Workspace): Viewer {
+  let actor: string | null = null;
+  try {
+    actor = callerFromEnv(io.env).actor;
+  } catch {
+    // A malformed NXC_ACTOR is refused by the commands that act; reading status names nobody "you".
+  }
+  return { you: actor === null ? [] : [actor, qualifyHandle(actor, ws.short)], paint: paintFor(io.stdoutIsTty, io.env) };
+}
+
 /** The service warning rides every send, reply and tick of a registered workspace while no node runs. */
 function withServiceWarning<T extends { warnings: Warning[] }>(receipt: T, warning: Warning | null): T {
   return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
 }
 
-const transcriptShow: Verb = {
-  path: ['transcript', 'show'],
-  args: '<session>',
-  command: 'transcripts.show',
-  arity: [1, 1],
-  flags: { turn: { type: 'string', value: 'N', help: 'which turn (default: the latest that has a transcript)' } },
-  details:
-    'A transcript holds raw tool inputs and results: treat it like the workspace database, not like a message log.\n' +
-    'It never leaves this machine, and it is not gated by membership: its file (mode 600) is the boundary.',
-  run: async (io, a) => {
-    const turnText = str(a, 'turn');
-    if (turnText !== undefined && !/^[1-9]\d{0,6}$/.test(turnText)) throw new NexusError('USAGE', `--turn must be a turn number (1, 2, ...), got ${JSON.stringify(turnText)}`);
-    const ws = findWorkspace(io.cwd, io.env);
-    const input = { session: a.positionals[0]!, turn: turnText === undefined ? null : Number(turnText) };
-    const t = (await routerOf(io)(ws, (run) => run('transcripts.show', input), io.env)).result;
-    if (a.json) printJson(io, t);
-    else io.stdout(renderTranscript(t));
-  },
-};
-
-const guidePersonas: Verb = {
-  path: ['guide', 'personas'],
-  command: 'guide.personas',
-  run: async (io, a) => {
-    const ws = findWorkspace(io.cwd, io.env);
-    const g = (await routerOf(io)(ws, (run) => run('guide.personas', {}), io.env)).result;
-    if (a.json) printJson(io, g);
-    else io.stdout(renderGuide(g));
-  },
-};
+import { paintFor } from './colour.js';
+import { completionVerb } from './completion.js';
+import { renderGuide, renderReceipt, renderStatus, renderThread, renderTranscript, renderWithdraw, type Viewer } from './render.js';
 
 export const NXC: Program = {
   name: 'nxc',
   summary: 'talk to personas and people in a Nexus workspace',
-  verbs: [send, reply, status, threadsShow, withdraw, tick, transcriptShow, guidePersonas],
+  verbs: [send, reply, status, threadsShow, withdraw, tick, transcriptShow, guidePersonas, WAIT_VERB, completion],
   footer: 'Identity: NXC_ACTOR names a person; sessions get NXC_SESSION, NXC_HOP, NXC_ACTOR set for them.',
 };
 

@@ -3,6 +3,17 @@ import type { PersonaGuide, Transcript } from '../../protocol/commands.js';
 import type { Receipt, StatusReport, StatusRow, ThreadView, WithdrawResult } from '../../protocol/receipts.js';
 import { describeTree, describeWorkingCopy } from '../adapters/git/index.js';
 import { renderRoundLine } from '../capabilities/channels/status.js';
+import { PLAIN, type Paint } from './colour.js';
+
+/** Who reads a status: the handles that are "you" (the actor, bare and as other workspaces name it), and the colours. */
+export type Viewer = { you: readonly string[]; paint: Paint };
+
+const NOBODY: Viewer = { you: [], paint: PLAIN };
+
+/** The workspace a session or qualified handle names (`ab12/coder`, `alice@ab12`), for "refused by ...". */
+function workspaceOf(handle: string): string {
+  return handle.includes('/') ? handle.slice(0, handle.indexOf('/')) : handle.slice(handle.indexOf('@') + 1);
+}
 
 export function renderReceipt(r: Receipt): string {
   const lines = [`posted ${r.message} in ${r.thread} (operation ${r.operation})`];
@@ -25,13 +36,18 @@ function rowSuffix(row: StatusRow): string {
   return ` · tree ${describeTree(row.working_copy)}`;
 }
 
-function rowText(row: StatusRow): string {
+function rowText(row: StatusRow, viewer: Viewer): string {
+  const { paint } = viewer;
   const parts: string[] = [];
-  if (row.awaiting_human) parts.push(`awaiting you (answered by ${row.answered_by ?? '?'})`);
-  else if (row.state === 'answered') parts.push(`answered by ${row.answered_by ?? '?'}`);
+  // A refusal is nobody's answer: it says who refused and why, not "answered by" a persona that may not exist.
+  const outcome = row.rejected_code ? `refused by ${workspaceOf(row.to)}` : `answered by ${row.answered_by ?? '?'}`;
+  // "you" only for the person reading: another workspace's operation awaits the person who opened it.
+  const awaited = viewer.you.includes(row.opener) ? 'you' : row.opener;
+  if (row.awaiting_human) parts.push(paint.yellow(`awaiting ${awaited}`) + ` (${outcome})`);
+  else if (row.state === 'answered') parts.push(outcome);
   else parts.push(`owed by ${row.to}`);
-  if (row.rejected_code) parts.push(`REFUSED ${row.rejected_code}`);
-  else if (row.escalated) parts.push('ESCALATED');
+  if (row.rejected_code) parts.push(paint.red(`REFUSED ${row.rejected_code}`));
+  else if (row.escalated) parts.push(paint.red('ESCALATED'));
   if (row.substituted) parts.push('answer written by the runtime');
   if (row.waiting_on_sub_round) parts.push('waiting on its own round');
   if (row.session) parts.push(`depth ${row.session.depth}${row.session.running ? ' · running' : ''}`);
@@ -39,18 +55,18 @@ function rowText(row: StatusRow): string {
   return parts.join(' · ');
 }
 
-export function renderStatus(report: StatusReport): string {
+export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): string {
   const lines: string[] = [];
   if (report.operations.length === 0) lines.push('no open operations (nxc status --all shows finished ones)');
   for (const op of report.operations) {
     const subject = op.subject ? ` "${op.subject}"` : '';
-    lines.push(`operation ${op.operation}${subject}  ${op.threads.length} thread(s), ${op.open} open${op.finished ? ' · finished' : ''}`);
+    lines.push(viewer.paint.bold(`operation ${op.operation}${subject}`) + `  ${op.threads.length} thread(s), ${op.open} open${op.finished ? ' · finished' : ''}`);
     if (op.lease !== null) lines.push(`  working copy: ${op.lease.text}`);
     const depthOf = new Map<string, number>();
     for (const row of op.threads) {
       const indent = row.parent !== null && depthOf.has(row.parent) ? depthOf.get(row.parent)! + 1 : 0;
       depthOf.set(row.thread, indent);
-      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row)}${rowSuffix(row)}`);
+      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row, viewer)}${rowSuffix(row)}`);
       if (row.round) lines.push(`${'  '.repeat(indent + 2)}${renderRoundLine(row.round)}`);
     }
   }
@@ -78,6 +94,7 @@ export function renderThread(view: ThreadView): string {
     }
   }
   if (t.step) lines.push(`step "${t.step.name}" of #${t.step.channel} (round ${t.step.round}), pass ${t.step.pass}`);
+  if (t.rejected_code) lines.push(`refused by ${workspaceOf(t.to)}: ${t.rejected_code}${t.rejected_reason ? `: ${t.rejected_reason}` : ''} (nothing ran there)`);
   for (const m of view.messages) {
     const kind = m.effect === 'escalate' ? ' [escalation]' : m.effect === 'reopen' ? ' [follow-up]' : '';
     lines.push('', `${m.author} · ${m.ts}${kind}${m.substituted ? ' [written by the runtime]' : ''}`);

@@ -21,8 +21,10 @@ function untilSignal(): { stopped: Promise<void>; dispose: () => void } {
   let resolve!: () => void;
   const stopped = new Promise<void>((r) => (resolve = r));
   const on = () => resolve();
-  process.once('SIGINT', on);
-  process.once('SIGTERM', on);
+  // `on`, not `once`: signal-exit (loaded with the store's lock) re-raises a signal when only its own
+  // listeners are left, which a `once` listener is not, by the time the listeners run.
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
   return { stopped, dispose: () => (process.off('SIGINT', on), process.off('SIGTERM', on)) };
 }
 

@@ -25,6 +25,7 @@ function row(over: Partial<StatusRow> = {}): StatusRow {
     updated: '2026-01-01T00:00:00.000Z',
     working_copy: null,
     rejected_code: null,
+    rejected_reason: null,
     ...over,
   };
 }

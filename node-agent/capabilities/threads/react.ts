@@ -98,12 +98,9 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     }
     if (refusal === null) {
       const persona = await deps.loadPersona(workspace.paths.root, target.role).catch(() => null);
-      if (persona === null || !persona.addressable.external) {
-        refusal = {
-          code: 'NOT_ADDRESSABLE',
-          message: persona === null ? `no persona "${target.role}" is declared in ${workspace.id}` : `${target.role} is not declared addressable: {external: true}`,
-        };
-      }
+      // Two different fixes for the asker: another role name, or a change in this workspace's declaration.
+      if (persona === null) refusal = { code: 'UNKNOWN_PERSONA', message: `no persona "${target.role}" is declared in ${workspace.id}` };
+      else if (!persona.addressable.external) refusal = { code: 'NOT_ADDRESSABLE', message: `${target.role} is not declared addressable: {external: true}` };
     }
     return db.transaction(async (tx) => {
       const state = await loadOperation(tx, op.operation);

@@ -2,7 +2,7 @@
 import { sql } from 'drizzle-orm';
 import { signStamp } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
-import { Handle, newSessionId, newThreadId } from '../../../protocol/ids.js';
+import { Handle, newSessionId, newThreadId, qualifyHandle } from '../../../protocol/ids.js';
 import { ROLE_PATTERN } from '../../../protocol/persona.js';
 import type { Receipt} from '../../../protocol/receipts.js';
 import { commissionDepth } from './depth.js';
@@ -137,9 +137,10 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
       const thread = newThreadId();
       const operation = caller.operation?.id ?? thread;
       const parent = caller.session?.thread ?? null;
-      const author = authorOf(caller);
+      // Beyond this workspace a person is `name@short`: the thread, its first message and the stamp say so.
+      const author = { ...authorOf(caller), handle: qualifyHandle(caller.handle, workspace.short) };
       const stamp = await signStamp(deps.keys.key, {
-        sub: caller.handle,
+        sub: author.handle,
         role: caller.session?.role ?? null,
         aud: target,
         target_role: role,

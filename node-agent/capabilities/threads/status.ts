@@ -35,6 +35,7 @@ function statusRow(state: OperationState, t: ThreadState, finished: boolean): St
     updated: t.updated_ts,
     working_copy: t.last_message?.working_copy ?? null,
     rejected_code: t.rejected?.code ?? null,
+    rejected_reason: t.rejected?.message ?? null,
   };
 }
 

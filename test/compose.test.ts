@@ -1,0 +1,133 @@
+// docker-compose.yml, checked by reading it (no Docker needed): the services, one image built once, a
+// healthcheck each that the slim image can run, the operator token from .env (never baked into the image),
+// and start order by health. Where a Docker engine answers, the stack is started and two relays serve one stream.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Script } from 'node:vm';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { REPO } from './helpers/workspace.js';
+import { until } from './helpers/until.js';
+
+type Service = {
+  image?: string;
+  build?: unknown;
+  pull_policy?: string;
+  command?: string[];
+  environment?: Record<string, string>;
+  ports?: string[];
+  volumes?: string[];
+  depends_on?: Record<string, { condition: string }>;
+  healthcheck?: { test: string[] };
+};
+
+const compose = parse(readFileSync(join(REPO, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
+const services = compose.services;
+const NEXUS = ['relay-1', 'relay-2', 'node'];
+const RELAYS = ['relay-1', 'relay-2'];
+
+describe('docker-compose.yml, by reading', () => {
+  it('runs PostgreSQL, two relay instances, one address in front of them, and a node', () => {
+    expect(Object.keys(services).sort()).toEqual(['node', 'postgres', 'relay', 'relay-1', 'relay-2']);
+    expect(Object.keys(compose.volumes).sort()).toEqual(['nodehome', 'pgdata']);
+  });
+
+  it('builds one named image once, which every Nexus service runs and none pulls', () => {
+    const building = Object.entries(services).filter(([, s]) => s.build !== undefined).map(([n]) => n);
+    expect(building).toEqual(['relay-1']);
+    for (const name of NEXUS) expect(services[name]!.image, name).toBe('nexus:local');
+    for (const name of NEXUS.filter((n) => n !== 'relay-1')) expect(services[name]!.pull_policy, name).toBe('never');
+  });
+
+  it('gives every service a healthcheck the slim image can run (node itself, never curl)', () => {
+    for (const [name, s] of Object.entries(services)) {
+      expect(s.healthcheck?.test, name).toBeDefined();
+      expect(s.healthcheck!.test.join(' '), name).not.toMatch(/\bcurl\b/);
+    }
+    for (const name of RELAYS) {
+      const [kind, program, flag, script] = services[name]!.healthcheck!.test;
+      expect([kind, program, flag]).toEqual(['CMD', 'node', '-e']);
+      expect(script).toContain('/healthz');
+      expect(() => new Script(script!)).not.toThrow();
+    }
+    const node = services['node']!.healthcheck!.test;
+    expect(node[0]).toBe('CMD-SHELL');
+    expect(node[1]).toContain('nxs node status --json');
+    // The inline program after `node -e`, unquoted as the shell would, is valid JavaScript.
+    const inline = /node -e "(.*)"$/.exec(node[1]!)![1]!.replace(/\\"/g, '"');
+    expect(() => new Script(inline)).not.toThrow();
+  });
+
+  it('takes the operator token from .env, refusing to start without it, and keeps .env out of the image', () => {
+    for (const name of RELAYS) {
+      expect(services[name]!.environment!['NEXUS_RELAY_TOKEN']).toMatch(/^\$\{NEXUS_RELAY_TOKEN:\?[^}]*\.env[^}]*\}$/);
+      expect(services[name]!.command).toEqual(expect.arrayContaining(['relay', 'serve', '--database-url']));
+    }
+    expect(readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n')).toContain('.env');
+    expect(readFileSync(join(REPO, '.gitignore'), 'utf8').split('\n')).toContain('.env');
+    expect(readFileSync(join(REPO, 'README.md'), 'utf8')).toMatch(/NEXUS_RELAY_TOKEN=.*> \.env/);
+  });
+
+  it('starts each service once what it needs is healthy', () => {
+    for (const name of RELAYS) expect(services[name]!.depends_on!['postgres']).toEqual({ condition: 'service_healthy' });
+    expect(services['relay']!.depends_on).toEqual({ 'relay-1': { condition: 'service_healthy' }, 'relay-2': { condition: 'service_healthy' } });
+    expect(services['node']!.depends_on!['relay']).toEqual({ condition: 'service_healthy' });
+  });
+
+  it('publishes one address, on a port that can be moved, balanced over exactly the relay services', () => {
+    expect(services['relay']!.ports).toEqual(['${NEXUS_RELAY_PUBLISH:-7420}:7420']);
+    for (const name of NEXUS) expect(services[name]!.ports, name).toBeUndefined();
+    const conf = services['relay']!.volumes!.find((v) => v.includes('nginx.conf'))!.split(':')[0]!;
+    const nginx = readFileSync(join(REPO, conf), 'utf8');
+    expect([...nginx.matchAll(/server (relay-\d+):7420;/g)].map((m) => m[1])).toEqual(RELAYS);
+  });
+
+  it('gives the node its home volume and the workspaces folder', () => {
+    expect(services['node']!.command).toEqual(['node', 'run']);
+    expect(services['node']!.volumes).toEqual(['nodehome:/data', './workspaces:/workspaces']);
+    expect(services['node']!.environment).toEqual({ NEXUS_HOME: '/data' });
+  });
+});
+
+/** Whether a Docker engine answers here, and why not when it does not. */
+function engine(): { ok: true } | { ok: false; why: string } {
+  const r = spawnSync('docker', ['info', '--format', '{{.ServerVersion}}'], { encoding: 'utf8', timeout: 20_000 });
+  if (r.error) return { ok: false, why: `no docker command (${(r.error as NodeJS.ErrnoException).code ?? r.error.message})` };
+  if (r.status !== 0) return { ok: false, why: `no Docker engine answers: ${(r.stderr || r.stdout).trim().split('\n')[0]}` };
+  return { ok: true };
+}
+
+const docker = engine();
+if (!docker.ok) console.log(`[compose] skipping the docker compose run: ${docker.why}`);
+
+describe.skipIf(!docker.ok)('docker compose up (a Docker engine answers)', () => {
+  it('two relay instances serve one set of streams from PostgreSQL, behind one published address', { timeout: 900_000 }, async () => {
+    const project = `nexus-test-${process.pid}`;
+    const port = await new Promise<number>((resolve) => {
+      const s = createServer().listen(0, '127.0.0.1', () => {
+        const p = (s.address() as { port: number }).port;
+        s.close(() => resolve(p));
+      });
+    });
+    const env = { ...process.env, NEXUS_RELAY_TOKEN: 'operator-token-for-the-compose-test', NEXUS_RELAY_PUBLISH: String(port) };
+    const dc = (...args: string[]) =>
+      spawnSync('docker', ['compose', '-p', project, '-f', join(REPO, 'docker-compose.yml'), ...args], { cwd: REPO, env, encoding: 'utf8', timeout: 600_000 });
+    try {
+      const up = dc('up', '-d', '--build', '--wait');
+      expect(up.status, up.stderr).toBe(0);
+      const made = dc('exec', '-T', 'relay-1', 'nxs', 'relay', 'stream', 'create', 'team', '--relay', 'http://127.0.0.1:7420', '--json');
+      expect(made.status, made.stderr).toBe(0);
+      expect(JSON.parse(made.stdout).token).toEqual(expect.any(String));
+      // The other instance knows it at once: streams live in the shared database, not in an instance.
+      const again = dc('exec', '-T', 'relay-2', 'nxs', 'relay', 'stream', 'create', 'team', '--relay', 'http://127.0.0.1:7420', '--json');
+      expect(again.status).toBe(2);
+      expect(JSON.parse(again.stdout).error.code).toBe('STREAM_EXISTS');
+      const health = await until('the published address', async () => ((await fetch(`http://127.0.0.1:${port}/healthz`)).ok ? true : undefined));
+      expect(health).toBe(true);
+    } finally {
+      dc('down', '-v', '--remove-orphans');
+    }
+  });
+});

@@ -41,7 +41,7 @@ async function commission(role: string, text: string, env: Record<string, string
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  ws = await makeWorkspace();
+  ws = await makeWorkspace({ real: true });
 });
 afterAll(async () => {
   await fake.close();
@@ -86,10 +86,11 @@ describe('a session turn on the built-in runtime', () => {
   it('ends cancelled at its next boundary when the turn is stopped, and escalates saying so', async () => {
     declare('stoppable', []);
     fake.setScript([{ stall: true }]);
+    fake.requests.length = 0;
     const { messages, state } = await commission('stoppable', 'wait for it', { ANTHROPIC_API_KEY: 'test-key' }, async (file) => {
       const running = await until('the run to be waiting on the provider', async () => {
         const s = RunStateFileSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
-        return s.status === 'running' && fake.requests.length > 0 ? s : undefined;
+        return s.status === 'running' && fake.requests.some((q) => JSON.stringify(q.body.messages).includes('wait for it')) ? s : undefined;
       });
       process.kill(running.pid, 'SIGTERM');
     });

@@ -211,7 +211,9 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     }
     await inPage(page, `document.querySelectorAll('details.op').forEach((d) => (d.open = true))`);
     await shot('operations');
-    // A finished operation is folded away: open it as a person would, then follow its thread's link.
+    // A finished operation is folded away: on a fresh page, open it as a person would, then follow its thread's link.
+    await go('/operations');
+    await expect(inPage(page, `document.getElementById('op-${escalated}').open`)).resolves.toBe(false);
     await page.locator(`#op-${escalated} > summary`).click();
     await page.locator(`a[href="/w/${b.id}/t/${escalated}"]`).click();
     await page.locator('ol.messages > li').nth(2).waitFor();

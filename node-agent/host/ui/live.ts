@@ -39,7 +39,8 @@ export class LiveHub {
       if (this.clients.size === 0 && this.syncTimer) {
         clearInterval(this.syncTimer);
         this.syncTimer = null;
-        this.lastSync.clear();
+        // The last state seen is kept: a page opened later compares against it, so a change made while
+        // nobody listened (or between a page's render and its first poll) still reaches that page.
       }
     };
   }
@@ -71,7 +72,8 @@ export class LiveHub {
         const key = syncKey(await this.backend.run('sync.status', w.id, {}).catch((err: unknown) => ({ failed: String(err) })));
         const before = this.lastSync.get(w.id);
         this.lastSync.set(w.id, key);
-        if (before !== undefined && before !== key) changed.push(w.id);
+        // A workspace never seen before has no baseline: a page may have rendered an older state, so say so.
+        if (before !== key) changed.push(w.id);
       }
       if (changed.length > 0) this.send('sync', JSON.stringify({ workspaces: changed }));
     } catch {

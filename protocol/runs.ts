@@ -24,6 +24,9 @@ export function isTerminal(status: RunStatus): status is TerminalStatus {
 /** Below this an inline tool output is too short to show what happened, so it is the floor. */
 export const MIN_TOOL_OUTPUT_CHARS = 256;
 
+/** `nxs agent run`'s exit code when the run ended other than completed (failed, timed out, out of budget, cancelled, handed back). */
+export const RUN_NOT_COMPLETED_EXIT = 4;
+
 /** What a run may spend when its persona says nothing. `max_tokens: null` means unlimited. */
 export const BUDGET_DEFAULTS = {
   max_model_calls: 20,

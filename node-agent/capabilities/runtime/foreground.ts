@@ -73,6 +73,9 @@ export function progressPrinter(t: Terminal): (e: RunEvent) => void {
       case 'tool_start':
         t.err(`\n▸ ${e.call.summary}\n`);
         break;
+      case 'tool_refused':
+        t.err(`\n▸ ${e.call.summary}\n  ✗ refused: ${e.reason}\n`);
+        break;
       case 'tool_end':
         if (e.is_error) t.err(`  ✗ ${e.content.split('\n')[0]}\n`);
         break;

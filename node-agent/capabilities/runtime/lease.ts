@@ -207,7 +207,7 @@ export async function withCommandLease<T>(
     } catch (cleanup) {
       // A failed command's error stays the one thrown; the release failure rides along as a note.
       if (primary !== null) addNote(primary.err, `releasing the command lease also failed: ${cleanup instanceof Error ? cleanup.message : String(cleanup)}`);
-      else throw cleanup; // eslint-disable-line no-unsafe-finally
+      else throw cleanup;
     }
   }
 }

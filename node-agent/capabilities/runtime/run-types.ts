@@ -12,6 +12,8 @@ export type RunEvent =
   | { type: 'request'; call: number; attempt: number; tools: string[] }
   | { type: 'retry'; attempt: number; error: string; waitMs: number }
   | { type: 'tool_start'; call: PendingCall }
+  /** A call the declaration, the person or the budget did not let run. */
+  | { type: 'tool_refused'; call: PendingCall; reason: string }
   | { type: 'tool_end'; call: PendingCall; is_error: boolean; content: string };
 
 /** Asks a person about one call; only an interactive run has one. */

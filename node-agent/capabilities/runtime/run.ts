@@ -154,12 +154,14 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       const decision = decide(opts.policy, call.name, call.input);
       if (decision.kind === 'deny') {
         journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'denied', lease: null });
+        opts.onEvent?.({ type: 'tool_refused', call: pc, reason: decision.reason });
         result(`Refused: ${decision.reason}.`, true);
         continue;
       }
       if (decision.kind === 'needs_approval') {
         if (opts.approve === undefined) {
           journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'refused_needs_approval', lease: null });
+          opts.onEvent?.({ type: 'tool_refused', call: pc, reason: `${decision.reason}, and nobody is here to approve it` });
           result(`Refused: ${decision.reason}, and nobody is here to approve it. Do without it, or escalate.`, true);
           continue;
         }
@@ -170,6 +172,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
         setStatus('running');
         if (!yes) {
           journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'denied_by_person', lease: null });
+          opts.onEvent?.({ type: 'tool_refused', call: pc, reason: 'you said no' });
           result('Refused: the person running you said no.', true);
           continue;
         }
@@ -178,6 +181,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       const admit = account(budget, { kind: 'tool_call' }, now());
       if (admit.verdict.kind === 'refuse_call') {
         journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'over_budget', lease: null });
+        opts.onEvent?.({ type: 'tool_refused', call: pc, reason: admit.verdict.reason });
         result(`Refused: ${admit.verdict.reason}.`, true);
         continue;
       }

@@ -6,7 +6,9 @@ import { and, eq, isNull } from 'drizzle-orm';
 import type { Warning, Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { tables } from '../../adapters/store/index.js';
-import { appendOps, type Exec, type OpDraft } from '../../kernel/index.js';
+import { appendOps, type Exec, type OpDraft, type Tx } from '../../kernel/index.js';
+import type { LeaseIntent } from '../leases/index.js';
+import type { LeaseAfter } from '../leases/hook.js';
 import type { EngineCore } from '../threads/core.js';
 import { loadOperation } from '../threads/operations.js';
 import { emptyPlan, messageDraft, planRequesterWake, startTurns, type Plan } from '../threads/turns.js';
@@ -26,7 +28,16 @@ export type DriveOptions = { random?: RandomSource; gate?: StepGate | null };
 /** A round never needs more passes of the loop than it has steps; this only stops a bug from spinning. */
 const MAX_SETTLE_PASSES = 200;
 
-type Settled = { plan: Plan; warnings: Warning[]; progressed: boolean; steps: Map<string, number>; requester: string | null; stop: StepRecord[] };
+type Settled = {
+  plan: Plan;
+  /** What the lease decided of the steps started and the result posted: it carries their starts out after commit. */
+  lease: LeaseAfter | null;
+  warnings: Warning[];
+  progressed: boolean;
+  steps: Map<string, number>;
+  requester: string | null;
+  stop: StepRecord[];
+};
 
 export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
   const { deps, db, writer, workspace } = core;
@@ -36,13 +47,13 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
    * One transaction's worth: decide, write what was decided, plan the turns it starts. Null: not ours
    * to settle. `copy` reads the working copy once per settle (briefs and results record it).
    */
-  async function settleOnce(tx: Exec, round: string, copy: () => Promise<WorkingCopy | null>): Promise<Settled | null> {
+  async function settleOnce(tx: Tx, round: string, copy: () => Promise<WorkingCopy | null>): Promise<Settled | null> {
     const row = await loadRound(tx, round);
     if (row === null || row.board.workspace !== workspace.id) return null;
     const now = deps.now();
     const d = decide(row.board, now);
     const drafts: OpDraft[] = d.ops.map((op) => roundDraft(row.operation, round, op));
-    const out: Settled = { plan: emptyPlan(), warnings: [...d.warnings], progressed: d.ops.length > 0, steps: new Map(), requester: row.board.requester.session, stop: d.stop };
+    const out: Settled = { plan: emptyPlan(), lease: null, warnings: [...d.warnings], progressed: d.ops.length > 0, steps: new Map(), requester: row.board.requester.session, stop: d.stop };
     if (d.complete === null && d.start.length === 0) {
       await appendOps(tx, writer, drafts);
       return out;
@@ -50,19 +61,22 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
     const state = await loadOperation(tx, row.operation);
     const wc = await copy();
     const texts = await roundTexts(tx, d.board);
+    const intents: LeaseIntent[] = [];
     if (d.complete !== null) {
-      await complete(tx, row.operation, d.board, d.complete, { drafts, plan: out.plan, texts, wc });
+      await complete(tx, row.operation, d.board, d.complete, { drafts, plan: out.plan, texts, wc, intents });
       out.progressed = true;
     } else {
-      const ctx: StartContext = { deps, tx, operation: row.operation, state, now, wc, random, texts, drafts, plan: out.plan, warnings: out.warnings, gate: opts.gate ?? null };
+      const ctx: StartContext = { deps, tx, operation: row.operation, state, now, wc, random, texts, drafts, plan: out.plan, warnings: out.warnings, gate: opts.gate ?? null, intents };
       for (const s of d.start) {
         const started = await startStep(ctx, d.board, s);
         if (started.kind !== 'held_again') out.progressed = true;
         if (started.kind === 'started' && started.session !== null) out.steps.set(started.session, s.step);
       }
     }
-    // The turns planned (a step's first turn, the requester's wake) come after the ops they belong to.
-    await appendOps(tx, writer, [...drafts, ...out.plan.drafts]);
+    // The turns planned (a step's first turn, the requester's wake) come after the ops they belong to. The lease
+    // hears of each step started and of the result, and keeps back a turn that must wait for the working copy.
+    out.plan.drafts.unshift(...drafts);
+    out.lease = await core.lease.append(tx, out.plan, intents);
     return out;
 
     async function complete(
@@ -70,14 +84,18 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
       operation: string,
       b: Board,
       c: Completion,
-      io: { drafts: OpDraft[]; plan: Plan; texts: Map<string, string>; wc: WorkingCopy | null },
+      io: { drafts: OpDraft[]; plan: Plan; texts: Map<string, string>; wc: WorkingCopy | null; intents: LeaseIntent[] },
     ): Promise<void> {
       const result = renderResult(b, c, io.texts, random);
       const message = messageDraft(operation, round, channelAuthor(workspace.short, b), result.text, resultEffect(c), io.wc);
       const id = (message.body as { message: string }).message;
       io.drafts.push(message, roundDraft(operation, round, roundCompleted(b, c, { message: id, boundary: result.boundary })));
       const thread = state.threads[round];
+      const before = io.plan.turns.length;
       if (thread !== undefined) await planRequesterWake(deps, tx2, state, thread, io.plan);
+      // The round's thread is discharged: the lease stops counting it as owed, and the requester's wake goes up unheld.
+      const outcome = resultEffect(c) === 'escalate' ? 'escalate' : 'answer';
+      io.intents.push({ type: 'reply', operation, thread: round, by: channelAuthor(workspace.short, b), outcome, wake: io.plan.turns[before] ?? null });
     }
   }
 
@@ -100,7 +118,8 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
    */
   async function afterCommit(round: string, s: Settled, out: RoundEffects): Promise<void> {
     const warnings: Warning[] = [...s.warnings, ...s.plan.warnings];
-    out.woke.push(...(await startTurns(deps, s.plan.turns, warnings)));
+    if (s.lease !== null) out.woke.push(...(await core.lease.carryOut(s.lease, warnings)).woke);
+    else out.woke.push(...(await startTurns(deps, s.plan.turns, warnings)));
     await core.recordStartFailures(warnings);
     await stopLapsed(s.stop);
     const failed = warnings.filter((w) => w.reason === 'start_failed' && w.session !== undefined && s.steps.has(w.session));

@@ -9,6 +9,7 @@ import type { Warning } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import type { Exec, OpDraft } from '../../kernel/index.js';
 import type { EngineDeps } from '../context.js';
+import type { LeaseIntent } from '../leases/index.js';
 import { newSessionState, type OperationState } from '../threads/fold.js';
 import { messageDraft, planTurn, type Plan } from '../threads/turns.js';
 import { resolveAlias } from '../trust/index.js';
@@ -40,6 +41,8 @@ export type StartContext = {
   plan: Plan;
   warnings: Warning[];
   gate: StepGate | null;
+  /** What the working-copy lease is told of the steps started here (it may hold their turns back). */
+  intents: LeaseIntent[];
 };
 
 /** What became of a step: `held_again` changed nothing (it was held before and still is). */
@@ -101,6 +104,20 @@ export async function startStep(ctx: StartContext, b: Board, s: StepRef): Promis
   // The step's window is its turn's timeout: the turn's supervisor stops it when the window ends.
   const planned = ctx.plan.turns[before];
   if (planned !== undefined && windowMs !== null) planned.timeoutMs = windowMs;
+  // The lease decides whether the step's turn starts now or waits for the copy, as for any commission. The
+  // steps of an ordered flow form a run, one run per pass, so two of them never start side by side.
+  ctx.intents.push({
+    type: 'commission',
+    state: ctx.state,
+    thread,
+    parent: b.round,
+    by: channel,
+    target: { kind: 'persona', role: persona.role, handle },
+    turn: planned ?? null,
+    exclusive: wantsExclusive(b, persona.working_tree),
+    window_ms: windowMs,
+    run: b.channel.flow === 'sequential' ? { id: `${b.round}:${s.pass}`, step: s.step } : null,
+  });
   return { kind: 'started', session };
 }
 

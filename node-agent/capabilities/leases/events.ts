@@ -26,6 +26,12 @@ export type LeaseIntent =
       by: Author;
       target: Target;
       turn: PlannedTurn | null;
+      /** A channel step: the channel's `working_tree: exclusive` counts as well as the persona's. */
+      exclusive?: boolean;
+      /** A channel step's window (its own `timeout:`), in place of the persona's. */
+      window_ms?: number | null;
+      /** A step of an ordered run: two steps of one run never start side by side. */
+      run?: Trigger['run'];
     }
   | { type: 'reply'; operation: string; thread: string; by: Author; outcome: 'answer' | 'escalate' | 'question' | 'none'; wake: PlannedTurn | null }
   | { type: 'session_ended' | 'session_crashed'; operation: string; thread: string; session: string }
@@ -118,9 +124,10 @@ export async function toEvent(intent: LeaseIntent, state: LeaseState, personas: 
       const st = intent.state;
       const target = intent.target;
       const decl = target.kind === 'persona' ? await personas.of(target.role) : { exclusive: false, window_ms: null };
+      const exclusive = decl.exclusive || intent.exclusive === true;
       const rootThread = st.threads[st.id];
       // The operation's threads are read only when this commission may make the lease start following it.
-      const mayFollow = state.areas[st.id] === undefined && (decl.exclusive || state.parked[st.id] !== undefined) && intent.turn !== null;
+      const mayFollow = state.areas[st.id] === undefined && (exclusive || state.parked[st.id] !== undefined) && intent.turn !== null;
       return {
         type: intent.type,
         operation: st.id,
@@ -128,9 +135,9 @@ export async function toEvent(intent: LeaseIntent, state: LeaseState, personas: 
         parent: intent.parent,
         by: actor(intent.by),
         person: target.kind !== 'persona',
-        exclusive: decl.exclusive,
-        window_ms: decl.window_ms,
-        trigger: intent.turn === null ? null : triggerOf(intent.turn),
+        exclusive,
+        window_ms: intent.window_ms !== undefined ? intent.window_ms : decl.window_ms,
+        trigger: intent.turn === null ? null : { ...triggerOf(intent.turn), run: intent.run ?? null },
         root: rootThread ? actor(rootThread.opener) : actor(intent.by),
         area: mayFollow ? await snapshotArea(st, personas) : [],
         facts: state.holder === null ? NO_FACTS : await facts(),

@@ -5,6 +5,7 @@ export { applyLeaseFact, foldLease } from './state.js';
 export { leaseView, LIVENESS_NOTE, type LeaseView } from './view.js';
 export { anyAlive, bound, finished, heldForHandback, provablyDead } from './area.js';
 export { splitOrdered } from './ordered.js';
+export type { LeaseIntent } from './events.js';
 export { restoreNotice, type RestoreFacts } from './notice.js';
 export { fenceGrant, park, recover, restore, PARK_BRANCH_PREFIX, type FaultPoint, type MoverOptions, type RestoreOutcome } from './mover.js';
 export { TOKEN_REF } from './repo.js';

@@ -1,0 +1,65 @@
+// The working-copy lease and channel rounds: a step of an exclusive channel waits for the copy like any
+// exclusive commission, the steps of an ordered flow never run side by side, and the round's result
+// releases the copy to whoever waits. Real git, real store, scripted sessions.
+import { afterEach, describe, expect, it } from 'vitest';
+import type { TestWorkspace } from '../helpers/workspace.js';
+import { declareChannel } from '../channels/scenario.js';
+import { exclusive, gate, leaseOf, leaseWorkspace, open, send, shared, starts, until } from './engine-kit.js';
+
+let ws: TestWorkspace;
+afterEach(async () => {
+  await ws?.cleanup();
+});
+
+describe('channel rounds under the lease', () => {
+  it('a step of an exclusive channel queues behind the holder and starts once the holder has answered', async () => {
+    ws = await leaseWorkspace();
+    exclusive(ws, 'holder', 'gate:' + gate(ws, 'h') + '+reply');
+    shared(ws, 'coder', 'reply');
+    shared(ws, 'reviewer', 'reply');
+    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    const a = await send(ws, 'holder');
+    await until('the holder to run', () => starts(ws, 'holder').length === 1);
+    const r = await send(ws, '#review', 'change the build');
+    // The round is posted and its first step opened, but its turn waits for the copy.
+    expect(starts(ws, 'coder')).toHaveLength(0);
+    expect(await leaseOf(ws, r.operation)).toMatchObject({ state: 'queued', position: 1 });
+    open(gate(ws, 'h'));
+    await ws.waitIdle();
+    // Once the holder answered, the round took the copy under the next token and ran its steps in order.
+    expect(starts(ws, 'coder').map((e) => e.lease_token)).toEqual(['2']);
+    expect(starts(ws, 'reviewer').map((e) => e.lease_token)).toEqual(['2']);
+    const log = ws.agentLog();
+    const coderReply = log.findIndex((e) => e.cmd === 'reply' && e.role === `${ws.short}/coder`);
+    const reviewerStart = log.findIndex((e) => e.cmd === 'start' && e.role === `${ws.short}/reviewer`);
+    expect(reviewerStart).toBeGreaterThan(-1);
+    expect(coderReply).toBeLessThan(reviewerStart);
+    expect(await leaseOf(ws, a.operation)).toBeNull();
+    const status = await ws.status(true);
+    const round = status.operations.find((o: any) => o.operation === r.operation);
+    expect(round.threads.find((t: any) => t.thread === r.thread)).toMatchObject({ state: 'answered' });
+  });
+
+  it('the round\'s result releases the copy: an exclusive commission queued behind the round starts after it', async () => {
+    ws = await leaseWorkspace();
+    shared(ws, 'coder', 'gate:' + gate(ws, 'c') + '+reply');
+    shared(ws, 'reviewer', 'reply');
+    exclusive(ws, 'rival', 'reply');
+    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    const r = await send(ws, '#review', 'change the build');
+    await until('the first step to run', () => starts(ws, 'coder').length === 1);
+    expect(starts(ws, 'coder')[0].lease_token).toBe('1');
+    expect(await leaseOf(ws, r.operation)).toMatchObject({ state: 'holds', token: 1 });
+    const b = await send(ws, 'rival');
+    expect(b.queued).toMatchObject({ position: 1, holder: { operation: r.operation } });
+    open(gate(ws, 'c'));
+    await ws.waitIdle();
+    const log = ws.agentLog();
+    const reviewerStart = log.findIndex((e) => e.cmd === 'start' && e.role === `${ws.short}/reviewer`);
+    const rivalStart = log.findIndex((e) => e.cmd === 'start' && e.role === `${ws.short}/rival`);
+    expect(reviewerStart).toBeGreaterThan(-1);
+    expect(rivalStart).toBeGreaterThan(reviewerStart);
+    expect(starts(ws, 'rival')[0].lease_token).toBe('2');
+    expect(await leaseOf(ws, r.operation)).toBeNull();
+  });
+});

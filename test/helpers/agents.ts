@@ -132,6 +132,13 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
       else await nxc(['reply', '--thread', thread, `approved in pass ${pass}`]);
       return 0;
     }
+    case 'escalate-first': {
+      // A channel step that hands back in the round's first pass and answers in any later one.
+      const pass = Number(/, pass (\d+): you are /.exec(ctx.prompt)?.[1] ?? '0');
+      if (pass <= 1) await nxc(['reply', '--thread', thread, '--escalate', `I need a decision (pass ${pass})`]);
+      else await nxc(['reply', '--thread', thread, `answered in pass ${pass}`]);
+      return 0;
+    }
     case 'try-rework':
       // --needs-rework where the step (or thread) may not declare it; answers plainly when refused.
       if ((await nxc(['reply', '--thread', thread, '--needs-rework', 'not good enough'])).code !== 0) await nxc(['reply', '--thread', thread, 'answered after all']);

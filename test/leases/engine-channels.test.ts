@@ -4,7 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TestWorkspace } from '../helpers/workspace.js';
 import { declareChannel } from '../channels/scenario.js';
-import { exclusive, gate, leaseOf, leaseWorkspace, open, send, shared, starts, until } from './engine-kit.js';
+import { exclusive, gate, leaseOf, leaseWorkspace, open, reply, send, shared, starts, until } from './engine-kit.js';
 
 let ws: TestWorkspace;
 afterEach(async () => {
@@ -59,6 +59,32 @@ describe('channel rounds under the lease', () => {
     const rivalStart = log.findIndex((e) => e.cmd === 'start' && e.role === `${ws.short}/rival`);
     expect(reviewerStart).toBeGreaterThan(-1);
     expect(rivalStart).toBeGreaterThan(reviewerStart);
+    expect(starts(ws, 'rival')[0].lease_token).toBe('2');
+    expect(await leaseOf(ws, r.operation)).toBeNull();
+  });
+});
+
+describe('a hand-back inside an exclusive round', () => {
+  it('holds the copy until the requester asks the round again, which answers it from above; the next pass\'s result releases the copy', async () => {
+    ws = await leaseWorkspace();
+    shared(ws, 'coder', 'reply');
+    ws.persona('reviewer', { mode: 'escalate-first' });
+    exclusive(ws, 'rival', 'reply');
+    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    const r = await send(ws, '#review', 'change the build');
+    await ws.waitIdle();
+    // The ordered run stopped at the reviewer's hand-back: the result goes up as an escalation, and it holds the copy.
+    expect(await leaseOf(ws, r.operation)).toMatchObject({ state: 'holds', held_for_handback: r.thread });
+    const b = await send(ws, 'rival');
+    expect(b.queued).toMatchObject({ position: 1, holder: { operation: r.operation } });
+    // The requester asks again in the round's thread: the hand-back is answered from above, and the run goes again.
+    await reply(ws, r.thread, 'decided: keep the old format; go again');
+    await ws.waitIdle();
+    expect(starts(ws, 'reviewer')).toHaveLength(2);
+    const log = ws.agentLog();
+    const secondReviewer = log.filter((e) => e.cmd === 'start' && e.role === `${ws.short}/reviewer`)[1];
+    const rivalStart = log.findIndex((e) => e.cmd === 'start' && e.role === `${ws.short}/rival`);
+    expect(rivalStart).toBeGreaterThan(log.indexOf(secondReviewer));
     expect(starts(ws, 'rival')[0].lease_token).toBe('2');
     expect(await leaseOf(ws, r.operation)).toBeNull();
   });

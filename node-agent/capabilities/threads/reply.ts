@@ -46,6 +46,10 @@ export function replyOf(core: EngineCore, rounds: Rounds) {
       const inRound = await rounds.replyInRound(tx, { state, thread, caller, text, wc });
       if (inRound !== null) {
         plan.drafts.push(...inRound.drafts);
+        // Asking a round again owes its thread anew; the requester writing above an escalation inside the
+        // round answers that hand-back from above, so the lease stops holding the copy for it.
+        if (inRound.round !== null) intents.push({ type: 'reopen', state, thread: thread.id, parent: thread.parent, by: author, target: thread.target, turn: null });
+        else intents.push({ type: 'reply', operation: opId, thread: thread.id, by: author, outcome: 'none', wake: null });
       } else if (answering) {
         if (caller.session !== null && !input.escalate) {
           const open = openSubRounds(state, caller.session.id);

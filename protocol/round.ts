@@ -96,6 +96,7 @@ export const COMPLETION_REASONS = [
   'escalation', // a step (or the owner) handed back: passed through, never folded
   'pass_limit', // rework was still asked for when the passes ran out
   'nobody_answered', // every step lapsed or was skipped
+  'withdrawn', // the person who opened the operation withdrew it: the round was discharged as it stood
 ] as const;
 export type CompletionReason = (typeof COMPLETION_REASONS)[number];
 

@@ -89,3 +89,28 @@ describe('a hand-back inside an exclusive round', () => {
     expect(await leaseOf(ws, r.operation)).toBeNull();
   });
 });
+
+describe('withdrawing an operation with a round running', () => {
+  it('discharges the round: its running step is stopped, no later step starts, and the copy goes to whoever waits', async () => {
+    ws = await leaseWorkspace();
+    shared(ws, 'coder', 'gate:' + gate(ws, 'c') + '+reply');
+    shared(ws, 'reviewer', 'reply');
+    exclusive(ws, 'rival', 'reply');
+    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    const r = await send(ws, '#review', 'change the build');
+    await until('the first step to run', () => starts(ws, 'coder').length === 1);
+    const b = await send(ws, 'rival');
+    expect(b.queued).toMatchObject({ position: 1 });
+    const w = await ws.nxc(['withdraw', '--thread', r.thread, '--json']);
+    expect(w.code, w.stdout + w.stderr).toBe(0);
+    open(gate(ws, 'c'));
+    await ws.waitIdle();
+    expect(starts(ws, 'reviewer')).toHaveLength(0);
+    expect(starts(ws, 'rival')).toHaveLength(1);
+    const status = await ws.status(true);
+    const op = status.operations.find((o: any) => o.operation === r.operation);
+    const round = op.threads.find((t: any) => t.thread === r.thread);
+    expect(round.state).toBe('answered');
+    expect(round.round).toMatchObject({ state: expect.not.stringMatching(/^running$/) });
+  });
+});

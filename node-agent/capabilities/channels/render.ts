@@ -90,6 +90,7 @@ const HEADLINE: Record<Completion['reason'], string> = {
   escalation: 'handed back: a step could not reach the result or needs a decision that is not its to make',
   pass_limit: 'handed back: rework was still asked for when the pass limit ran out; the open points are below',
   nobody_answered: 'handed back: no step answered',
+  withdrawn: 'withdrawn by the person who opened the operation; no result was rendered',
 };
 
 /**

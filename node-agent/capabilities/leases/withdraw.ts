@@ -7,6 +7,7 @@ import type { LeaseEffect } from '../../../protocol/leases.js';
 import type { Author } from '../../../protocol/ops.js';
 import type { Warning, WithdrawResult } from '../../../protocol/receipts.js';
 import { appendOps, type Exec, type OpDraft } from '../../kernel/index.js';
+import { loadRound } from '../channels/index.js';
 import { loadOperation, operationOfThread } from '../threads/operations.js';
 import { messageDraft } from '../threads/turns.js';
 import { factDrafts, type HookEnv, type LeaseAfter, type LeaseHook } from './hook.js';
@@ -54,9 +55,17 @@ export function withdrawOf(env: HookEnv & { hook: LeaseHook; reap: () => Promise
       const open = Object.values(state.threads).filter((t) => t.state === 'open').map((t) => t.id);
       const discharged = [...new Set([...stop.discharge.filter((id) => state.threads[id]?.state === 'open'), ...open])];
       const author: Author = { handle: caller.handle, session: null };
-      const drafts: OpDraft[] = discharged.map((thread) =>
-        messageDraft(operation, thread, author, `sidecar: withdrawn by ${caller.handle}: this round was stopped before it answered.`, 'answer', null, true),
-      );
+      const drafts: OpDraft[] = [];
+      for (const thread of discharged) {
+        const message = messageDraft(operation, thread, author, `sidecar: withdrawn by ${caller.handle}: this round was stopped before it answered.`, 'answer', null, true);
+        drafts.push(message);
+        // A channel round of this workspace is discharged with its thread: completed as it stood, so no later step starts.
+        if (state.threads[thread]?.target.kind !== 'channel') continue;
+        const row = await loadRound(tx, thread);
+        if (row === null || row.board.workspace !== deps.workspace.id || row.board.completed !== null) continue;
+        const body = { round: thread, pass: row.board.pass, outcome: 'answered' as const, reason: 'withdrawn' as const, message: (message.body as { message: string }).message, boundary: '' };
+        drafts.push({ operation, thread, session: null, kind: 'round.completed', body });
+      }
       await appendOps(tx, writer, drafts);
       const after: LeaseAfter = { appended: [], effects: d.effects, planned: new Map(), running: new Map(), followed: new Set(Object.keys(d.state.areas)), warnings: [] };
       const more = await hook.planStarts(tx, d.effects, after.planned, after);

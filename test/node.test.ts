@@ -347,8 +347,9 @@ describe('service_not_running', () => {
   let unregistered: TestWorkspace;
   const hasServiceWarning = (r: CliResult) => (r.json.warnings as any[]).some((w) => w.class === 'service_not_running');
   beforeAll(async () => {
-    registered = await makeWorkspace({ real: true });
-    unregistered = await makeWorkspace({ real: true });
+    // Served in this process: the warning is the router's (registered, and no node runs), the same code the CLI runs.
+    registered = await makeWorkspace();
+    unregistered = await makeWorkspace();
     privateHome(registered);
     privateHome(unregistered);
     const reg = ok(await registered.nxs(['node', 'register', '--json'])).json;

@@ -7,7 +7,7 @@ import { ROLE_PATTERN } from '../../../protocol/persona.js';
 import type { Receipt} from '../../../protocol/receipts.js';
 import { commissionDepth } from './depth.js';
 import { type Exec } from '../../kernel/index.js';
-import { type SessionState, newSessionState, emptyOperation } from './fold.js';
+import { type SessionState, newSessionState, emptyOperation, turnsUsed } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
 import { resolveWorkspaceRef } from '../trust/index.js';
 import type { SendInput} from '../../../protocol/commands.js';
@@ -146,6 +146,8 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
         target_role: role,
         thread,
         depth: caller.depth,
+        // The receiver's operation budget counts on from what this operation has used.
+        turns: caller.operation === null ? 0 : turnsUsed(caller.operation),
       });
       const message = messageDraft(operation, thread, author, text, 'commission', wc);
       const remote = { kind: 'remote' as const, workspace: target, role, handle };

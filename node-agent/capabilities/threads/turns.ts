@@ -11,6 +11,7 @@ import { openSubRounds, type OperationState, type SessionState, type ThreadState
 import { buildPrompt, readSpec, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
+import { budgetRefusal, operationBudget } from './brakes.js';
 
 export type TurnReason = 'commissioned' | 'answered' | 'follow_up';
 
@@ -91,6 +92,12 @@ export async function planTurn(
       role: session.role,
       message: `${session.handle} (${session.id}) still has a live process; the message is posted, and the session is started again when its current turn ends if it still owes an answer`,
     });
+    return;
+  }
+  // The operation budget: a loop at a fixed depth never reaches the depth guard, but it spends turns.
+  const refused = budgetRefusal(state, session, plan.turns.filter((t) => t.operation === state.id).length, operationBudget(deps), failureClass);
+  if (refused !== null) {
+    plan.warnings.push(refused);
     return;
   }
   let persona;

@@ -76,6 +76,15 @@ describe('a persona whose script commissions itself on every turn', () => {
     expect(refused).toHaveLength(5);
     for (const r of refused) expect(r).toMatchObject({ hop: '32', out: { error: { code: 'DEPTH_EXCEEDED' } } });
 
+    // Each refused depth-32 session exited without answering: what was written in its name is a hand-back.
+    const status = await ws.status(true);
+    const atCap = operationOf(status, sent.operation).threads.filter((t) => t.session?.depth === 32);
+    expect(atCap).toHaveLength(5);
+    for (const t of atCap) expect(t).toMatchObject({ state: 'answered', escalated: true, substituted: true });
+    const capView = await ws.nxc(['threads', 'show', atCap[0]!.thread, '--json']);
+    expect(capView.json.messages.at(-1)).toMatchObject({ effect: 'escalate', substituted: true });
+    expect(capView.json.messages.at(-1).text).toContain('DEPTH_EXCEEDED');
+
     // The last stand-in answer could not wake depth 31: the wake was refused by the budget, with its stable reason.
     const stopped = turnEnds(ws).flatMap((e) => e.warnings ?? []).filter((w: any) => w.reason === 'operation_budget_exhausted');
     expect(stopped).toHaveLength(1);
@@ -165,6 +174,58 @@ describe('the budget across a workspace border', () => {
     const atA = operationOf(await a.status(true), thread);
     expect(atA.turns.used).toBe(500);
     expect(atA.threads.find((t) => t.thread === thread)).toMatchObject({ state: 'answered', escalated: true, awaiting_human: true });
+  });
+});
+
+describe('a stand-in answer after a refusal', () => {
+  it.each([
+    ['DEPTH_EXCEEDED', { mode: 'hop', arg: 'coder:32' }],
+    ['REPLY_ONLY', { mode: 'loop', arg: 'coder', tools: [] as string[] }],
+  ] as const)('after %s, is an escalation that says so, and the person finds the task handed back', async (code, spec) => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('coder', { mode: 'reply' });
+    ws.persona('stuck', spec);
+    const sent = await ws.nxc(['send', 'stuck', '--subject', 's', '--json', 'do it']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    await ws.waitIdle();
+    expect(ws.agentLog().find((e) => e.cmd === 'send')).toMatchObject({ code: 2, out: { error: { code } } });
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    expect(op.threads).toHaveLength(1);
+    expect(op.threads[0]).toMatchObject({ state: 'answered', escalated: true, substituted: true, awaiting_human: true });
+    const view = await ws.nxc(['threads', 'show', sent.json.thread, '--json']);
+    const last = view.json.messages.at(-1);
+    expect(last).toMatchObject({ effect: 'escalate', substituted: true });
+    expect(last.text).toContain(`refused (${code}:`);
+    expect(last.text).toContain('could not carry its task out');
+    const text = await ws.nxc(['status', '--all']);
+    expect(text.stdout).toContain('ESCALATED');
+  });
+
+  it('wakes the requesting session with a hand-back, not an answer', async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('coder', { mode: 'reply' });
+    ws.persona('stuck', { mode: 'hop', arg: 'coder:32' });
+    ws.persona('planner', { mode: 'wait', arg: 'stuck' });
+    const sent = await ws.nxc(['send', 'planner', '--subject', 's', '--json', 'plan it']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    await ws.waitIdle();
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    const round = op.threads.find((t) => t.parent === sent.json.thread)!;
+    expect(round).toMatchObject({ state: 'answered', escalated: true, substituted: true, awaiting_human: false });
+    // The planner was started again for it, and its prompt reads the round as handed back.
+    const root = op.threads.find((t) => t.thread === sent.json.thread)!;
+    expect(root).toMatchObject({ state: 'answered', escalated: false, session: { turn: 2 } });
+    const prompt = readFileSync(join(ws.root, '.nxs', 'sessions', root.session!.id, 'turn-2.prompt'), 'utf8');
+    expect(prompt).toContain(`handed back by ${ws.short}/stuck`);
+  });
+
+  it('is a plain answer, as before, when nothing the session ran was refused', async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('quiet', { mode: 'exit0' });
+    const sent = await ws.nxc(['send', 'quiet', '--subject', 's', '--json', 'do it']);
+    await ws.waitIdle();
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    expect(op.threads[0]).toMatchObject({ state: 'answered', escalated: false, substituted: true });
   });
 });
 

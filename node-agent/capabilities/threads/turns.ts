@@ -321,6 +321,28 @@ export async function unreportedDeadTurns(deps: EngineDeps): Promise<Array<{ ses
   return rows.filter((r) => r.sidecarPid === null || !deps.alive(r.sidecarPid)).map((r) => ({ session: r.session, turn: r.turn }));
 }
 
+/**
+ * A command of `session`'s own was refused: noted on its running turn (device-local), so that if the
+ * session then exits without answering, the answer written in its name is a hand-back, not a quiet
+ * "answered". A session with no running turn here (another workspace's, or none) notes nothing.
+ */
+export async function noteRefusal(db: Exec, session: string, refusal: { code: string; message: string }): Promise<void> {
+  await db
+    .update(tables.sessionProcs)
+    .set({ refusedCode: refusal.code, refusedMessage: refusal.message.slice(0, 2000) })
+    .where(and(eq(tables.sessionProcs.session, session), isNull(tables.sessionProcs.endedAt)));
+}
+
+/** The refusal noted on a turn, or null. */
+export async function refusalOf(db: Exec, session: string, turn: number): Promise<{ code: string; message: string } | null> {
+  const rows = await db
+    .select({ code: tables.sessionProcs.refusedCode, message: tables.sessionProcs.refusedMessage })
+    .from(tables.sessionProcs)
+    .where(and(eq(tables.sessionProcs.session, session), eq(tables.sessionProcs.turn, turn)));
+  const r = rows[0];
+  return r?.code == null ? null : { code: r.code, message: r.message ?? '' };
+}
+
 export async function markProcessEnded(
   db: Exec,
   session: string,

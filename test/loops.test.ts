@@ -229,6 +229,72 @@ describe('a stand-in answer after a refusal', () => {
   });
 });
 
+describe('repeat detection', () => {
+  it('refuses the fourth identical commission, answered three times, with REPEATED_COMMISSION and the reason', async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('coder', { mode: 'reply' });
+    ws.persona('nagger', { mode: 'loop', arg: 'coder:same' });
+    const sent = await ws.nxc(['send', 'nagger', '--subject', 's', '--json', 'get it done']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    await ws.waitIdle();
+    const sends = ws.agentLog().filter((e) => e.cmd === 'send');
+    expect(sends.map((e) => e.code)).toEqual([0, 0, 0, 2]);
+    const refused = sends[3].out.error;
+    expect(refused).toMatchObject({ code: 'REPEATED_COMMISSION', details: { count: 3, limit: 3 } });
+    expect(refused.message).toContain(`${ws.short}/nagger has commissioned ${ws.short}/coder with these same words 3 times`);
+    // Nothing was written for the refused one: three rounds, each answered; the nagger then exited without
+    // answering after a refusal, so its thread is handed back to the person, naming the code.
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    expect(op.threads).toHaveLength(4);
+    expect(op.turns.used).toBe(7);
+    const root = op.threads.find((t) => t.thread === sent.json.thread)!;
+    expect(root).toMatchObject({ state: 'answered', escalated: true, substituted: true, awaiting_human: true });
+    const view = await ws.nxc(['threads', 'show', sent.json.thread, '--json']);
+    expect(view.json.messages.at(-1).text).toContain('REPEATED_COMMISSION');
+  });
+
+  it('stops the 31/32 loop with the same words in seconds, well before the budget, every thread handed back', { timeout: 120_000 }, async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('looper', { mode: 'loop', arg: 'looper:same' });
+    const sent = await ws.nxc(['send', 'looper', '--subject', 'loop', '--json', 'keep going']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    await ws.waitIdle(100_000);
+    // Down to 32; depth 31 asks again twice more (three answered), its fourth ask is refused, and so is every
+    // identical ask above it on the way back up.
+    const hops = starts(ws).map((e) => Number(e.hop));
+    expect(hops).toEqual([...range(1, 32), 31, 32, 31, 32, 31, ...range(1, 30).reverse()]);
+    const repeats = ws.agentLog().filter((e) => e.cmd === 'send' && e.out?.error?.code === 'REPEATED_COMMISSION');
+    expect(repeats.map((e) => Number(e.hop))).toEqual(range(1, 31).reverse());
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    expect(op.turns).toEqual({ used: 67, budget: 500 });
+    expect(op.finished).toBe(true);
+    for (const t of op.threads) expect(t).toMatchObject({ state: 'answered', escalated: true, substituted: true });
+    expect(op.threads.find((t) => t.thread === sent.json.thread)).toMatchObject({ awaiting_human: true });
+  });
+
+  it('counts only asks answered before the asking turn began: a fan-out of one text in one turn is not a repeat, however fast its answers land', async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('coder', { mode: 'reply' });
+    ws.persona('fanner', { mode: 'steps', arg: 'send:coder+send:coder+send:coder+send:coder+send:coder' });
+    const sent = await ws.nxc(['send', 'fanner', '--subject', 's', '--json', 'fan out']);
+    expect(sent.code).toBe(0);
+    await ws.waitIdle();
+    expect(ws.agentLog().filter((e) => e.cmd === 'send').map((e) => e.code)).toEqual([0, 0, 0, 0, 0]);
+  });
+
+  it('counts per operation: the same ask in a new operation starts from nothing', async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('coder', { mode: 'reply' });
+    ws.persona('nagger', { mode: 'loop', arg: 'coder:same' });
+    for (const n of [1, 2]) {
+      const sent = await ws.nxc(['send', 'nagger', '--subject', `s${n}`, '--json', 'get it done']);
+      expect(sent.code).toBe(0);
+      await ws.waitIdle();
+    }
+    expect(ws.agentLog().filter((e) => e.cmd === 'send').map((e) => e.code)).toEqual([0, 0, 0, 2, 0, 0, 0, 2]);
+  });
+});
+
 describe('real work under the budget', () => {
   it('an orchestrator talking to a persona over 100 rounds with different texts is not stopped', { timeout: 300_000 }, async () => {
     ws = await makeWorkspace();

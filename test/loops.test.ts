@@ -11,6 +11,7 @@ import { foldOperation, turnsUsed } from '../node-agent/capabilities/threads/ind
 import type { Op } from '../protocol/ops.js';
 import { newMessageId, newThreadId } from '../protocol/ids.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { declareChannel, opsOf } from './channels/scenario.js';
 
 type Row = {
   thread: string;
@@ -292,6 +293,29 @@ describe('repeat detection', () => {
       await ws.waitIdle();
     }
     expect(ws.agentLog().filter((e) => e.cmd === 'send').map((e) => e.code)).toEqual([0, 0, 0, 2, 0, 0, 0, 2]);
+  });
+});
+
+describe('the budget inside a channel round', () => {
+  it('skips the steps it refuses, and the round still ends: the operation is handed back, nothing left owed', { timeout: 60_000 }, async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.config({ operation_budget: 4 });
+    ws.persona('orchestrator', { mode: 'rounds', arg: '#review:3' });
+    ws.persona('owner', { mode: 'reply' });
+    ws.persona('coder', { mode: 'reply' });
+    declareChannel(ws, 'review', 'members: [coder]\nowner: owner\n');
+    const sent = await ws.nxc(['send', 'orchestrator', '--subject', 'rounds', '--json', 'ask #review three times']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    await ws.waitIdle();
+    // Round 1 costs three turns and wakes the orchestrator (the fourth); round 2's steps are refused and skipped.
+    expect(starts(ws)).toHaveLength(4);
+    const skipped = await opsOf(ws, 'step.skipped');
+    expect(skipped.length).toBeGreaterThan(0);
+    for (const k of skipped) expect(k.body.reason).toBe('operation_budget_exhausted');
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    expect(op.turns).toEqual({ used: 4, budget: 4 });
+    expect(op.finished).toBe(true);
+    expect(op.threads.find((t) => t.thread === sent.json.thread)).toMatchObject({ state: 'answered', escalated: true, awaiting_human: true });
   });
 });
 

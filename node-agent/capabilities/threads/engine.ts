@@ -55,7 +55,8 @@ export function createEngine(deps: EngineDeps, opts: { gate?: StepGate } = {}) {
         return await fn(input);
       } catch (err) {
         if (isNexusError(err) && err.exitCode === 2 && input.caller.session !== null) {
-          await noteRefusal(deps.db, input.caller.session, { code: err.code, message: err.message });
+          // Noting is a courtesy to the turn's settlement: a failure to note never replaces the refusal.
+          await noteRefusal(deps.db, input.caller.session, { code: err.code, message: err.message }).catch(() => undefined);
         }
         throw err;
       }

@@ -54,7 +54,7 @@ function bigSnapshot(): Snapshot {
     const waiting = i % 10 === 0;
     const root = thread(i, 0, null, waiting);
     const threads = [root, thread(i, 1, root.thread, waiting), thread(i, 2, root.thread, waiting)];
-    operations.push({ operation: root.thread, subject: root.subject, opener: 'alice', finished: waiting, threads, open: waiting ? 0 : 1, lease: null });
+    operations.push({ operation: root.thread, subject: root.subject, opener: 'alice', finished: waiting, threads, open: waiting ? 0 : 1, turns: { used: 4, budget: 500 }, lease: null });
     if (waiting) {
       views.set(`${WS}/${root.thread}`, {
         thread: root,

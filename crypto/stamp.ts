@@ -44,6 +44,11 @@ export type StampClaims = {
   thread: string;
   /** The asker's depth, 0..32. */
   depth: number;
+  /**
+   * The turns the asking operation had used when the stamp was signed: the receiver's operation budget
+   * counts on from there. Optional, so stamps of nodes that predate it still verify (read as 0).
+   */
+  turns?: number;
   /** Issued at, seconds since the epoch. */
   iat: number;
   /** Expires at, seconds since the epoch. */
@@ -53,7 +58,7 @@ export type StampClaims = {
 };
 
 /** What the asker fills in; `iss` is the signing key's id, times and `jti` are made by `signStamp`. */
-export type StampRequest = Pick<StampClaims, 'sub' | 'role' | 'target_role' | 'thread' | 'depth'> & { aud: string };
+export type StampRequest = Pick<StampClaims, 'sub' | 'role' | 'target_role' | 'thread' | 'depth' | 'turns'> & { aud: string };
 
 export type SignStampOptions = {
   /** The signing time (default: now). */
@@ -109,7 +114,9 @@ export type VerifyStampOptions = {
 
 const HEADER_MEMBERS = new Set(['alg', 'typ']);
 const CLAIM_MEMBERS = ['iss', 'sub', 'role', 'aud', 'target_role', 'thread', 'depth', 'iat', 'exp', 'jti'] as const;
-const CLAIM_SET = new Set<string>(CLAIM_MEMBERS);
+/** Claims a stamp may carry beyond the required ones. */
+const OPTIONAL_CLAIMS = ['turns'] as const;
+const CLAIM_SET = new Set<string>([...CLAIM_MEMBERS, ...OPTIONAL_CLAIMS]);
 const SEGMENT_RE = /^[A-Za-z0-9_-]*$/;
 const JTI_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
@@ -186,6 +193,8 @@ function claimsProblem(c: Record<string, unknown>): string | null {
   if (!ThreadId.safeParse(c['thread']).success) return '"thread" is not a thread id';
   const depth = c['depth'];
   if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) return '"depth" is not a non-negative integer';
+  const turns = c['turns'];
+  if (Object.hasOwn(c, 'turns') && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 0)) return '"turns" is not a non-negative integer';
   if (!isTime(c['iat'])) return '"iat" is not a time in whole seconds';
   if (!isTime(c['exp'])) return '"exp" is not a time in whole seconds';
   const life = (c['exp'] as number) - (c['iat'] as number);
@@ -215,6 +224,7 @@ export async function signStamp(key: WorkspaceKey, request: StampRequest, opts: 
     target_role: request.target_role,
     thread: request.thread,
     depth: request.depth,
+    ...(request.turns === undefined ? {} : { turns: request.turns }),
     iat,
     exp: iat + ttl,
     jti: opts.jti ?? ulid(now.getTime()),

@@ -214,7 +214,7 @@ export const COMMANDS = {
     summary: 'post a message: to a persona (a commission), a person, or a persona of another workspace',
     input: SendInputSchema,
     output: ReceiptSchema,
-    errors: [...MESSAGE_ERRORS, 'UNKNOWN_RECIPIENT', 'AMBIGUOUS_RECIPIENT', 'DEPTH_EXCEEDED', 'REPLY_ONLY', 'PERSONA_INVALID', 'CHANNEL_INVALID'],
+    errors: [...MESSAGE_ERRORS, 'UNKNOWN_RECIPIENT', 'AMBIGUOUS_RECIPIENT', 'DEPTH_EXCEEDED', 'REPEATED_COMMISSION', 'REPLY_ONLY', 'PERSONA_INVALID', 'CHANNEL_INVALID'],
   }),
   reply: spec({
     scope: 'workspace',

@@ -23,6 +23,7 @@ export const ERROR_TABLE = {
   CLOCK_EXHAUSTED: { exit: 1, http: 500, summary: "the log's Lamport clock is at its limit; no op can be written" },
   BAD_ENVIRONMENT: { exit: 2, http: 400, summary: 'an NXC_* variable is not valid' },
   DEPTH_EXCEEDED: { exit: 2, http: 409, summary: 'the spawn chain is at its depth cap' },
+  REPEATED_COMMISSION: { exit: 2, http: 409, summary: 'the same commission, answered three times already in this operation, is refused as a loop' },
   SUB_ROUND_OPEN: { exit: 2, http: 409, summary: 'a plain reply while your own commissioned round is open' },
   REPLY_ONLY: { exit: 2, http: 403, summary: 'this session may only reply' },
   NODE_RUNNING: { exit: 2, http: 409, summary: 'a node already runs for this NEXUS_HOME' },

@@ -65,6 +65,11 @@ export const SessionCreatedSchema = z.object({
     handle: z.string(),
     /** Anchored before the session ever runs: the depth guard reads this, not the environment. */
     depth: z.number().int().min(0),
+    /**
+     * A commission admitted from another workspace: the turns its asking operation had used when it was
+     * stamped. The operation's budget counts on from there (the same trust that carries the depth).
+     */
+    carried_turns: z.number().int().min(0).optional(),
   }),
 });
 

@@ -136,6 +136,11 @@ export const StatusOperationSchema = z.object({
   finished: z.boolean(),
   threads: z.array(StatusRowSchema),
   open: z.number().int(),
+  /**
+   * The turns its sessions have started together (`used`, with what a commission from another workspace
+   * carried in), against the operation budget in force here: at `budget`, no further turn starts.
+   */
+  turns: z.object({ used: z.number().int(), budget: z.number().int() }),
   /** Its working-copy lease; null when the lease has nothing to say about it. */
   lease: OperationLeaseSchema.nullable(),
 });

@@ -83,7 +83,7 @@ function row(over: Partial<StatusRow>): StatusRow {
 function report(rows: StatusRow[]): StatusReport {
   return {
     workspace: { id: 'a'.repeat(26), name: 'a' },
-    operations: [{ operation: 't-01', subject: 'review', opener: rows[0]!.opener, finished: true, threads: rows, open: 0, lease: null }],
+    operations: [{ operation: 't-01', subject: 'review', opener: rows[0]!.opener, finished: true, threads: rows, open: 0, turns: { used: 1, budget: 500 }, lease: null }],
     worker_names_a_working_copy: false,
     worker_answers_liveness: true,
     notes: [],

@@ -385,6 +385,20 @@ describe('a commission stamp', () => {
     await expect(signStamp(A, request(), { ttlSec: 0 })).rejects.toBeInstanceOf(NexusError);
   });
 
+  it('carries the asking operation\'s turns when given, and verifies without them (a stamp of an older node)', async () => {
+    const carried = await verifyStamp(await signStamp(A, request({ turns: 137 })), opts());
+    expect(carried).toMatchObject({ ok: true, claims: { turns: 137 } });
+    const without = await verifyStamp(craft(HEADER, claims(), A.privateKey), opts());
+    expect(without.ok, JSON.stringify(without)).toBe(true);
+    if (without.ok) expect(without.claims.turns).toBeUndefined();
+  });
+
+  it.each([-1, 1.5, '3', null])('refuses turns %j as STAMP_MALFORMED, and signStamp refuses it with USAGE', async (turns) => {
+    const verdict = await verifyStamp(craft(HEADER, claims({ turns }), A.privateKey), opts());
+    expect(verdict).toMatchObject({ ok: false, code: 'STAMP_MALFORMED' });
+    await expect(signStamp(A, request({ turns: turns as number }))).rejects.toSatisfy((e: unknown) => e instanceof NexusError && e.code === 'USAGE');
+  });
+
   it('checks depth against the same cap as the depth guard', () => {
     expect(STAMP_DEPTH_CAP).toBe(DEPTH_CAP);
   });
@@ -587,7 +601,7 @@ describe('stamps under random mutation', () => {
     );
   });
 
-  const claimName = fc.oneof(fc.constantFrom('iss', 'sub', 'role', 'aud', 'target_role', 'thread', 'depth', 'iat', 'exp', 'jti'), fc.string({ maxLength: 8 }));
+  const claimName = fc.oneof(fc.constantFrom('iss', 'sub', 'role', 'aud', 'target_role', 'thread', 'depth', 'turns', 'iat', 'exp', 'jti'), fc.string({ maxLength: 8 }));
   const jsonEdit = fc.oneof(
     fc.record({ kind: fc.constant('set' as const), key: claimName, value: fc.jsonValue({ maxDepth: 2 }) }),
     fc.record({ kind: fc.constant('set' as const), key: fc.constant('depth'), value: fc.oneof(fc.integer(), fc.double(), fc.constant(null)) }),
@@ -657,7 +671,9 @@ describe('stamps under random mutation', () => {
           expect(c.aud).toBe(B.id);
           expect(Number.isSafeInteger(c.depth) && c.depth >= 0 && c.depth < STAMP_DEPTH_CAP).toBe(true);
           expect(verdict.sessionDepth).toBe(c.depth + 1);
-          expect(Object.keys(c).sort()).toEqual(['aud', 'depth', 'exp', 'iat', 'iss', 'jti', 'role', 'sub', 'target_role', 'thread']);
+          // `turns` is the one optional claim: absent, or a non-negative integer.
+          expect(Object.keys(c).filter((k) => k !== 'turns').sort()).toEqual(['aud', 'depth', 'exp', 'iat', 'iss', 'jti', 'role', 'sub', 'target_role', 'thread']);
+          if ('turns' in c) expect(Number.isSafeInteger(c.turns) && c.turns! >= 0).toBe(true);
         },
       ),
       { numRuns: 500 },

@@ -55,12 +55,18 @@ function rowText(row: StatusRow, viewer: Viewer): string {
   return parts.join(' · ');
 }
 
+/** Turns used of the operation budget; at the budget nothing more starts there, which a person must see. */
+function turnsText(op: StatusReport['operations'][number], viewer: Viewer): string {
+  const text = `turns ${op.turns.used} of ${op.turns.budget}`;
+  return op.turns.used >= op.turns.budget ? viewer.paint.red(`${text} (budget used up)`) : text;
+}
+
 export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): string {
   const lines: string[] = [];
   if (report.operations.length === 0) lines.push('no open operations (nxc status --all shows finished ones)');
   for (const op of report.operations) {
     const subject = op.subject ? ` "${op.subject}"` : '';
-    lines.push(viewer.paint.bold(`operation ${op.operation}${subject}`) + `  ${op.threads.length} thread(s), ${op.open} open${op.finished ? ' · finished' : ''}`);
+    lines.push(viewer.paint.bold(`operation ${op.operation}${subject}`) + `  ${op.threads.length} thread(s), ${op.open} open · ${turnsText(op, viewer)}${op.finished ? ' · finished' : ''}`);
     if (op.lease !== null) lines.push(`  working copy: ${op.lease.text}`);
     const depthOf = new Map<string, number>();
     for (const row of op.threads) {

@@ -26,7 +26,10 @@ describe('an orchestrator asking a channel round after round', () => {
     expect(new Set(orch.map((e) => e.hop))).toEqual(new Set(['1']));
     const sends = log.filter((e) => e.role === `${ws.short}/orchestrator` && e.cmd === 'send');
     expect(sends).toHaveLength(100);
-    for (const s of sends) expect(s.code).toBe(0);
+    for (const s of sends) expect(s, JSON.stringify(s)).toMatchObject({ code: 0, out: { warnings: [] } });
+    // 301 turns (the orchestrator's 101, two steps a round): real work, well inside the default operation budget.
+    const op = (await ws.status(true)).operations.find((o: any) => o.operation === sent.json.operation);
+    expect(op.turns).toEqual({ used: 301, budget: 500 });
     const answer = log.find((e) => e.role === `${ws.short}/orchestrator` && e.cmd === 'reply');
     expect(answer).toMatchObject({ code: 0, turn: 101 });
     // The store agrees: 200 steps (member and owner of each round), all one hop below the orchestrator.

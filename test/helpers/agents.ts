@@ -73,6 +73,13 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
         await nxc(['reply', '--thread', thread, 'unwound']);
       }
       return 0;
+    case 'loop': {
+      // A runaway script: commissions `role` on every turn, whatever came back, and never answers. With
+      // `role:same` every commission says the same words; otherwise each turn's differ.
+      const [role, same] = arg.split(':');
+      await nxc(['send', role!, '--subject', 'again', same === 'same' ? 'do it again' : `do it again (turn ${turn})`]);
+      return 0;
+    }
     case 'rounds': {
       const [role, n] = arg.split(':');
       if (turn <= Number(n)) await nxc(['send', role!, '--subject', `round ${turn}`, `round ${turn}`]);

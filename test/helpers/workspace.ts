@@ -137,6 +137,13 @@ export class TestWorkspace {
     if (pid !== undefined && processAlive(pid) && isNodeProcess(pid)) process.kill(pid, 'SIGKILL');
   }
 
+  /** Changes `.nxs/config.json` (members given as undefined are removed). The engine reads it at each decision. */
+  config(patch: Record<string, unknown>): void {
+    const file = join(this.root, '.nxs', 'config.json');
+    const config = { ...JSON.parse(readFileSync(file, 'utf8')), ...patch };
+    writeFileSync(file, JSON.stringify(config, null, 2) + '\n');
+  }
+
   /** Declares a persona whose runtime is the scriptable fixture agent. */
   persona(role: string, spec: PersonaSpec): void {
     const dir = join(this.root, '.nxs-personas');

@@ -49,7 +49,7 @@ function snap(r: StatusRow, messages: Msg[], extra: Partial<Snapshot> = {}): Sna
         id: WS,
         name: 'web',
         root: '/w',
-        status: { workspace: { id: WS, name: 'web' }, operations: [{ operation: 't-1', subject: r.subject, opener: r.opener, finished: true, threads: [r], open: 0, lease: null }], worker_names_a_working_copy: true, worker_answers_liveness: true, notes: [] },
+        status: { workspace: { id: WS, name: 'web' }, operations: [{ operation: 't-1', subject: r.subject, opener: r.opener, finished: true, threads: [r], open: 0, turns: { used: 1, budget: 500 }, lease: null }], worker_names_a_working_copy: true, worker_answers_liveness: true, notes: [] },
         sync: { bound: false },
         error: null,
       },

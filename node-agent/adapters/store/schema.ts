@@ -69,6 +69,12 @@ export const sessionProcs = pgTable(
     endedAt: text('ended_at'),
     exitCode: integer('exit_code'),
     signal: text('signal'),
+    /**
+     * The last command of the session's own that was refused during this turn (its code and message), or
+     * null: a session that then exits without answering could not carry its task out.
+     */
+    refusedCode: text('refused_code'),
+    refusedMessage: text('refused_message'),
   },
   (t) => [primaryKey({ columns: [t.session, t.turn] })],
 );

@@ -1,2 +1,2 @@
 // The workspace's public door.
-export { findWorkspace, initWorkspace, type InitResult, type Workspace } from './workspace.js';
+export { declaredOperationBudget, findWorkspace, initWorkspace, type InitResult, type Workspace } from './workspace.js';

@@ -13,6 +13,11 @@ const ConfigSchema = z.object({
   workspace: WorkspaceId,
   name: z.string(),
   created_at: z.string(),
+  /**
+   * The most turns all sessions of one operation may start together (the operation budget). Absent: the
+   * engine's default. Declared here, for the whole workspace: no persona or call can change it.
+   */
+  operation_budget: z.number().int().min(1).max(1_000_000).optional(),
 });
 
 export type Workspace = {
@@ -25,7 +30,8 @@ export type Workspace = {
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$/;
 
-function readConfig(paths: WorkspacePaths): Workspace {
+/** The config file, parsed and checked; a file that is unreadable or does not fit is STORE_FAILED, as it always was. */
+function parseConfig(paths: WorkspacePaths): z.infer<typeof ConfigSchema> {
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(paths.config, 'utf8'));
@@ -33,8 +39,25 @@ function readConfig(paths: WorkspacePaths): Workspace {
     throw new NexusError('STORE_FAILED', `${paths.config} is unreadable: ${String(err)}`);
   }
   const parsed = ConfigSchema.safeParse(raw);
-  if (!parsed.success) throw new NexusError('STORE_FAILED', `${paths.config} is not a valid workspace config`);
-  return { id: parsed.data.workspace, short: workspaceShort(parsed.data.workspace), name: parsed.data.name, paths };
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue === undefined ? '' : `: ${issue.path.join('.') || '(the file)'}: ${issue.message}`;
+    throw new NexusError('STORE_FAILED', `${paths.config} is not a valid workspace config${where}`);
+  }
+  return parsed.data;
+}
+
+function readConfig(paths: WorkspacePaths): Workspace {
+  const config = parseConfig(paths);
+  return { id: config.workspace, short: workspaceShort(config.workspace), name: config.name, paths };
+}
+
+/**
+ * The operation budget `.nxs/config.json` declares, or null when it declares none. Read at every decision
+ * rather than once when the workspace is opened, so a change applies to a serving node without a restart.
+ */
+export function declaredOperationBudget(paths: WorkspacePaths): number | null {
+  return parseConfig(paths).operation_budget ?? null;
 }
 
 /**

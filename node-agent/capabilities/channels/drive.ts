@@ -9,6 +9,7 @@ import { tables } from '../../adapters/store/index.js';
 import { appendOps, type Exec, type OpDraft, type Tx } from '../../kernel/index.js';
 import type { LeaseIntent } from '../leases/index.js';
 import type { LeaseAfter } from '../leases/hook.js';
+import { BUDGET_REASON } from '../threads/brakes.js';
 import type { EngineCore } from '../threads/core.js';
 import { loadOperation } from '../threads/operations.js';
 import { emptyPlan, messageDraft, planRequesterWake, startTurns, type Plan } from '../threads/turns.js';
@@ -122,7 +123,8 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
     else out.woke.push(...(await startTurns(deps, s.plan.turns, warnings)));
     await core.recordStartFailures(warnings);
     await stopLapsed(s.stop);
-    const failed = warnings.filter((w) => w.reason === 'start_failed' && w.session !== undefined && s.steps.has(w.session));
+    // A step the operation budget refused will never start either: the round goes on without it.
+    const failed = warnings.filter((w) => (w.reason === 'start_failed' || w.reason === BUDGET_REASON) && w.session !== undefined && s.steps.has(w.session));
     if (failed.length > 0) {
       await db.transaction(async (tx) => {
         const row = await loadRound(tx, round);
@@ -130,7 +132,7 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
         for (const w of failed) {
           const r = stepOfSession(row.board, w.session!);
           if (r === null) continue;
-          await appendOps(tx, writer, [roundDraft(row.operation, round, { kind: 'step.skipped', body: { round, pass: r.pass, step: r.step, reason: 'start_failed', message: w.message } })]);
+          await appendOps(tx, writer, [roundDraft(row.operation, round, { kind: 'step.skipped', body: { round, pass: r.pass, step: r.step, reason: w.reason!, message: w.message } })]);
           Object.assign(w, { round, step: stepName(row.board, r.step) });
         }
       });

@@ -10,7 +10,7 @@ import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import type { Exec, OpDraft } from '../../kernel/index.js';
 import type { EngineDeps } from '../context.js';
 import type { LeaseIntent } from '../leases/index.js';
-import { newSessionState, type OperationState } from '../threads/fold.js';
+import { newSessionState, turnsUsed, type OperationState } from '../threads/fold.js';
 import { messageDraft, planTurn, type Plan } from '../threads/turns.js';
 import { resolveAlias } from '../trust/index.js';
 import { askMessage, type Board } from './board.js';
@@ -138,6 +138,7 @@ async function startRemote(ctx: StartContext, b: Board, s: StepRef, target: stri
     target_role: s.role,
     thread,
     depth: b.requester.depth,
+    turns: turnsUsed(ctx.state),
   });
   const opener = { handle: asker, session: null };
   const subject = ctx.state.threads[b.round]?.subject ?? null;

@@ -7,8 +7,11 @@ import type { Warning } from '../../../protocol/receipts.js';
 import { callerDepth} from './depth.js';
 import { describeWorkingCopy } from '../../adapters/git/index.js';
 import { appendOps, type Exec } from '../../kernel/index.js';
-import { loadOperation, operationOfSession} from './operations.js';
-import { type OperationState, type SessionState} from './fold.js';
+import { loadOperation, operationOfSession, operationOfThread } from './operations.js';
+import { turnsUsed, type OperationState, type SessionState, type ThreadState } from './fold.js';
+import { BUDGET_REASON, budgetHandBack, operationBudget } from './brakes.js';
+import { emptyPlan, messageDraft } from './turns.js';
+import type { LeaseIntent } from '../leases/events.js';
 import { readSpec, sessionDir } from '../../adapters/sessions/index.js';
 import type { CallerClaim} from '../../../protocol/commands.js';
 import type { EngineDeps } from '../context.js';
@@ -92,8 +95,12 @@ export function createCore(deps: EngineDeps, reap: () => Promise<number>): Engin
     return { wc, note: describeWorkingCopy(wc) };
   }
 
-  /** A turn whose start failed is over: record it, so the session is not taken for running. */
+  /**
+   * A turn whose start failed is over: record it, so the session is not taken for running. A turn the
+   * operation budget refused means no turn will ever start there again: the operation is handed back.
+   */
   async function recordStartFailures(warnings: Warning[]): Promise<void> {
+    await handBackExhausted(warnings);
     const failed = warnings.filter((w) => w.reason === 'start_failed' && w.session !== undefined);
     if (failed.length === 0) return;
     await db.transaction(async (tx) => {
@@ -115,6 +122,48 @@ export function createCore(deps: EngineDeps, reap: () => Promise<number>): Engin
     });
   }
 
+  /**
+   * Every operation whose budget refused a turn is handed back: each thread a session of this workspace
+   * still owes in it, deepest first and its root last, gets an escalation written in that session's name
+   * naming the budget. No turn can start there any more, so nothing else would ever answer them; the
+   * person who opened the operation finds its root handed back (awaiting them once nothing else is owed).
+   */
+  async function handBackExhausted(warnings: Warning[]): Promise<void> {
+    const operations = new Set<string>();
+    for (const w of warnings) {
+      if (w.reason !== BUDGET_REASON || w.thread === undefined) continue;
+      const op = await operationOfThread(db, w.thread);
+      if (op !== null) operations.add(op);
+    }
+    for (const opId of operations) {
+      const after = await db.transaction(async (tx) => {
+        const state = await loadOperation(tx, opId);
+        const budget = operationBudget(deps);
+        const used = turnsUsed(state);
+        if (used < budget) return null;
+        const local = (t: ThreadState) => t.session !== null && state.sessions[t.session]?.handle.startsWith(`${workspace.short}/`) === true;
+        const owed = Object.values(state.threads)
+          .filter((t) => t.state === 'open' && local(t))
+          .sort((a, b) => state.sessions[b.session!]!.depth - state.sessions[a.session!]!.depth);
+        if (owed.length === 0) return null;
+        const plan = emptyPlan();
+        const intents: LeaseIntent[] = [];
+        for (const t of owed) {
+          const s = state.sessions[t.session!]!;
+          const by = { handle: s.handle, session: s.id };
+          plan.drafts.push(messageDraft(opId, t.id, by, budgetHandBack(opId, used, budget), 'escalate', null, true));
+          intents.push({ type: 'reply', operation: opId, thread: t.id, by, outcome: 'escalate', wake: null });
+        }
+        return lease.append(tx, plan, intents);
+      });
+      if (after === null) continue;
+      const more: Warning[] = [];
+      await lease.carryOut(after, more);
+      await recordStartFailures(more);
+      warnings.push(...more);
+    }
+  }
 
-  return { deps, db, workspace, writer, workingCopy, recordStartFailures, reap, lease: createLeaseHook({ deps, writer }) };
+  const lease = createLeaseHook({ deps, writer });
+  return { deps, db, workspace, writer, workingCopy, recordStartFailures, reap, lease };
 }

@@ -10,7 +10,9 @@ import { reactOf } from './react.js';
 import { replyOf } from './reply.js';
 import { sendOf } from './send.js';
 import { finishTurnOf } from './settle.js';
-import { unreportedDeadTurns } from './turns.js';
+import { noteRefusal, unreportedDeadTurns } from './turns.js';
+import { isNexusError } from '../../../protocol/errors.js';
+import type { CallerClaim } from '../../../protocol/commands.js';
 
 export { MAX_MESSAGE_BYTES } from './core.js';
 export type { ReplyInput, SendInput, TurnEnd };
@@ -46,7 +48,32 @@ export function createEngine(deps: EngineDeps, opts: { gate?: StepGate } = {}) {
     return out;
   }
 
-  return { send: sendOf(core, rounds), reply: replyOf(core, rounds), finishTurn, reap, tick, withdraw, workingCopy: core.workingCopy, react: reactOf(core, rounds), rounds };
+  /** A session's own command that is refused is noted on its turn (see settle.ts), then refused as ever. */
+  function noting<I extends { caller: CallerClaim }, O>(fn: (input: I) => Promise<O>): (input: I) => Promise<O> {
+    return async (input) => {
+      try {
+        return await fn(input);
+      } catch (err) {
+        if (isNexusError(err) && err.exitCode === 2 && input.caller.session !== null) {
+          // Noting is a courtesy to the turn's settlement: a failure to note never replaces the refusal.
+          await noteRefusal(deps.db, input.caller.session, { code: err.code, message: err.message }).catch(() => undefined);
+        }
+        throw err;
+      }
+    };
+  }
+
+  return {
+    send: noting(sendOf(core, rounds)),
+    reply: noting(replyOf(core, rounds)),
+    finishTurn,
+    reap,
+    tick,
+    withdraw: noting(withdraw),
+    workingCopy: core.workingCopy,
+    react: reactOf(core, rounds),
+    rounds,
+  };
 }
 
 export type Engine = ReturnType<typeof createEngine>;

@@ -53,6 +53,11 @@ export type OperationState = {
   sessions: Record<string, SessionState>;
   /** Sort key of the newest folded op, so a late arrival can be recognised. */
   head: { lamport: number; workspace: string; id: string } | null;
+  /**
+   * Turns started elsewhere that this log does not show: the most a cross-workspace commission carried in
+   * (`carried_turns`) beyond the turns folded before it. Absent while nothing was carried.
+   */
+  turns_carried?: number;
 };
 
 /** A session as `session.created` makes it: anchored at its depth, no turn run yet. */
@@ -79,6 +84,26 @@ export function isFinished(state: OperationState): boolean {
   return threads.length > 0 && threads.every((t) => t.state === 'answered');
 }
 
+/**
+ * The turns all sessions of the operation have started together: every turn folded here (each session's
+ * turns are numbered from 1, so its count is its last number), plus what a commission from another
+ * workspace carried in. The operation budget is measured against this.
+ */
+export function turnsUsed(state: OperationState): number {
+  let turns = 0;
+  for (const s of Object.values(state.sessions)) turns += s.turn;
+  return turns + (state.turns_carried ?? 0);
+}
+
+/**
+ * The state with `carried` turns (what a commission from another workspace says its operation had used)
+ * taken in: what the asker had used counts from here on, and the turns folded so far are not counted twice.
+ */
+export function withCarriedTurns(state: OperationState, carried: number): OperationState {
+  const extra = carried - turnsUsed({ ...state, turns_carried: 0 });
+  return extra > (state.turns_carried ?? 0) ? { ...state, turns_carried: extra } : state;
+}
+
 /** Open threads opened by this session: the rounds it commissioned and still waits on. */
 export function openSubRounds(state: OperationState, session: string): ThreadState[] {
   return Object.values(state.threads).filter((t) => t.opener.session === session && t.state === 'open');
@@ -100,6 +125,7 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
     threads: { ...prev.threads },
     sessions: { ...prev.sessions },
     head: { lamport: op.lamport, workspace: op.workspace, id: op.id },
+    ...(prev.turns_carried === undefined ? {} : { turns_carried: prev.turns_carried }),
   };
   switch (op.kind) {
     case 'thread.opened': {
@@ -195,6 +221,8 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
     }
     case 'session.created': {
       if (op.session === null || op.thread === null || state.sessions[op.session]) break;
+      const carried = withCarriedTurns(state, op.body.carried_turns ?? 0).turns_carried;
+      if (carried !== undefined) state.turns_carried = carried;
       state.sessions[op.session] = newSessionState({ id: op.session, thread: op.thread, role: op.body.role, handle: op.body.handle, depth: op.body.depth });
       const t = state.threads[op.thread];
       if (t) state.threads[op.thread] = { ...t, session: op.session };

@@ -7,7 +7,7 @@ import { appendOps } from '../../kernel/index.js';
 import type { LeaseAfter } from '../leases/hook.js';
 import type { LeaseIntent } from '../leases/events.js';
 import { loadOperation} from './operations.js';
-import { openSubRounds, newSessionState } from './fold.js';
+import { openSubRounds, newSessionState, withCarriedTurns } from './fold.js';
 import { certifiedKeys } from '../keys/index.js';
 import { admitStamp} from '../trust/index.js';
 import {
@@ -81,6 +81,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     if (!before || before.session !== null || before.rejected) return null;
     let refusal: { code: string; message: string } | null = null;
     let depth = 0;
+    let carried = 0;
     // The asker's key chain as this node verified it: a stamp signed after `nxs key rotate` verifies
     // with a key certified from the trusted genesis key. A chain that cannot be read offers none.
     const chain = await certifiedKeys(db, op.workspace).catch(() => []);
@@ -95,6 +96,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
         refusal = { code: 'STAMP_FORGED', message: 'the stamp does not vouch for this commission (issuer, thread, role or asker differ)' };
       }
       depth = verdict.sessionDepth;
+      carried = c.turns ?? 0;
     }
     if (refusal === null) {
       const persona = await deps.loadPersona(workspace.paths.root, target.role).catch(() => null);
@@ -113,9 +115,11 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       const plan = emptyPlan();
       const id = newSessionId();
       const handle = `${workspace.short}/${target.role}`;
-      plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body: { role: target.role, handle, depth } });
+      // The asker's turns come with it: this operation's budget counts on from what it had used.
+      const body = carried > 0 ? { role: target.role, handle, depth, carried_turns: carried } : { role: target.role, handle, depth };
+      plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body });
       const session = newSessionState({ id, thread: op.thread!, role: target.role, handle, depth });
-      await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
+      await planTurn(deps, tx, withCarriedTurns(state, carried), session, 'commissioned', plan, 'step_skipped');
       // An admitted commission needs the working copy like any other: it may queue for it.
       const lease = await core.lease.append(tx, plan, [
         { type: 'commission', state, thread: op.thread!, parent: op.body.parent, by: op.body.opener, target: { kind: 'persona', role: target.role, handle }, turn: plan.turns[0] ?? null },

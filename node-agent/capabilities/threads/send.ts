@@ -6,8 +6,9 @@ import { Handle, newSessionId, newThreadId, qualifyHandle } from '../../../proto
 import { ROLE_PATTERN } from '../../../protocol/persona.js';
 import type { Receipt} from '../../../protocol/receipts.js';
 import { commissionDepth } from './depth.js';
+import { checkRepeat } from './brakes.js';
 import { type Exec } from '../../kernel/index.js';
-import { type SessionState, newSessionState, emptyOperation } from './fold.js';
+import { type SessionState, newSessionState, emptyOperation, turnsUsed } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
 import { resolveWorkspaceRef } from '../trust/index.js';
 import type { SendInput} from '../../../protocol/commands.js';
@@ -49,6 +50,7 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
       if (persona !== null) {
         const depth = commissionDepth(caller.depth, persona.role);
         const handle = `${workspace.short}/${persona.role}`;
+        if (caller.operation !== null && caller.session !== null) await checkRepeat(tx, caller.operation, caller.session, handle, text);
         plan.drafts.push({
           operation,
           thread,
@@ -134,6 +136,7 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
       }
       // The receiver checks the stamped depth; refusing here first spares a round trip.
       commissionDepth(caller.depth, input.to);
+      if (caller.operation !== null && caller.session !== null) await checkRepeat(tx, caller.operation, caller.session, handle, text);
       const thread = newThreadId();
       const operation = caller.operation?.id ?? thread;
       const parent = caller.session?.thread ?? null;
@@ -146,6 +149,8 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
         target_role: role,
         thread,
         depth: caller.depth,
+        // The receiver's operation budget counts on from what this operation has used.
+        turns: caller.operation === null ? 0 : turnsUsed(caller.operation),
       });
       const message = messageDraft(operation, thread, author, text, 'commission', wc);
       const remote = { kind: 'remote' as const, workspace: target, role, handle };

@@ -10,6 +10,7 @@ import {
   messageDraft,
   planRequesterWake,
   planTurn,
+  refusalOf,
 } from './turns.js';
 import type { LeaseIntent } from '../leases/events.js';
 
@@ -49,13 +50,20 @@ export function finishTurnOf(core: EngineCore, rounds: Rounds) {
             : end.exitCode !== 0
               ? `exited with code ${end.exitCode}`
               : 'exited normally';
-        const textOut = `sidecar: ${s.handle} ${why} without replying; this answer is written in its name.${crashed ? '' : ' Check the tools its declaration grants.'}`;
-        const effect = crashed ? 'escalate' : 'answer';
+        // A session that exits quietly after one of its own commands was refused could not carry its task out:
+        // what is written in its name says so and hands the task back, rather than passing for an answer.
+        const refused = crashed ? null : await refusalOf(tx, s.id, end.turn);
+        const textOut =
+          refused !== null
+            ? `sidecar: ${s.handle} ${why} without replying, after its own command was refused (${refused.code}: ${refused.message}). It could not carry its task out; this hand-back is written in its name.`
+            : `sidecar: ${s.handle} ${why} without replying; this answer is written in its name.${crashed ? '' : ' Check the tools its declaration grants.'}`;
+        const effect = crashed || refused !== null ? 'escalate' : 'answer';
         plan.drafts.push(messageDraft(opId, thread.id, { handle: s.handle, session: s.id }, textOut, effect, null, true));
         await planRequesterWake(deps, tx, state, thread, plan);
         // A crash is not a hand-back by the session. Under a session that is woken by it, the runtime's hand-back
         // travels up as one; under a person the chain is simply dead, and the lease treats it so (it still owes).
-        const outcome = !crashed ? 'answer' : thread.opener.session !== null ? 'escalate' : 'none';
+        // A refusal is the session's own hand-back: the lease hears an escalation wherever it goes.
+        const outcome = refused !== null ? 'escalate' : !crashed ? 'answer' : thread.opener.session !== null ? 'escalate' : 'none';
         intents.push({ type: 'reply', operation: opId, thread: thread.id, by: { handle: s.handle, session: s.id }, outcome, wake: plan.turns[0] ?? null });
       }
       plan.drafts.push({

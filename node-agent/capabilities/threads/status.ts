@@ -4,7 +4,8 @@ import { NexusError } from '../../../protocol/errors.js';
 import type { OperationLease, StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 import { leaseStatus } from '../leases/status.js';
 import { loadOperation, operationOfThread, threadOps } from './operations.js';
-import { isFinished, openSubRounds, type OperationState, type ThreadState } from './fold.js';
+import { isFinished, openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
+import { operationBudget } from './brakes.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
 import { roundsOfOperations, withRound, withRounds } from '../channels/index.js';
@@ -57,7 +58,7 @@ function treeOrder(state: OperationState): ThreadState[] {
   return out;
 }
 
-export function operationReport(state: OperationState, finished: boolean, lease: OperationLease | null = null): StatusOperation {
+export function operationReport(state: OperationState, finished: boolean, budget: number, lease: OperationLease | null = null): StatusOperation {
   const root = rootOf(state);
   const threads = treeOrder(state).map((t) => statusRow(state, t, finished));
   return {
@@ -67,6 +68,7 @@ export function operationReport(state: OperationState, finished: boolean, lease:
     finished,
     threads,
     open: threads.filter((r) => r.state === 'open').length,
+    turns: { used: turnsUsed(state), budget },
     lease,
   };
 }
@@ -84,9 +86,10 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
   notes.push(...lease.notes);
   const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
+  const budget = operationBudget(deps);
   return {
     workspace: { id: deps.workspace.id, name: deps.workspace.name },
-    operations: rows.map((r) => withRounds(operationReport(r.state as OperationState, r.finished, lease.of(r.id)), boards)),
+    operations: rows.map((r) => withRounds(operationReport(r.state as OperationState, r.finished, budget, lease.of(r.id)), boards)),
     worker_names_a_working_copy: wc !== null,
     // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
     worker_answers_liveness: lease.answersLiveness,

@@ -11,6 +11,7 @@ import { openSubRounds, type OperationState, type SessionState, type ThreadState
 import { buildPrompt, readSpec, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
+import { budgetRefusal, operationBudget } from './brakes.js';
 
 export type TurnReason = 'commissioned' | 'answered' | 'follow_up';
 
@@ -91,6 +92,12 @@ export async function planTurn(
       role: session.role,
       message: `${session.handle} (${session.id}) still has a live process; the message is posted, and the session is started again when its current turn ends if it still owes an answer`,
     });
+    return;
+  }
+  // The operation budget: a loop at a fixed depth never reaches the depth guard, but it spends turns.
+  const refused = budgetRefusal(state, session, plan.turns.filter((t) => t.operation === state.id).length, operationBudget(deps), failureClass);
+  if (refused !== null) {
+    plan.warnings.push(refused);
     return;
   }
   let persona;
@@ -312,6 +319,28 @@ export async function unreportedDeadTurns(deps: EngineDeps): Promise<Array<{ ses
   if (deps.answersLiveness === false) return [];
   const rows = await deps.db.select().from(tables.sessionProcs).where(isNull(tables.sessionProcs.endedAt));
   return rows.filter((r) => r.sidecarPid === null || !deps.alive(r.sidecarPid)).map((r) => ({ session: r.session, turn: r.turn }));
+}
+
+/**
+ * A command of `session`'s own was refused: noted on its running turn (device-local), so that if the
+ * session then exits without answering, the answer written in its name is a hand-back, not a quiet
+ * "answered". A session with no running turn here (another workspace's, or none) notes nothing.
+ */
+export async function noteRefusal(db: Exec, session: string, refusal: { code: string; message: string }): Promise<void> {
+  await db
+    .update(tables.sessionProcs)
+    .set({ refusedCode: refusal.code, refusedMessage: refusal.message.slice(0, 2000) })
+    .where(and(eq(tables.sessionProcs.session, session), isNull(tables.sessionProcs.endedAt)));
+}
+
+/** The refusal noted on a turn, or null. */
+export async function refusalOf(db: Exec, session: string, turn: number): Promise<{ code: string; message: string } | null> {
+  const rows = await db
+    .select({ code: tables.sessionProcs.refusedCode, message: tables.sessionProcs.refusedMessage })
+    .from(tables.sessionProcs)
+    .where(and(eq(tables.sessionProcs.session, session), eq(tables.sessionProcs.turn, turn)));
+  const r = rows[0];
+  return r?.code == null ? null : { code: r.code, message: r.message ?? '' };
 }
 
 export async function markProcessEnded(

@@ -11,7 +11,7 @@ const ROW_FIELDS = new Set([
   'awaiting_human', 'answered_by', 'session', 'messages', 'updated', 'working_copy', 'rejected_code',
 ]);
 const SESSION_FIELDS = new Set(['id', 'handle', 'depth', 'turn', 'running']);
-const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open']);
+const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns']);
 
 export function workingCopy(wc: WorkingCopy | null): string {
   if (wc === null) return '';
@@ -83,7 +83,7 @@ export function operation(out: string[], workspace: string, op: StatusOperation)
   const state = op.finished ? '<span class="tag ok">finished</span>' : `<span class="tag plain">${op.open} open</span>`;
   out.push(
     `<details class="op" id="op-${esc(op.operation)}"${op.finished ? '' : ' open'}${dataAttrs({ operation: op.operation, finished: op.finished })}>
-<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s)</span></summary>
+<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s) · turns ${op.turns.used} of ${op.turns.budget}</span>${op.turns.used >= op.turns.budget ? ' <span class="tag warn">budget used up</span>' : ''}</summary>
 ${extras(op as Record<string, unknown>, OPERATION_FIELDS)}`,
   );
   tree(out, workspace, op.threads);

@@ -1,7 +1,7 @@
 // File-system pieces every part of Nexus shares: one atomic write, one process-liveness check, and
 // one exclusive lock whose holder is known by pid (never by how recently it refreshed a timestamp).
 import { randomBytes } from 'node:crypto';
-import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 
@@ -36,6 +36,31 @@ function procStat(pid: number): string[] | null {
   }
 }
 
+let ownPidNamespace: string | null | undefined;
+
+/**
+ * This process's PID namespace ("pid:[4026531836]"), or null where it cannot be read. A pid means something
+ * only inside its namespace: a sandbox that gives its commands a namespace of their own (codex's bubblewrap
+ * does) shows them none of the processes outside it, so every outside pid looks dead from in there.
+ */
+export function pidNamespace(): string | null {
+  if (ownPidNamespace === undefined) {
+    try {
+      ownPidNamespace = readlinkSync('/proc/self/ns/pid');
+    } catch {
+      ownPidNamespace = null;
+    }
+  }
+  return ownPidNamespace;
+}
+
+/** Whether a pid recorded in namespace `ns` can be looked up from here; a pid recorded without one is taken as ours. */
+export function seesPidsOf(ns: string | null | undefined): boolean {
+  if (ns === undefined || ns === null) return true;
+  const own = pidNamespace();
+  return own === null || own === ns;
+}
+
 /** When the process started, in clock ticks since boot (Linux), so a recycled pid is told from its first owner. */
 export function processStartTime(pid: number): number | null {
   if (!HAS_PROCFS) return null;
@@ -65,7 +90,7 @@ export function processAlive(pid: number, startTime?: number | null): boolean {
 }
 
 /** Who holds a lock: written inside the lock folder by the process that made it. */
-export type LockOwner = { pid: number; start: number | null; host: string; since: string; purpose: string; home?: string };
+export type LockOwner = { pid: number; start: number | null; host: string; since: string; purpose: string; home?: string; /** Its PID namespace (absent in older locks). */ pidns?: string };
 
 export type LockOptions = {
   /** How long to keep trying while a live process holds the lock (0: one try). */
@@ -105,6 +130,7 @@ function ownerGone(lock: string, owner: LockOwner | null): boolean {
     }
   }
   if (owner.host !== hostname()) return false; // another machine's process: its liveness cannot be told here
+  if (!seesPidsOf(owner.pidns)) return false; // a process inside a sandbox's PID namespace, or outside ours: likewise
   return !processAlive(owner.pid, owner.start);
 }
 
@@ -150,6 +176,7 @@ function tryLock(lock: string, opts: LockOptions): Release | { held: LockOwner |
     since: new Date().toISOString(),
     purpose: opts.purpose,
     ...(opts.home === undefined ? {} : { home: opts.home }),
+    ...(pidNamespace() === null ? {} : { pidns: pidNamespace()! }),
   };
   writeFileAtomic(join(lock, OWNER_FILE), JSON.stringify(me) + '\n');
   let released = false;

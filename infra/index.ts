@@ -1,4 +1,4 @@
 // The infra door: pieces every host shares (relay, node, sync client). infra/ imports only protocol/ and node built-ins.
-export { acquireLock, acquireLockSync, describeOwner, processAlive, processStartTime, readLockOwner, writeFileAtomic, type LockOptions, type LockOwner, type Release } from './fs.js';
+export { acquireLock, acquireLockSync, describeOwner, pidNamespace, processAlive, processStartTime, readLockOwner, seesPidsOf, writeFileAtomic, type LockOptions, type LockOwner, type Release } from './fs.js';
 export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';

@@ -1,11 +1,12 @@
 // The pid-owned lock: a holder is alive as long as its process runs, however late it is, and a dead
 // holder's lock is taken at the next attempt. Nothing here waits for a rule's duration.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acquireLock, processStartTime, readLockOwner } from '../infra/index.js';
+import { acquireLock, pidNamespace, processStartTime, readLockOwner, seesPidsOf } from '../infra/index.js';
+import { REPO } from './helpers/workspace.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nexus-locks-'));
 const children: ChildProcess[] = [];
@@ -67,5 +68,61 @@ describe('the pid-owned lock', () => {
     const early = await acquireLock(lock, { waitMs: 10_000, purpose: 'x', busy, refuseEarly: (o) => (o.purpose === 'a test' ? new Error(`held by ${o.pid}`) : null) }).catch((e: Error) => e);
     expect(String(early)).toContain(`held by ${child.pid}`);
     child.kill('SIGKILL');
+  });
+
+  it('a holder recorded in another PID namespace keeps the lock, even when its pid runs nothing here', async () => {
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    const pid = child.pid!;
+    await new Promise((r) => child.once('exit', r));
+    const lock = join(dir, 'other-namespace.lock');
+    forge(lock, pid, 12345);
+    writeFileSync(join(lock, 'owner.json'), JSON.stringify({ ...readLockOwner(lock), pidns: 'pid:[1]' }));
+    await expect(acquireLock(lock, { waitMs: 0, purpose: 'a contender', busy })).rejects.toMatchObject({ code: 'STORE_BUSY' });
+    expect(readLockOwner(lock)?.pid).toBe(pid);
+    // Our own namespace, or none recorded (an older lock), is judged by pid as before.
+    expect(seesPidsOf(pidNamespace())).toBe(true);
+    expect(seesPidsOf(undefined)).toBe(true);
+  });
+
+  // What a sandbox with a PID namespace of its own does to a command (codex's bubblewrap does this to nxc).
+  const canUnshare = (() => {
+    try {
+      execFileSync('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--mount-proc', 'true'], { stdio: 'ignore', timeout: 10_000 });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  /** Runs `acquireLock` on `lock` in a new PID namespace: 'took' or 'busy' (with `hold`, it keeps the lock until killed). */
+  const namespaced = (lock: string, hold: boolean) => {
+    const code = [
+      `const { acquireLock } = await import(${JSON.stringify(join(REPO, 'dist', 'infra', 'fs.js'))});`,
+      `try { await acquireLock(${JSON.stringify(lock)}, { waitMs: 0, purpose: 'a sandboxed command', busy: () => new Error('busy') }); console.log('took'); }`,
+      `catch { console.log('busy'); }`,
+      hold ? 'setInterval(() => {}, 1000);' : '',
+    ].join('\n');
+    return spawn('unshare', ['--user', '--map-root-user', '--pid', '--fork', '--kill-child', '--mount-proc', process.execPath, '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  };
+  const firstLine = (c: ChildProcess) => new Promise<string>((resolve) => c.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim())));
+
+  it.skipIf(!canUnshare)('a process in its own PID namespace and one outside it never take each other\'s lock for dead', async () => {
+    // Held outside: the process inside sees no such pid, and must not clear the lock.
+    const outside = join(dir, 'held-outside.lock');
+    const release = await acquireLock(outside, { waitMs: 0, purpose: 'the host', busy });
+    const inside = namespaced(outside, false);
+    children.push(inside);
+    expect(await firstLine(inside)).toBe('busy');
+    expect(readLockOwner(outside)?.pid).toBe(process.pid);
+    release();
+    // Held inside: its pid (a small number there) means another process, or none, out here.
+    const held = join(dir, 'held-inside.lock');
+    const holder = namespaced(held, true);
+    children.push(holder);
+    expect(await firstLine(holder)).toBe('took');
+    expect(readLockOwner(held)?.pidns).not.toBe(pidNamespace());
+    await expect(acquireLock(held, { waitMs: 0, purpose: 'the host', busy })).rejects.toMatchObject({ code: 'STORE_BUSY' });
+    const gone = new Promise((r) => holder.once('exit', r));
+    holder.kill('SIGKILL'); // --kill-child takes the process inside with it
+    await gone;
   });
 });

@@ -5,7 +5,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
 import { routed } from '../host/remote.js';
 import { packageRoot } from '../paths.js';
-import { baseEnvironment, doneMarker, SessionSpecSchema } from '../adapters/sessions/index.js';
+import { baseEnvironment, doneMarker, PID_NAMESPACE_VARIABLE, pidNamespace, SessionSpecSchema } from '../adapters/sessions/index.js';
 import { findWorkspace } from '../adapters/workspace/index.js';
 
 /** After a stop request, how long the runtime gets before it is killed outright. */
@@ -58,8 +58,10 @@ async function main(): Promise<void> {
   fchmodSync(transcript, 0o600);
   const [command, ...args] = spec.declaration.command;
   const base = spec.base_env ?? baseEnvironment(process.env);
-  // Sessions reach `nxc` through PATH, so the installed package's bin comes first.
-  const env = { ...base, ...spec.env, PATH: [join(packageRoot(), 'bin'), base['PATH'] ?? ''].join(delimiter) };
+  // Sessions reach `nxc` through PATH, so the installed package's bin comes first. Their commands learn
+  // which PID namespace the sessions' pids belong to, so one run inside a sandbox's own namespace takes nobody for dead.
+  const ns = pidNamespace();
+  const env = { ...base, ...spec.env, PATH: [join(packageRoot(), 'bin'), base['PATH'] ?? ''].join(delimiter), ...(ns === null ? {} : { [PID_NAMESPACE_VARIABLE]: ns }) };
   const child = spawn(command!, args, { cwd: spec.workspace_dir, env, stdio: ['pipe', transcript, transcript], detached: true });
   let timedOut = false;
   let stopping = false;

@@ -12,7 +12,7 @@ import { trustHandlers } from '../capabilities/trust/commands.js';
 import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
-import { baseEnvironment, launchTurn, processAlive, stopTurn } from '../adapters/sessions/index.js';
+import { baseEnvironment, launchTurn, processAlive, seesSessionProcesses, stopTurn } from '../adapters/sessions/index.js';
 import { openStore, type OpenOptions } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { invoke, type Handlers } from '../kernel/index.js';
@@ -56,6 +56,8 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     launch: launchTurn,
     baseEnv: () => baseEnvironment(process.env),
     alive: processAlive,
+    // A session's command run in a sandbox's own PID namespace sees no session process: it must not settle them as dead.
+    ...(seesSessionProcesses(process.env) ? {} : { answersLiveness: false }),
     stopSession: stopTurn,
     stop: stopSidecar,
     readWorkingCopy,

@@ -19,7 +19,7 @@ function help(kind: 'claude' | 'codex'): { text: string; source: string } {
     const text = kind === 'claude' ? execFileSync(CLAUDE, ['--help'], { encoding: 'utf8', timeout: 60_000 }) : execFileSync(process.execPath, [CODEX, 'exec', '--help'], { encoding: 'utf8', timeout: 60_000 });
     return { text, source: `${kind} --help` };
   } catch (err) {
-    const binary = kind === 'claude' ? CLAUDE_BINARY : path.join(REPO, 'node_modules', '@openai', 'codex-linux-x64', 'vendor', 'x86_64-unknown-linux-musl', 'codex', 'codex');
+    const binary = kind === 'claude' ? CLAUDE_BINARY : path.join(REPO, 'node_modules', '@openai', 'codex-linux-x64', 'vendor', 'x86_64-unknown-linux-musl', 'bin', 'codex');
     console.warn(`${kind} --help could not run (${String(err)}); checking against the strings of ${binary}`);
     return { text: readFileSync(binary).toString('latin1'), source: `strings of ${binary}` };
   }
@@ -62,6 +62,8 @@ describe('every flag an adapter emits is one the installed CLI has', () => {
     expect(codexArgs(persona({ tools: [] }), '/w')).toEqual(expect.arrayContaining(['--sandbox', 'read-only']));
     expect(codexArgs(persona({ permissions: 'bypassPermissions' }), '/w')).toContain('--dangerously-bypass-approvals-and-sandbox');
     expect(codexArgs(persona(), '/w')).toEqual(expect.arrayContaining(['--sandbox', 'workspace-write', '--model', 'claude-sonnet-4-5', '--cd', '/w']));
+    // Not a login shell: /etc/profile would reset the PATH that carries nxc.
+    expect(valueOf(codexArgs(persona(), '/w'), '-c')).toBe('allow_login_shell=false');
     const c = claudeArgs(persona({ permissions: 'acceptEdits' }), null);
     expect(c).toEqual(expect.arrayContaining(['--model', 'claude-sonnet-4-5', '--permission-mode', 'acceptEdits', '--append-system-prompt', 'You review code.']));
     expect(c).not.toContain('--allowedTools');
@@ -99,10 +101,50 @@ describe('reading the event streams', () => {
       { type: 'item.completed', item: { id: 'i2', type: 'agent_message', text: 'All done.' } },
       { type: 'turn.completed', usage: { input_tokens: 900, cached_input_tokens: 100, output_tokens: 70 } },
     ]) r.feed(e);
-    expect(r.tally).toEqual({ model_calls: 1, tool_calls: 1, tokens_in: 900, tokens_out: 70, replied: true, final: 'All done.', error: null, done: true });
+    expect(r.tally).toEqual({ model_calls: 2, tool_calls: 1, tokens_in: 900, tokens_out: 70, replied: true, final: 'All done.', error: null, done: true });
     const f = codexReader();
     f.feed({ type: 'turn.failed', error: { message: 'stream disconnected' } });
     expect(f.tally.error).toBe('codex turn failed: stream disconnected');
+  });
+
+  // The sequences below are what codex exec 0.171 printed against the fake provider.
+  it('counts a request per round of tool results, parallel calls as one round, and ignores codex\'s own notices', () => {
+    const r = codexReader();
+    const cmd = (id: string, phase: 'item.started' | 'item.completed') => ({ type: phase, item: { id, type: 'command_execution', command: "/bin/bash -c 'ls'", exit_code: phase === 'item.completed' ? 0 : null, status: phase === 'item.completed' ? 'completed' : 'in_progress' } });
+    for (const e of [
+      { type: 'thread.started', thread_id: 'th' },
+      { type: 'item.completed', item: { id: 'item_0', type: 'error', message: 'Model metadata for `fake-model` not found. Defaulting to fallback metadata; this can degrade performance and cause issues.' } },
+      { type: 'turn.started' },
+      { type: 'item.completed', item: { id: 'item_1', type: 'agent_message', text: 'Looking first.' } },
+      cmd('item_2', 'item.started'),
+      cmd('item_2', 'item.completed'),
+      // The second request asked for two commands at once.
+      cmd('item_3', 'item.started'),
+      cmd('item_4', 'item.started'),
+      cmd('item_3', 'item.completed'),
+      cmd('item_4', 'item.completed'),
+      { type: 'item.completed', item: { id: 'item_5', type: 'agent_message', text: 'Done.' } },
+      { type: 'turn.completed', usage: { input_tokens: 133, cached_input_tokens: 0, cache_write_input_tokens: 0, output_tokens: 50, reasoning_output_tokens: 0 } },
+    ]) r.feed(e);
+    expect(r.tally).toMatchObject({ model_calls: 3, tool_calls: 3, tokens_in: 133, tokens_out: 50, replied: false, final: 'Done.', error: null, done: true });
+    // A turn whose last request, after a tool result, answered nothing still made that request.
+    const q = codexReader();
+    for (const e of [{ type: 'turn.started' }, cmd('a', 'item.started'), cmd('a', 'item.completed'), { type: 'turn.completed', usage: {} }]) q.feed(e);
+    expect(q.tally.model_calls).toBe(2);
+  });
+
+  it('counts a reconnect as a request and does not fail a turn codex got over it to complete', () => {
+    const r = codexReader();
+    for (const e of [
+      { type: 'turn.started' },
+      { type: 'error', message: 'Reconnecting... 1/1 (stream disconnected before completion: error sending request)' },
+      { type: 'item.completed', item: { id: 'item_1', type: 'agent_message', text: 'Recovered.' } },
+      { type: 'turn.completed', usage: { input_tokens: 10, output_tokens: 5 } },
+    ]) r.feed(e);
+    expect(r.tally).toMatchObject({ model_calls: 2, final: 'Recovered.', error: null, done: true });
+    const gaveUp = codexReader();
+    for (const e of [{ type: 'turn.started' }, { type: 'error', message: 'Reconnecting... 1/1 (stream disconnected)' }, { type: 'error', message: 'stream disconnected' }]) gaveUp.feed(e);
+    expect(gaveUp.tally).toMatchObject({ model_calls: 2, error: 'codex error: stream disconnected', done: false });
   });
 });
 

@@ -1,5 +1,5 @@
 // The sessions' public door: launching turns, their specs, prompts and process liveness.
 export { baseEnvironment, doneMarker, launchTurn, sidecarScript, startedMarker, stopTurn, type LaunchResult, type TurnLaunch } from './launch.js';
-export { processAlive } from './liveness.js';
+export { PID_NAMESPACE_VARIABLE, pidNamespace, processAlive, seesSessionProcesses } from './liveness.js';
 export { buildPrompt, pickBoundary, wrapUntrusted, type PromptInput, type PromptMessage, type PromptRound } from './prompt.js';
 export { readSpec, REPLY_ONLY_TOOL, sessionDir, SessionSpecSchema, type SessionSpec } from './spec.js';

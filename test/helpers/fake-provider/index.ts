@@ -1,4 +1,4 @@
-// A scripted model provider on a loopback port: speaks Anthropic Messages and OpenAI Chat Completions so the real SDKs can be pointed at it.
+// A scripted model provider on a loopback port: speaks Anthropic Messages, OpenAI Chat Completions and OpenAI Responses so the real SDKs and CLIs can be pointed at it.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import {
@@ -9,6 +9,9 @@ import {
   openaiCompletion,
   openaiError,
   openaiStream,
+  responsesObject,
+  responsesStream,
+  responsesStreamError,
 } from './wire.js';
 
 export type ScriptedCall = { name: string; id?: string; /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */ input?: unknown };
@@ -25,14 +28,15 @@ export type Step =
   | { reply: ScriptedReply; delayMs?: number }
   /** An HTTP error answer; `retryAfterMs` is sent as retry-after-ms (and retry-after in whole seconds). */
   | { status: number; retryAfterMs?: number }
-  /** An error event inside an opened stream (Anthropic), e.g. overloaded_error. */
+  /** An error event inside an opened stream: Anthropic's error event (e.g. overloaded_error), or response.failed with that code (Responses). */
   | { streamError: string }
   /** The connection is cut without an answer. */
   | { drop: true }
   /** The request is never answered; the client must give up by itself. */
   | { stall: true };
 
-export type Api = 'anthropic' | 'openai';
+/** openai: Chat Completions; responses: the Responses API (POST .../responses). */
+export type Api = 'anthropic' | 'openai' | 'responses';
 
 export type RecordedRequest = { api: Api; path: string; headers: IncomingMessage['headers']; body: any };
 
@@ -41,9 +45,15 @@ export type Script = Step[] | ((req: RecordedRequest, index: number) => Step);
 export type FakeProvider = {
   /** For the Anthropic SDK's baseURL. */
   readonly anthropicUrl: string;
-  /** For the OpenAI SDK's baseURL (it expects the /v1 prefix in the URL). */
+  /** For the OpenAI SDK's baseURL (it expects the /v1 prefix in the URL); Chat Completions and Responses both live under it. */
   readonly openaiUrl: string;
   readonly requests: RecordedRequest[];
+  /**
+   * For HTTP(S)_PROXY: a client told to use the fake as its proxy has every attempt to leave the machine
+   * (a CONNECT, or a request for an absolute URL) refused with 403 and listed here.
+   */
+  readonly proxyUrl: string;
+  readonly proxied: string[];
   /** Replaces the script; the request count starts again at 0. */
   setScript(script: Script): void;
   close(): Promise<void>;
@@ -78,11 +88,14 @@ function answer(api: Api, req: RecordedRequest, step: Step, n: number, res: Serv
     return;
   }
   if ('streamError' in step) {
-    stream(res, anthropicStreamError(step.streamError));
+    stream(res, api === 'responses' ? responsesStreamError(step.streamError) : anthropicStreamError(step.streamError));
     return;
   }
   const model = String(req.body?.model ?? 'fake-model');
-  if (api === 'anthropic') {
+  if (api === 'responses') {
+    if (req.body?.stream === true) stream(res, responsesStream(step.reply, model, n));
+    else send(res, 200, responsesObject(step.reply, model, n));
+  } else if (api === 'anthropic') {
     if (req.body?.stream === true) stream(res, anthropicStream(step.reply, model, n));
     else send(res, 200, anthropicMessage(step.reply, model, n));
   } else if (req.body?.stream === true) {
@@ -97,13 +110,19 @@ export async function startFakeProvider(script: Script = []): Promise<FakeProvid
   let current = script;
   let count = 0;
   const requests: RecordedRequest[] = [];
+  const proxied: string[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if (/^[a-z]+:\/\//i.test(req.url ?? '')) {
+        proxied.push(`${req.method} ${req.url}`);
+        send(res, 403, { error: { message: 'the fake provider does not forward requests' } });
+        return;
+      }
       const path = (req.url ?? '').split('?')[0] ?? '';
-      const api: Api | null = path.endsWith('/v1/messages') ? 'anthropic' : path.endsWith('/chat/completions') ? 'openai' : null;
+      const api: Api | null = path.endsWith('/v1/messages') ? 'anthropic' : path.endsWith('/chat/completions') ? 'openai' : path.endsWith('/responses') ? 'responses' : null;
       if (api === null || req.method !== 'POST') {
         send(res, 404, { error: { message: `the fake provider has no ${req.method} ${path}` } });
         return;
@@ -124,6 +143,11 @@ export async function startFakeProvider(script: Script = []): Promise<FakeProvid
       else answer(api, recorded, step, n, res, req.socket);
     });
   });
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    proxied.push(`CONNECT ${req.url}`);
+    socket.on('error', () => undefined);
+    socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n');
+  });
   server.on('connection', (s) => {
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
@@ -134,7 +158,9 @@ export async function startFakeProvider(script: Script = []): Promise<FakeProvid
   return {
     anthropicUrl: base,
     openaiUrl: `${base}/v1`,
+    proxyUrl: base,
     requests,
+    proxied,
     setScript(s) {
       current = s;
       count = 0;

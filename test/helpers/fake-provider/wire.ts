@@ -1,4 +1,4 @@
-// The two providers' wire formats, written by hand from their API references: Anthropic Messages and OpenAI Chat Completions.
+// The providers' wire formats, written by hand from their API references: Anthropic Messages, OpenAI Chat Completions and OpenAI Responses.
 import type { ScriptedReply } from './index.js';
 
 export type SseEvent = { event?: string; data: string };
@@ -132,4 +132,76 @@ export function openaiStream(r: ScriptedReply, model: string, n: number, include
 
 export function openaiError(status: number): Record<string, unknown> {
   return { error: { message: `scripted ${status}`, type: status === 429 ? 'rate_limit_exceeded' : 'server_error', code: null, param: null } };
+}
+
+// ---------------------------------------------------------------- OpenAI Responses (what codex speaks)
+
+function responsesUsage(r: ScriptedReply): Record<string, unknown> | null {
+  if (r.usage === null) return null;
+  const u = { input: r.usage?.input ?? 10, output: r.usage?.output ?? 5 };
+  return { input_tokens: u.input, input_tokens_details: { cached_tokens: 0 }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.input + u.output };
+}
+
+/** The output items: one assistant message for the text, then one function_call per tool call. */
+function responsesOutput(r: ScriptedReply, n: number): Array<Record<string, unknown>> {
+  const out: Array<Record<string, unknown>> = [];
+  if (r.text) out.push({ type: 'message', id: `msg_${n}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.text, annotations: [] }] });
+  for (const [i, c] of (r.tool_calls ?? []).entries()) {
+    out.push({ type: 'function_call', id: `fc_${n}_${i}`, call_id: c.id ?? `call_${n}_${i}`, name: c.name, arguments: argsText(c.input), status: 'completed' });
+  }
+  return out;
+}
+
+/** A response object; `stop` set means it ended incomplete for that reason (e.g. max_output_tokens). */
+export function responsesObject(r: ScriptedReply, model: string, n: number, output = responsesOutput(r, n)): Record<string, unknown> {
+  return {
+    id: `resp_${n}`,
+    object: 'response',
+    created_at: 0,
+    status: r.stop === undefined ? 'completed' : 'incomplete',
+    incomplete_details: r.stop === undefined ? null : { reason: r.stop },
+    error: null,
+    model,
+    output,
+    parallel_tool_calls: true,
+    tool_choice: 'auto',
+    tools: [],
+    usage: responsesUsage(r),
+  };
+}
+
+/** The stream: created, then per item added / deltas / done, then completed (or incomplete) with the usage. */
+export function responsesStream(r: ScriptedReply, model: string, n: number): string {
+  let seq = 0;
+  const events: SseEvent[] = [];
+  const emit = (type: string, body: Record<string, unknown>) => events.push({ event: type, data: JSON.stringify({ type, sequence_number: seq++, ...body }) });
+  const output = responsesOutput(r, n);
+  emit('response.created', { response: { ...responsesObject(r, model, n, []), status: 'in_progress', incomplete_details: null, usage: null } });
+  for (const [index, item] of output.entries()) {
+    const id = item['id'];
+    if (item['type'] === 'message') {
+      const text = r.text ?? '';
+      emit('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', content: [] } });
+      emit('response.content_part.added', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } });
+      for (const delta of pieces(text)) emit('response.output_text.delta', { item_id: id, output_index: index, content_index: 0, delta });
+      emit('response.output_text.done', { item_id: id, output_index: index, content_index: 0, text });
+      emit('response.content_part.done', { item_id: id, output_index: index, content_index: 0, part: { type: 'output_text', text, annotations: [] } });
+    } else {
+      const args = String(item['arguments']);
+      emit('response.output_item.added', { output_index: index, item: { ...item, status: 'in_progress', arguments: '' } });
+      for (const delta of pieces(args)) emit('response.function_call_arguments.delta', { item_id: id, output_index: index, delta });
+      emit('response.function_call_arguments.done', { item_id: id, output_index: index, arguments: args });
+    }
+    emit('response.output_item.done', { output_index: index, item });
+  }
+  const done = responsesObject(r, model, n, output);
+  emit(done['status'] === 'completed' ? 'response.completed' : 'response.incomplete', { response: done });
+  return sse(events);
+}
+
+/** A failure inside an opened stream: response.failed carrying the error code. */
+export function responsesStreamError(code: string): string {
+  const type = 'response.failed';
+  const response = { id: 'resp_failed', object: 'response', status: 'failed', error: { code, message: `scripted ${code}` }, output: [], usage: null };
+  return sse([{ event: type, data: JSON.stringify({ type, sequence_number: 0, response }) }]);
 }

@@ -9,7 +9,8 @@ import { emptyTally, isReply, num, type Tally } from './tally.js';
  * bypassPermissions drops the sandbox; anything else may write inside the workspace only.
  */
 export function codexArgs(persona: Pick<NormalisedPersona, 'model' | 'permissions' | 'tools'>, workspaceDir: string): string[] {
-  const args = ['exec', '--json', '--model', persona.model, '--cd', workspaceDir, '--skip-git-repo-check', '--ephemeral', '--color', 'never'];
+  // A login shell (codex's default) rereads /etc/profile, which resets PATH and loses the nxc the session was given.
+  const args = ['exec', '--json', '--model', persona.model, '--cd', workspaceDir, '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-c', 'allow_login_shell=false'];
   if (persona.permissions === 'bypassPermissions') args.push('--dangerously-bypass-approvals-and-sandbox');
   else if (persona.permissions === 'plan' || (Array.isArray(persona.tools) && persona.tools.length === 0)) args.push('--sandbox', 'read-only');
   else args.push('--sandbox', 'workspace-write');
@@ -17,12 +18,29 @@ export function codexArgs(persona: Pick<NormalisedPersona, 'model' | 'permission
   return args;
 }
 
-type Item = { type?: string; text?: string; command?: unknown; exit_code?: number | null; status?: string };
+type Item = { id?: string; type?: string; text?: string; command?: unknown; exit_code?: number | null; status?: string };
 type CodexEvent = { type?: string; item?: Item; usage?: Record<string, unknown>; error?: { message?: string }; message?: string };
 
-/** Reads `codex exec --json` events: items as they complete, usage per turn, failures. */
+/** The items that stand for a tool codex ran: their results go back to the model in a further request. */
+const TOOL_ITEMS = new Set(['command_execution', 'file_change', 'mcp_tool_call']);
+
+/**
+ * Reads `codex exec --json` events: items as they complete, usage per turn, failures.
+ * The stream has no event per model request, so requests are counted from what it shows: one when the turn
+ * starts, one more for the first output after a round of tool results (or for the turn's end after one),
+ * and one per "Reconnecting..." retry. A call codex refused before running it shows no item, so the count
+ * can fall short; it never runs over. Usage arrives once, when the turn completes.
+ */
 export function codexReader(): { feed(event: unknown): void; readonly tally: Tally } {
   const tally = emptyTally();
+  const seen = new Set<string>();
+  const running = new Set<string>();
+  let resultsOwed = false;
+  const furtherRequest = () => {
+    if (!resultsOwed || running.size > 0) return;
+    tally.model_calls++;
+    resultsOwed = false;
+  };
   return {
     tally,
     feed(raw) {
@@ -30,26 +48,51 @@ export function codexReader(): { feed(event: unknown): void; readonly tally: Tal
       switch (ev.type) {
         case 'turn.started':
           tally.model_calls++;
+          resultsOwed = false;
           break;
+        case 'item.started':
+        case 'item.updated':
         case 'item.completed': {
           const item = ev.item ?? {};
+          // Codex's own notices (an unknown model, a deprecated setting) and its plan, which lives the whole turn.
+          if (item.type === 'error' || item.type === 'todo_list') break;
+          const id = item.id ?? `#${seen.size}`;
+          if (!seen.has(id)) {
+            seen.add(id);
+            furtherRequest();
+          }
+          const tool = TOOL_ITEMS.has(item.type ?? '');
+          if (ev.type !== 'item.completed') {
+            if (tool) running.add(id);
+            break;
+          }
+          running.delete(id);
           if (item.type === 'agent_message' && typeof item.text === 'string') tally.final = item.text;
-          if (item.type === 'command_execution' || item.type === 'file_change' || item.type === 'mcp_tool_call') tally.tool_calls++;
+          if (tool) {
+            tally.tool_calls++;
+            resultsOwed = true;
+          }
           if (item.type === 'command_execution' && isReply(item.command) && item.exit_code === 0) tally.replied = true;
           break;
         }
         case 'turn.completed':
+          furtherRequest();
           tally.tokens_in += num(ev.usage?.['input_tokens']);
           tally.tokens_out += num(ev.usage?.['output_tokens']);
+          // An error event before this was one codex got over (a dropped stream it reconnected).
+          tally.error = null;
           tally.done = true;
           break;
         case 'turn.failed':
           tally.error = `codex turn failed: ${ev.error?.message ?? 'no reason given'}`;
           tally.done = true;
           break;
-        case 'error':
-          tally.error = `codex error: ${ev.message ?? ev.error?.message ?? 'no reason given'}`;
+        case 'error': {
+          const message = ev.message ?? ev.error?.message ?? 'no reason given';
+          if (message.startsWith('Reconnecting')) tally.model_calls++;
+          tally.error = `codex error: ${message}`;
           break;
+        }
         default:
           break;
       }

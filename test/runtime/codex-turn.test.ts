@@ -1,0 +1,160 @@
+// A commissioned persona on runtime: codex, end to end: nxc send, the sidecar, nxs-runtime, the real `codex exec`, the fake provider's Responses API.
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { RunStateFileSchema } from '../../protocol/runs.js';
+import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../helpers/fake-provider/index.js';
+import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+
+let fake: FakeProvider;
+let ws: TestWorkspace;
+let env: Record<string, string>;
+
+/**
+ * Codex takes a custom provider from its own config.toml only (OPENAI_BASE_URL is not read); this one points it at
+ * the fake, over HTTP rather than a WebSocket, with one retry of a dropped stream, and without the plugin sync that calls
+ * GitHub and chatgpt.com.
+ */
+function codexConfig(baseUrl: string): string {
+  return [
+    'model_provider = "fake"',
+    'check_for_update_on_startup = false',
+    '[analytics]',
+    'enabled = false',
+    '[features]',
+    'plugins = false',
+    '[model_providers.fake]',
+    'name = "fake"',
+    `base_url = "${baseUrl}"`,
+    'env_key = "OPENAI_API_KEY"',
+    'wire_api = "responses"',
+    'supports_websockets = false',
+    'request_max_retries = 0',
+    'stream_max_retries = 1',
+  ].join('\n') + '\n';
+}
+
+function declare(role: string, extra: string[], on = ws): void {
+  mkdirSync(join(on.root, '.nxs-personas'), { recursive: true });
+  const lines = ['model: fake-model', `system_prompt: You are ${role}.`, 'runtime: codex', ...extra];
+  writeFileSync(join(on.root, '.nxs-personas', `${role}.yaml`), lines.join('\n') + '\n');
+}
+
+async function commission(role: string, text: string, on = ws) {
+  const ws = on;
+  const r = await ws.nxc(['send', role, '--subject', role, '--json', text], { env });
+  expect(r.code, r.stdout + r.stderr).toBe(0);
+  await ws.waitIdle();
+  const view = await ws.nxc(['threads', 'show', r.json.thread, '--json']);
+  const spec = (s: string) => join(ws.root, '.nxs', 'sessions', s, 'turn-1.spec.json');
+  const session = ws.sessionDirs().find((s) => existsSync(spec(s)) && JSON.parse(readFileSync(spec(s), 'utf8')).thread === r.json.thread)!;
+  const stateFile = join(ws.root, '.nxs', 'sessions', session, 'turn-1.run.json');
+  return { thread: r.json.thread as string, messages: view.json.messages as any[], state: RunStateFileSchema.parse(JSON.parse(readFileSync(stateFile, 'utf8'))) };
+}
+
+/** What the model was sent, as text: codex's Responses input items. */
+const sent = (req: RecordedRequest) => JSON.stringify(req.body.input);
+
+beforeAll(async () => {
+  fake = await startFakeProvider();
+  ws = await makeWorkspace({ real: true });
+  const home = join(ws.root, '..', 'codex-home'); // the real HOME and ~/.codex are never seen
+  mkdirSync(join(home, '.codex'), { recursive: true });
+  writeFileSync(join(home, '.codex', 'config.toml'), codexConfig(fake.openaiUrl));
+  // Anything that would leave the machine is sent to the fake as a proxy, which refuses it and lists it.
+  const proxy = { HTTPS_PROXY: fake.proxyUrl, HTTP_PROXY: fake.proxyUrl, ALL_PROXY: fake.proxyUrl, NO_PROXY: '127.0.0.1,localhost' };
+  env = {
+    HOME: home,
+    CODEX_HOME: join(home, '.codex'),
+    OPENAI_API_KEY: 'test-key',
+    NXS_CODEX_BIN: join(REPO, 'node_modules', '.bin', 'codex'),
+    ...proxy,
+    ...Object.fromEntries(Object.entries(proxy).map(([k, v]) => [k.toLowerCase(), v])),
+  };
+});
+afterAll(async () => {
+  await fake.close();
+  await ws.cleanup();
+});
+beforeEach(() => {
+  fake.requests.length = 0;
+  fake.proxied.length = 0;
+});
+
+describe('a session turn on runtime: codex', () => {
+  it('runs a reply-only persona read-only, and posts codex\'s final message as the answer', async () => {
+    declare('codexreader', ['tools: []']);
+    fake.setScript([
+      { drop: true }, // codex reconnects, and the turn goes on
+      { reply: { tool_calls: [{ name: 'exec_command', input: { cmd: 'cat README.md' } }], usage: { input: 300, output: 20 } } },
+      { reply: { text: 'The README is a heading: test repo.', usage: { input: 400, output: 30 } } },
+    ]);
+    const { messages, state } = await commission('codexreader', 'What does the README say?');
+    expect(messages.at(-1)).toMatchObject({ text: 'The README is a heading: test repo.', effect: 'answer', substituted: false });
+    expect(state).toMatchObject({
+      status: 'completed',
+      runtime: 'codex',
+      role: 'codexreader',
+      output: 'The README is a heading: test repo.',
+      usage: { model_calls: 3, tool_calls: 1, tokens_in: 700, tokens_out: 50 },
+    });
+    // The Responses API was what codex spoke; the prompt reached the model, the key went in its header.
+    expect(fake.requests.map((q) => q.api)).toEqual(['responses', 'responses', 'responses']);
+    expect(sent(fake.requests[1]!)).toContain('What does the README say?');
+    expect(fake.requests[1]!.headers['authorization']).toBe('Bearer test-key');
+    // The command ran in the read-only sandbox, and its output went back to the model.
+    expect(sent(fake.requests[2]!)).toContain('# test repo');
+    const journal = readFileSync(state.journal, 'utf8');
+    expect(journal).toMatch(/"type":"command_execution"/);
+    expect(journal).toMatch(/"type":"error","message":"Reconnecting/);
+    expect(journal).toMatch(/"type":"turn.completed"/);
+    // Codex kept its state in the temporary home, and nothing tried to leave the machine.
+    expect(existsSync(join(env['CODEX_HOME']!, 'installation_id'))).toBe(true);
+    expect(fake.proxied).toEqual([]);
+  });
+
+  it('lets codex post its own reply through nxc reply, and posts nothing more', async () => {
+    declare('codexer', []);
+    fake.setScript((req, n) => {
+      const thread = /Thread: (t-[0-9A-Z]+)/.exec(sent(req))?.[1];
+      if (n === 0) return { reply: { tool_calls: [{ name: 'exec_command', input: { cmd: `nxc reply --thread ${thread} "Answered from codex."` } }] } };
+      return { reply: { text: 'I replied on the thread.' } };
+    });
+    const { messages, state } = await commission('codexer', 'Say hello on the thread.');
+    const fromSession = messages.filter((m) => String(m.author).endsWith('/codexer'));
+    expect(fromSession).toHaveLength(1);
+    expect(fromSession[0]).toMatchObject({ text: 'Answered from codex.', effect: 'answer', substituted: false });
+    expect(state).toMatchObject({ status: 'completed', runtime: 'codex', output: 'I replied on the thread.', usage: { model_calls: 2, tool_calls: 1 } });
+    expect(fake.proxied).toEqual([]);
+  });
+
+  it('with a node serving the workspace, codex\'s nxc reply cannot reach it, and its final message is posted instead', async () => {
+    // The node starts the sessions, so it carries codex's environment.
+    const served = await makeWorkspace({ real: true });
+    try {
+      served.home = join(served.root, '..', 'nexus-home');
+      mkdirSync(served.home, { recursive: true });
+      symlinkSync(join(inject('nexusHome'), 'cache'), join(served.home, 'cache'));
+      for (const args of [['node', 'start', '--json'], ['node', 'register', '--json']]) {
+        const r = await served.nxs(args, { env });
+        expect(r.code, r.stdout + r.stderr).toBe(0);
+      }
+      declare('codexnode', [], served);
+      fake.setScript((req, n) => {
+        const thread = /Thread: (t-[0-9A-Z]+)/.exec(sent(req))?.[1];
+        if (n === 0) return { reply: { tool_calls: [{ name: 'exec_command', input: { cmd: `nxc reply --thread ${thread} "Answered from codex."` } }] } };
+        return { reply: { text: 'My answer, posted for me.' } };
+      });
+      const { messages, state } = await commission('codexnode', 'Say hello on the thread.', served);
+      const fromSession = messages.filter((m) => String(m.author).endsWith('/codexnode'));
+      expect(fromSession).toEqual([expect.objectContaining({ text: 'My answer, posted for me.', effect: 'answer', substituted: false })]);
+      expect(state).toMatchObject({ status: 'completed', output: 'My answer, posted for me.', usage: { model_calls: 2, tool_calls: 1 } });
+      // Inside the sandbox the node's socket is refused and its pid unseen; its store lock stood.
+    const command = readFileSync(state.journal, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'item.completed' && e.item.type === 'command_execution');
+      expect(command.item.exit_code).not.toBe(0);
+      expect(command.item.aggregated_output).toMatch(/STORE_BUSY: the store .* is held by pid \d+ \(the node of/);
+    } finally {
+      await served.cleanup();
+    }
+  });
+});

@@ -2,3 +2,4 @@
 export { acquireLock, acquireLockSync, describeOwner, processAlive, processStartTime, readLockOwner, writeFileAtomic, type LockOptions, type LockOwner, type Release } from './fs.js';
 export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
+export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type TreeModes } from './private-dir.js';

@@ -3,10 +3,9 @@ import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
 import { NexusError } from '../../protocol/errors.js';
-import type { Logger } from '../../infra/index.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { makePrivateDir, tightenTree, withPrivateUmask } from './private-dir.js';
+import { makePrivateDir, tightenTree, withPrivateUmask, type Logger } from '../../infra/index.js';
 import { CommitEmitter, migrate, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
 
 /** A lock not refreshed for this long belongs to a dead process and is taken over. */

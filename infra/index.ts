@@ -3,3 +3,4 @@ export { acquireLock, acquireLockSync, describeOwner, processAlive, processStart
 export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type TreeModes } from './private-dir.js';
+export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedRead } from './read.js';

@@ -2,7 +2,7 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
-import { NexusError } from '../../protocol/errors.js';
+import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
 import { makePrivateDir, tightenTree, withPrivateUmask, type Logger } from '../../infra/index.js';
@@ -106,6 +106,6 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
   } catch (err) {
     await pg?.close().catch(() => undefined);
     await release().catch(() => undefined);
-    throw new NexusError('STORE_FAILED', `the relay store in ${opts.dataDir} could not be opened: ${String(err)}`);
+    throw new NexusError('STORE_FAILED', `the relay store in ${opts.dataDir} could not be opened: ${userMessage(err)}`);
   }
 }

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { acquireLock, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
-import { NexusError } from '../../../protocol/errors.js';
+import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import * as schema from './schema.js';
 
@@ -235,6 +235,6 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     await pg?.close().catch(() => undefined);
     release();
     if (err instanceof NexusError) throw err;
-    throw new NexusError('STORE_FAILED', `the store at ${dir} could not be opened: ${String(err)}`, undefined, { cause: err });
+    throw new NexusError('STORE_FAILED', `the store at ${dir} could not be opened: ${userMessage(err)}`, undefined, { cause: err });
   }
 }

@@ -4,3 +4,4 @@ export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, 
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type TreeModes } from './private-dir.js';
 export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedRead } from './read.js';
+export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';

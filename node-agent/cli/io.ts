@@ -1,4 +1,5 @@
 // The CLI's edge: argument parsing, stdin, output and the mapping of errors to exit codes.
+import { guardOutput, writeOutput } from '../../infra/index.js';
 import { internalError, isNexusError, NexusError } from '../../protocol/errors.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
@@ -29,13 +30,15 @@ export type Io = {
   route?: Router;
 };
 
+/** The real process's Io. A reader that goes away (`nxc status | head`) ends nothing loudly: see infra/pipes.ts. */
 export function processIo(argv = process.argv.slice(2)): Io {
+  guardOutput();
   return {
     argv,
     env: process.env,
     cwd: process.cwd(),
-    stdout: (s) => process.stdout.write(s),
-    stderr: (s) => process.stderr.write(s),
+    stdout: (s) => writeOutput('stdout', s),
+    stderr: (s) => writeOutput('stderr', s),
     readStdin: () => readAll(process.stdin),
     stdinIsTty: Boolean(process.stdin.isTTY),
     stderrIsTty: Boolean(process.stderr.isTTY),

@@ -1,11 +1,14 @@
-// A workspace's store and the store templates are kept from other local users: the store holds every
-// message's text, and a template another user could write would be copied into every workspace made
-// afterwards. PGlite writes its files 0666, so the modes are set by us, and a template is checked
-// before it is copied.
+// What other local users may not read or change. A workspace's store and the store templates: the
+// store holds every message's text, and a template another user could write would be copied into every
+// workspace made afterwards (PGlite writes its files 0666, so the modes are set by us, and a template is
+// checked before it is copied). The files that hold secrets: the stream token's binding, the dashboard
+// secret, the node's socket folder.
 import { appendFileSync, chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { uiSecret } from '../node-agent/host/ui/secret.js';
+import { makeWorkspace } from './helpers/workspace.js';
 import { createStore, homeTemplateDir, makeTemplate, openStore, packagedTemplateDir, templateProblem } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
 
@@ -132,5 +135,41 @@ describe('the store templates', () => {
     expect(readFileSync(join(store, 'postgresql.conf'), 'utf8')).not.toContain('nothing_here');
     expect(notPrivate(store)).toEqual([]);
     expect(existsSync(join(homeTemplateDir(home), 'PG_VERSION'))).toBe(true);
+  });
+});
+
+describe('files that hold secrets', () => {
+  const mode = (path: string) => lstatSync(path).mode & 0o777;
+
+  it('the dashboard secret is made 0600 in a 0700 folder, and set back to 0600 when found looser', () => {
+    const dir = join(base, 'node-secret', 'node');
+    const secret = uiSecret(dir);
+    expect([mode(dir), mode(join(dir, 'ui-secret'))]).toEqual([0o700, 0o600]);
+    chmodSync(join(dir, 'ui-secret'), 0o644);
+    expect(uiSecret(dir)).toBe(secret);
+    expect(mode(join(dir, 'ui-secret'))).toBe(0o600);
+  });
+
+  it('nxs sync bind writes sync.json, which holds the stream token, 0600 inside the 0700 .nxs', async () => {
+    const ws = await makeWorkspace();
+    try {
+      const r = await ws.nxs(['sync', 'bind', 'http://127.0.0.1:9', '--stream', 'team', '--token', 'a-stream-token', '--offline', '--json']);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect([mode(join(ws.root, '.nxs')), mode(join(ws.root, '.nxs', 'sync.json'))]).toEqual([0o700, 0o600]);
+    } finally {
+      await ws.cleanup();
+    }
+  });
+
+  it('the node keeps its socket, log and lock in a 0700 folder of NEXUS_HOME', { timeout: 60_000 }, async () => {
+    const ws = await makeWorkspace({ real: true });
+    try {
+      await ws.startNode();
+      const dir = join(ws.home!, 'node');
+      expect(mode(dir)).toBe(0o700);
+      expect(readdirSync(dir)).toEqual(expect.arrayContaining(['node.sock', 'node.json']));
+    } finally {
+      await ws.cleanup();
+    }
   });
 });

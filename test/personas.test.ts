@@ -141,6 +141,14 @@ describe('files that are not plain declarations', () => {
     expect(err.details).toMatchObject({ file: '.nxs-personas/pipe.yaml', reason: 'is not a regular file' });
   });
 
+  it('refuses text no store or process can take (a NUL written as a YAML escape), naming the field', async () => {
+    const err = await refusal(await workspace({ 'coder.yaml': 'model: m\nsystem_prompt: "a\\0b"\nruntime: { command: [a] }\n' }), 'coder');
+    expect(err.code).toBe('PERSONA_INVALID');
+    expect(err.details).toMatchObject({ file: '.nxs-personas/coder.yaml', field: 'system_prompt', reason: expect.stringContaining('NUL') });
+    const arg = await refusal(await workspace({ 'coder.yaml': 'model: m\nsystem_prompt: x\nruntime: { command: [a, "b\\0"] }\n' }), 'coder');
+    expect(arg.details).toMatchObject({ field: 'runtime.command.1', reason: expect.stringContaining('NUL') });
+  });
+
   it('refuses a symbolic link to a FIFO without waiting on it', { timeout: 10_000 }, async () => {
     const root = await workspace();
     execFileSync('mkfifo', [path.join(root, 'pipe')]);

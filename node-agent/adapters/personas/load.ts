@@ -6,6 +6,7 @@ import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml
 import type { z } from 'zod';
 import { readCapped } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
+import { findBadText } from '../../../protocol/storable.js';
 import {
   PERSONA_DIR,
   PERSONA_MAX_BYTES,
@@ -109,6 +110,13 @@ function parseDeclaration(file: string, role: string, text: string): Outcome {
     const reason =
       data == null ? 'the file is empty; expected a mapping of fields' : 'expected a mapping of fields at the top level';
     return { problems: [{ file, field: null, reason }] };
+  }
+  // A YAML escape can write a NUL ("\0") or a lone surrogate: no store keeps it and no process takes it as an argument.
+  const bad = findBadText(data);
+  if (bad !== null) {
+    const field = bad.path.length === 0 ? null : bad.path.join('.');
+    const what = bad.reason === 'nul' ? 'a NUL character (U+0000)' : 'an unpaired UTF-16 surrogate';
+    return { problems: [{ file, field, reason: `holds ${what}, which no store can keep; remove it` }] };
   }
   const parsed = PersonaDeclarationSchema.safeParse(data, {
     // Zod's default for a missing key reads "expected string, received undefined".

@@ -15,6 +15,7 @@ import {
 } from '../../../protocol/channel.js';
 import { readCapped } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
+import { findBadText } from '../../../protocol/storable.js';
 
 const EXTENSIONS = ['.yaml', '.yml'] as const;
 
@@ -92,6 +93,13 @@ export function parseChannel(file: string, name: string, text: string): Outcome 
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     const reason = data == null ? 'the file is empty; expected a mapping of fields' : 'expected a mapping of fields at the top level';
     return { problems: [{ file, field: null, reason }] };
+  }
+  // A YAML escape can write a NUL ("\0") or a lone surrogate: no store keeps it and no process takes it as an argument.
+  const bad = findBadText(data);
+  if (bad !== null) {
+    const field = bad.path.length === 0 ? null : bad.path.join('.');
+    const what = bad.reason === 'nul' ? 'a NUL character (U+0000)' : 'an unpaired UTF-16 surrogate';
+    return { problems: [{ file, field, reason: `holds ${what}, which no store can keep; remove it` }] };
   }
   const parsed = ChannelDeclarationSchema.safeParse(data, {
     error: (iss) => (iss.code === 'invalid_type' && iss.input === undefined ? 'is required' : undefined),

@@ -94,3 +94,23 @@ export class NexusError extends Error {
 export function isNexusError(err: unknown): err is NexusError {
   return err instanceof NexusError;
 }
+
+/**
+ * The message of a failure that is not ours to name, fit to show a user. A failed store query's own
+ * message holds its SQL and parameters (a signed op, a message's text), and the database's reason may
+ * quote a value: only the SQLSTATE code is kept (NEXUS_DEBUG=1 prints the whole error).
+ */
+export function userMessage(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const query = 'query' in err && 'params' in err;
+  if (query || /^Failed query:/.test(err.message)) {
+    const code = (err.cause as { code?: unknown } | undefined)?.code;
+    return `a store query failed${typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? ` (SQLSTATE ${code})` : ''}; run with NEXUS_DEBUG=1 for the database's own message`;
+  }
+  return err.message;
+}
+
+/** `err` as a NexusError: itself when it is one, else INTERNAL with {@link userMessage} (the original kept as the cause). */
+export function internalError(err: unknown): NexusError {
+  return isNexusError(err) ? err : new NexusError('INTERNAL', userMessage(err), undefined, { cause: err });
+}

@@ -7,6 +7,8 @@
 // fail to store on every node that pages past it, again on every reconnect. So it is refused at the
 // door, with a code, and never stored.
 
+import { NexusError } from './errors.js';
+
 /**
  * The highest Lamport clock an op may carry: 2^48. A node's clock moves to max(seen)+1, so one op near
  * 2^53 (the last safe integer) would drag every reader there and leave no room to count on. 2^48 is
@@ -83,4 +85,42 @@ export function checkStorable(value: unknown): StorableVerdict {
     }
   }
   return { ok: true };
+}
+
+/** Where a value holds text no store can keep: the path to the string (or key) and why. */
+export type BadText = { path: ReadonlyArray<string | number>; reason: 'nul' | 'surrogate' };
+
+/**
+ * The first string or key in `value` holding U+0000 or an unpaired surrogate, with its path, or null.
+ * Iterative; nesting is not judged here (commands' inputs are shallow, ops are checked by
+ * {@link checkStorable}).
+ */
+export function findBadText(value: unknown): BadText | null {
+  const stack: Array<[unknown, ReadonlyArray<string | number>]> = [[value, []]];
+  while (stack.length > 0) {
+    const [v, path] = stack.pop()!;
+    if (typeof v === 'string') {
+      const r = textReason(v);
+      if (r === 'nul' || r === 'surrogate') return { path, reason: r };
+      continue;
+    }
+    if (typeof v !== 'object' || v === null) continue;
+    if (Array.isArray(v)) {
+      v.forEach((item, i) => stack.push([item, [...path, i]]));
+      continue;
+    }
+    for (const [k, item] of Object.entries(v)) {
+      const r = textReason(k);
+      if (r === 'nul' || r === 'surrogate') return { path: [...path, k], reason: r };
+      stack.push([item, [...path, k]]);
+    }
+  }
+  return null;
+}
+
+/** The BAD_TEXT refusal for `bad` found in `what` (a command's input, an op), naming the field. */
+export function badTextError(bad: BadText, prefix: ReadonlyArray<string> = []): NexusError {
+  const field = [...prefix, ...bad.path].join('.') || '(the value)';
+  const what = bad.reason === 'nul' ? 'a NUL character (U+0000)' : 'an unpaired UTF-16 surrogate (not valid Unicode text)';
+  return new NexusError('BAD_TEXT', `${field} holds ${what}, which no store can keep; remove it and try again`, { field, reason: bad.reason });
 }

@@ -1,6 +1,6 @@
 // `nxs relay ...`: serve a relay until a signal, and administer streams on a running one.
 import { createLogger, parseLogLevel, type LogLevel } from '../infra/index.js';
-import { isNexusError, NexusError } from '../protocol/errors.js';
+import { internalError, isNexusError, NexusError } from '../protocol/errors.js';
 import { parse, type RelayIo } from './cli-common.js';
 import { STREAM_HELP, streamCommand } from './cli-streams.js';
 import { defaultRelayDataDir } from './paths.js';
@@ -129,7 +129,7 @@ export async function main(argv: string[], io: RelayIo): Promise<number> {
     else throw new NexusError('USAGE', `unknown command "relay ${command}"\n${HELP}`);
     return 0;
   } catch (err) {
-    const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err));
+    const e = internalError(err);
     if (!isNexusError(err) && io.env['NEXUS_DEBUG']) io.stderr(`${(err as Error).stack ?? String(err)}\n`);
     if (json) io.stdout(JSON.stringify({ ok: false, error: { code: e.code, message: e.message } }) + '\n');
     else io.stderr(`error ${e.code}: ${e.message}\n`);

@@ -1,5 +1,6 @@
 // Persona declarations: what is accepted, what is refused and how, and what the hash depends on.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -111,6 +112,57 @@ describe('refusals', () => {
     const err = await refusal(await workspace({ 'coder.yaml': big }), 'coder');
     expect(err.code).toBe('PERSONA_INVALID');
     expect(err.details).toMatchObject({ field: null });
+  });
+});
+
+// A commit can carry a symlink or a FIFO where a declaration should be: reading one must neither grow
+// without bound (a link to /dev/zero) nor wait forever (a FIFO nobody writes to).
+describe('files that are not plain declarations', () => {
+  it('refuses a symbolic link to /dev/zero without reading from it', async () => {
+    const root = await workspace();
+    await symlink('/dev/zero', path.join(root, '.nxs-personas', 'zero.yaml'));
+    const err = await refusal(root, 'zero');
+    expect(err.code).toBe('PERSONA_INVALID');
+    expect(err.details).toMatchObject({ file: '.nxs-personas/zero.yaml', field: null, reason: expect.stringContaining('symbolic link') });
+  });
+
+  it('refuses a symbolic link even to a valid declaration: only regular files are read', async () => {
+    const root = await workspace();
+    await writeFile(path.join(root, 'elsewhere.yaml'), VALID);
+    await symlink(path.join(root, 'elsewhere.yaml'), path.join(root, '.nxs-personas', 'linked.yaml'));
+    expect((await refusal(root, 'linked')).details).toMatchObject({ reason: expect.stringContaining('symbolic link') });
+  });
+
+  it('refuses a FIFO without waiting on it', { timeout: 10_000 }, async () => {
+    const root = await workspace();
+    execFileSync('mkfifo', [path.join(root, '.nxs-personas', 'pipe.yaml')]);
+    const err = await refusal(root, 'pipe');
+    expect(err.code).toBe('PERSONA_INVALID');
+    expect(err.details).toMatchObject({ file: '.nxs-personas/pipe.yaml', reason: 'is not a regular file' });
+  });
+
+  it('refuses text no store or process can take (a NUL written as a YAML escape), naming the field', async () => {
+    const err = await refusal(await workspace({ 'coder.yaml': 'model: m\nsystem_prompt: "a\\0b"\nruntime: { command: [a] }\n' }), 'coder');
+    expect(err.code).toBe('PERSONA_INVALID');
+    expect(err.details).toMatchObject({ file: '.nxs-personas/coder.yaml', field: 'system_prompt', reason: expect.stringContaining('NUL') });
+    const arg = await refusal(await workspace({ 'coder.yaml': 'model: m\nsystem_prompt: x\nruntime: { command: [a, "b\\0"] }\n' }), 'coder');
+    expect(arg.details).toMatchObject({ field: 'runtime.command.1', reason: expect.stringContaining('NUL') });
+  });
+
+  it('refuses a symbolic link to a FIFO without waiting on it', { timeout: 10_000 }, async () => {
+    const root = await workspace();
+    execFileSync('mkfifo', [path.join(root, 'pipe')]);
+    await symlink(path.join(root, 'pipe'), path.join(root, '.nxs-personas', 'coder.yaml'));
+    expect((await refusal(root, 'coder')).details).toMatchObject({ file: '.nxs-personas/coder.yaml', reason: expect.stringContaining('symbolic link') });
+  });
+
+  it('lists the good personas beside a FIFO and a link to /dev/zero', { timeout: 10_000 }, async () => {
+    const root = await workspace({ 'coder.yaml': VALID });
+    execFileSync('mkfifo', [path.join(root, '.nxs-personas', 'pipe.yaml')]);
+    await symlink('/dev/zero', path.join(root, '.nxs-personas', 'zero.yml'));
+    const { personas, errors } = await listPersonas(root);
+    expect(personas.map((p) => p.role)).toEqual(['coder']);
+    expect(errors.map((e) => e.file).sort()).toEqual(['.nxs-personas/pipe.yaml', '.nxs-personas/zero.yml']);
   });
 });
 

@@ -1,5 +1,6 @@
 // The CLI's edge: argument parsing, stdin, output and the mapping of errors to exit codes.
-import { isNexusError, NexusError } from '../../protocol/errors.js';
+import { guardOutput, writeOutput } from '../../infra/index.js';
+import { internalError, isNexusError, NexusError } from '../../protocol/errors.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
 import { routed, type Router } from '../host/remote.js';
@@ -29,13 +30,15 @@ export type Io = {
   route?: Router;
 };
 
+/** The real process's Io. A reader that goes away (`nxc status | head`) ends nothing loudly: see infra/pipes.ts. */
 export function processIo(argv = process.argv.slice(2)): Io {
+  guardOutput();
   return {
     argv,
     env: process.env,
     cwd: process.cwd(),
-    stdout: (s) => process.stdout.write(s),
-    stderr: (s) => process.stderr.write(s),
+    stdout: (s) => writeOutput('stdout', s),
+    stderr: (s) => writeOutput('stderr', s),
     readStdin: () => readAll(process.stdin),
     stdinIsTty: Boolean(process.stdin.isTTY),
     stderrIsTty: Boolean(process.stderr.isTTY),
@@ -101,7 +104,7 @@ export async function runCommand(io: Io, json: boolean, body: () => Promise<void
     return (await body()) ?? 0;
   } catch (err) {
     if (err instanceof Outcome) return err.exit;
-    const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err));
+    const e = internalError(err);
     if (!isNexusError(err) && io.env['NEXUS_DEBUG']) io.stderr(`${(err as Error).stack ?? String(err)}\n`);
     // A quiet error has already been reported by the command's own output (e.g. `nxs personas list`
     // lists what is invalid); printing it again would put a second JSON document on stdout.

@@ -1,4 +1,5 @@
 // `nxs sync status --watch` and bind's follow-up: the node's sync of one workspace, followed live.
+import { outputGone } from '../../infra/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { callNode } from '../host/rpc/client.js';
 import type { Io } from './io.js';
@@ -25,6 +26,8 @@ function untilSignal(): { stopped: Promise<void>; dispose: () => void } {
   // listeners are left, which a `once` listener is not, by the time the listeners run.
   process.on('SIGINT', on);
   process.on('SIGTERM', on);
+  // The reader of our output has gone (`| head`): nobody is watching any more.
+  void outputGone().then(on);
   return { stopped, dispose: () => (process.off('SIGINT', on), process.off('SIGTERM', on)) };
 }
 

@@ -2,6 +2,7 @@
 // thread is answered (its exit code says how), and `nxc status --watch` redraws when anything changes.
 // Both ask the workspace's existing commands (threads.show, status) every so often: through the node
 // that is one small request; without a node, a short store open.
+import { outputGone } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { StatusReport, StatusRow } from '../../protocol/receipts.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
@@ -37,6 +38,8 @@ function untilStopped(): { stopped: Promise<void>; dispose: () => void } {
   // listeners are left, which a `once` listener is not, by the time the listeners run.
   process.on('SIGINT', on);
   process.on('SIGTERM', on);
+  // The reader of our output has gone (`| head`): nobody is watching any more.
+  void outputGone().then(on);
   return { stopped, dispose: () => (process.off('SIGINT', on), process.off('SIGTERM', on)) };
 }
 

@@ -4,7 +4,7 @@ import { ulid } from 'ulidx';
 import { signOp, type OpSigner } from '../../crypto/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { Op, OpPayload } from '../../protocol/ops.js';
-import { MAX_LAMPORT } from '../../protocol/storable.js';
+import { badTextError, findBadText, MAX_LAMPORT } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
 import type { Exec } from './db.js';
 import { project, type Projection } from './projections.js';
@@ -54,6 +54,11 @@ export function rowToOp(row: typeof tables.ops.$inferSelect): Op {
  */
 export async function appendOps(db: Exec, author: Author, drafts: readonly OpDraft[]): Promise<Op[]> {
   if (drafts.length === 0) return [];
+  // Text no store can keep never reaches SQL, whichever way it came in: a coded refusal, nothing written.
+  for (const d of drafts) {
+    const bad = findBadText(d.body);
+    if (bad !== null) throw badTextError(bad, ['body']);
+  }
   const [row] = await db.select({ top: max(tables.ops.lamport) }).from(tables.ops);
   let lamport = row?.top ?? 0;
   // Never build an op no relay or node would take: the clock stops at MAX_LAMPORT (see protocol/storable.ts).

@@ -2,11 +2,10 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
 import lockfile from 'proper-lockfile';
-import { NexusError } from '../../protocol/errors.js';
-import type { Logger } from '../../infra/index.js';
+import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { makePrivateDir, tightenTree, withPrivateUmask } from './private-dir.js';
+import { makePrivateDir, tightenTree, withPrivateUmask, type Logger } from '../../infra/index.js';
 import { CommitEmitter, migrate, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
 
 /** A lock not refreshed for this long belongs to a dead process and is taken over. */
@@ -107,6 +106,6 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
   } catch (err) {
     await pg?.close().catch(() => undefined);
     await release().catch(() => undefined);
-    throw new NexusError('STORE_FAILED', `the relay store in ${opts.dataDir} could not be opened: ${String(err)}`);
+    throw new NexusError('STORE_FAILED', `the relay store in ${opts.dataDir} could not be opened: ${userMessage(err)}`);
   }
 }

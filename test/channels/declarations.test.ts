@@ -108,6 +108,12 @@ describe('refusals', () => {
     expect((await refusal(root, 'linked')).details).toMatchObject({ reason: expect.stringContaining('symbolic link') });
   });
 
+  it('refuses a NUL written as a YAML escape, naming the field', async () => {
+    const err = await refusal(await workspace({ 'review.yaml': 'members: [a]\ndescription: "x\\0y"\n' }), 'review');
+    expect(err.code).toBe('CHANNEL_INVALID');
+    expect(err.details).toMatchObject({ file: '.nxs-channels/review.yaml', field: 'description', reason: expect.stringContaining('NUL') });
+  });
+
   it('refuses a FIFO without blocking on it', async () => {
     const root = await workspace({});
     execFileSync('mkfifo', [path.join(root, '.nxs-channels', 'pipe.yaml')]);

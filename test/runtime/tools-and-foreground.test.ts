@@ -1,4 +1,5 @@
 // The built-in tools' confinement to the working directory, and a person's foreground run with live progress and approvals.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -40,6 +41,28 @@ describe('tools act inside the working directory only', () => {
     writeFileSync(path.join(wc.root, '.nxs', 'keys', 'secret'), 'alpha secret');
     writeFileSync(path.join(wc.root, '..', 'outside.txt'), 'no');
     symlinkSync('/etc', path.join(wc.root, 'escape'));
+    const results: Array<{ content: string; is_error: boolean }> = [];
+    fake.setScript([{ reply: { tool_calls: [{ name: tool, input }] } }, { reply: { text: 'ok' } }]);
+    const r = await runAgainst(fake, wc.root, { onEvent: (e) => e.type === 'tool_end' && results.push({ content: e.content, is_error: e.is_error }) });
+    expect(r.status).toBe('completed');
+    expect(results).toHaveLength(1);
+    expect(results[0]!.content).toMatch(expected);
+    expect(results[0]!.is_error).toBe(isError);
+  });
+});
+
+// A commit can carry a link to a FIFO (or a FIFO made in the working copy): a tool reading it must
+// not wait on it, and the run goes on.
+describe('tools read regular files only', () => {
+  it.each<[string, string, unknown, RegExp, boolean]>([
+    ['Read refuses a FIFO without waiting on it', 'Read', { path: 'pipe' }, /^pipe: is not a regular file$/, true],
+    ['Read refuses a link to a FIFO inside the working directory', 'Read', { path: 'to-pipe' }, /^to-pipe: is not a regular file$/, true],
+    ['Grep passes over a FIFO it is pointed at', 'Grep', { pattern: 'x', path: 'pipe' }, /^\(no matches\)$/, false],
+    ['Edit refuses a FIFO without waiting on it', 'Edit', { path: 'pipe', old_string: 'x', new_string: 'y' }, /not a regular file/, true],
+  ])('%s', { timeout: 20_000 }, async (_name, tool, input, expected, isError) => {
+    wc = makeWorkingCopy({ 'README.md': 'readme\n' });
+    execFileSync('mkfifo', [path.join(wc.root, 'pipe')]);
+    symlinkSync('pipe', path.join(wc.root, 'to-pipe'));
     const results: Array<{ content: string; is_error: boolean }> = [];
     fake.setScript([{ reply: { tool_calls: [{ name: tool, input }] } }, { reply: { text: 'ok' } }]);
     const r = await runAgainst(fake, wc.root, { onEvent: (e) => e.type === 'tool_end' && results.push({ content: e.content, is_error: e.is_error }) });

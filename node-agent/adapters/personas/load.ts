@@ -1,10 +1,12 @@
 // Reads persona declaration files from a workspace, validates them, and gives each a stable hash.
 import { createHash } from 'node:crypto';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
+import { readCapped } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
+import { findBadText } from '../../../protocol/storable.js';
 import {
   PERSONA_DIR,
   PERSONA_MAX_BYTES,
@@ -109,6 +111,13 @@ function parseDeclaration(file: string, role: string, text: string): Outcome {
       data == null ? 'the file is empty; expected a mapping of fields' : 'expected a mapping of fields at the top level';
     return { problems: [{ file, field: null, reason }] };
   }
+  // A YAML escape can write a NUL ("\0") or a lone surrogate: no store keeps it and no process takes it as an argument.
+  const bad = findBadText(data);
+  if (bad !== null) {
+    const field = bad.path.length === 0 ? null : bad.path.join('.');
+    const what = bad.reason === 'nul' ? 'a NUL character (U+0000)' : 'an unpaired UTF-16 surrogate';
+    return { problems: [{ file, field, reason: `holds ${what}, which no store can keep; remove it` }] };
+  }
   const parsed = PersonaDeclarationSchema.safeParse(data, {
     // Zod's default for a missing key reads "expected string, received undefined".
     error: (iss) => (iss.code === 'invalid_type' && iss.input === undefined ? 'is required' : undefined),
@@ -124,23 +133,11 @@ async function readDeclaration(workspaceRoot: string, file: string, role: string
     const reason = `"${role}" is not a valid role name (a lowercase letter, then up to 39 of [a-z0-9_-]); rename the file`;
     return { problems: [{ file, field: null, reason }] };
   }
-  try {
-    // Checked before reading so a huge file is never pulled into memory.
-    const { size } = await stat(absolute);
-    if (size > PERSONA_MAX_BYTES) {
-      const reason = `the file is ${size} bytes; the limit is ${PERSONA_MAX_BYTES}`;
-      return { problems: [{ file, field: null, reason }] };
-    }
-    const buffer = await readFile(absolute);
-    if (buffer.length > PERSONA_MAX_BYTES) {
-      const reason = `the file is larger than the ${PERSONA_MAX_BYTES}-byte limit`;
-      return { problems: [{ file, field: null, reason }] };
-    }
-    return parseDeclaration(file, role, buffer.toString('utf8'));
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
-    return { problems: [{ file, field: null, reason: `the file cannot be read (${code})` }] };
-  }
+  // A commit can put a link to /dev/zero or a FIFO here: only a regular file is read, under the cap
+  // while reading, and never waited on.
+  const read = await readCapped(absolute, PERSONA_MAX_BYTES);
+  if ('reason' in read) return { problems: [{ file, field: null, reason: read.reason }] };
+  return parseDeclaration(file, role, read.text);
 }
 
 /** Declaration files grouped by role (file stem), from a directory listing rather than path joins,
@@ -156,7 +153,8 @@ async function filesByRole(workspaceRoot: string): Promise<Map<string, string[]>
   const byRole = new Map<string, string[]>();
   for (const entry of entries) {
     const ext = EXTENSIONS.find((e) => entry.name.endsWith(e));
-    if (ext === undefined || !(entry.isFile() || entry.isSymbolicLink())) continue;
+    // Anything but a folder counts, so a link or a FIFO under a declaration's name is reported, not skipped.
+    if (ext === undefined || entry.isDirectory()) continue;
     const role = entry.name.slice(0, -ext.length);
     byRole.set(role, [...(byRole.get(role) ?? []), `${PERSONA_DIR}/${entry.name}`].sort());
   }

@@ -3,10 +3,10 @@ import { PGlite } from '@electric-sql/pglite';
 import { drizzle, type PgliteDatabase } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { basename, join } from 'node:path';
-import { acquireLock, describeOwner, type Release } from '../../../infra/index.js';
-import { NexusError } from '../../../protocol/errors.js';
+import { cpSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { acquireLock, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import * as schema from './schema.js';
 
@@ -101,7 +101,8 @@ export function packagedTemplateDir(): string {
   return join(packageRoot(), 'dist', `store-template-${schemaVersion()}`);
 }
 
-function homeTemplateDir(home: string): string {
+/** Where this machine keeps the template it made itself, when the package ships none it can use. */
+export function homeTemplateDir(home: string): string {
   return join(home, 'cache', `store-template-${schemaVersion()}`);
 }
 
@@ -110,39 +111,80 @@ export function storeTemplateReady(home = nexusHome()): boolean {
   return existsSync(join(packagedTemplateDir(), 'PG_VERSION')) || existsSync(join(homeTemplateDir(home), 'PG_VERSION'));
 }
 
-/** Makes a migrated, empty store at `dir` (initdb and every migration: the slow part), unless one is there. */
-export async function makeTemplate(dir: string): Promise<string> {
-  if (existsSync(join(dir, 'PG_VERSION'))) return dir;
+/**
+ * Why the template at `dir` must not be copied, or null. Whatever is in a template ends up in every
+ * store made from it (one line in its postgresql.conf breaks them all), so nobody but its owner may
+ * have been able to change it: only plain files and folders, none writable by group or others, all
+ * owned by this user; a `shared` (packaged) template may also be owned by root or by whoever owns
+ * the installed package.
+ */
+export function templateProblem(dir: string, opts: { shared: boolean }): string | null {
+  if (!existsSync(join(dir, 'PG_VERSION'))) return `${dir} holds no store`;
+  const uid = process.getuid?.();
+  if (uid === undefined) return null; // no POSIX owners and modes to go by
+  const owners = new Set([uid]);
+  if (opts.shared) {
+    owners.add(0);
+    owners.add(statSync(join(packageRoot(), 'package.json')).uid);
+  }
+  return treeProblem(dir, owners);
+}
+
+/**
+ * Makes a migrated, empty store at `dir` (initdb and every migration: the slow part), unless a
+ * usable one is there. One that fails {@link templateProblem} is removed and made again. A `shared`
+ * template (the one the package ships) is readable by everybody and writable by its owner; any other
+ * is private, in a private folder.
+ */
+export async function makeTemplate(dir: string, opts: { shared?: boolean } = {}): Promise<string> {
+  const shared = opts.shared ?? false;
+  const modes = shared ? SHARED_MODES : PRIVATE_MODES;
+  if (!shared) makePrivateDir(dirname(dir));
+  const usable = () => existsSync(join(dir, 'PG_VERSION')) && templateProblem(dir, { shared }) === null;
+  if (usable()) return dir;
   return withDirLock(dir, 120_000, async () => {
-    if (existsSync(join(dir, 'PG_VERSION'))) return dir;
+    if (usable()) return dir;
+    if (existsSync(dir)) {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch (err) {
+        throw new NexusError('STORE_FAILED', `the store template at ${dir} cannot be trusted (${templateProblem(dir, { shared }) ?? 'half made'}) and could not be removed: ${String(err)}`);
+      }
+    }
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
-    const pg = await PGlite.create({ dataDir: tmp });
+    // Made under umask 077 so nothing is open to others while PGlite writes; then set to `modes`.
+    const pg = await withPrivateUmask(() => PGlite.create({ dataDir: tmp }));
     try {
-      await migrate(drizzle(pg, { schema }), { migrationsFolder: migrationsFolder() });
+      await withPrivateUmask(() => migrate(drizzle(pg, { schema }), { migrationsFolder: migrationsFolder() }));
     } finally {
       await pg.close();
     }
+    tightenTree(tmp, modes);
     renameSync(tmp, dir);
     return dir;
   });
 }
 
 /**
- * Returns the folder of a migrated, empty store for this schema: the one the package ships, else
- * one made once per machine under NEXUS_HOME. Creating a PGlite data directory (initdb) takes
- * seconds to minutes on a busy machine; copying a template takes milliseconds.
+ * Returns the folder of a migrated, empty store for this schema: the one the package ships (or
+ * `packaged`) when it passes {@link templateProblem}, else one made once per machine under
+ * NEXUS_HOME. Creating a PGlite data directory (initdb) takes seconds to minutes on a busy machine;
+ * copying a template takes milliseconds.
  */
-export async function storeTemplate(home = nexusHome()): Promise<string> {
-  const packaged = packagedTemplateDir();
-  if (existsSync(join(packaged, 'PG_VERSION'))) return packaged;
+export async function storeTemplate(home = nexusHome(), packaged = packagedTemplateDir()): Promise<string> {
+  if (existsSync(join(packaged, 'PG_VERSION')) && templateProblem(packaged, { shared: true }) === null) return packaged;
   return makeTemplate(homeTemplateDir(home));
 }
 
-/** Creates a new store at `dir` from the template. Refuses to overwrite one. */
-export async function createStore(dir: string, home = nexusHome()): Promise<void> {
+/**
+ * Creates a new store at `dir` from the template, private (folders 0700, files 0600). Refuses to
+ * overwrite one. `packaged` replaces the package's template (where one is looked for first).
+ */
+export async function createStore(dir: string, home = nexusHome(), opts: { packaged?: string } = {}): Promise<void> {
   if (existsSync(dir)) throw new TypeError(`createStore: ${dir} already exists`);
-  const template = await storeTemplate(home);
+  const packaged = opts.packaged ?? packagedTemplateDir();
+  const template = await storeTemplate(home, packaged);
   const tmp = `${dir}.tmp-${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   try {
@@ -150,9 +192,10 @@ export async function createStore(dir: string, home = nexusHome()): Promise<void
   } catch (err) {
     // A packaged template this user may not read (installed by another user): make one under NEXUS_HOME.
     rmSync(tmp, { recursive: true, force: true });
-    if (template !== packagedTemplateDir()) throw err;
+    if (template !== packaged) throw err;
     cpSync(await makeTemplate(homeTemplateDir(home)), tmp, { recursive: true });
   }
+  tightenTree(tmp, PRIVATE_MODES);
   renameSync(tmp, dir);
 }
 
@@ -167,9 +210,13 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
   const release = await acquireStoreLock(dir, opts);
   let pg: PGlite | undefined;
   try {
-    pg = await PGlite.create({ dataDir: dir });
+    // PGlite writes its files 0666 whatever the umask: what it makes while opening is private from
+    // birth where the umask reaches, and the whole tree is set private once open (a store an older
+    // version left readable by others included) and again at close.
+    pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir }));
     const db = drizzle(pg, { schema });
-    if (!(await isCurrent(pg))) await migrate(db, { migrationsFolder: migrationsFolder() });
+    if (!(await isCurrent(pg))) await withPrivateUmask(() => migrate(db, { migrationsFolder: migrationsFolder() }));
+    tightenTree(dir, PRIVATE_MODES);
     const client = pg;
     return {
       dir,
@@ -178,6 +225,7 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
       close: async () => {
         try {
           await client.close();
+          tightenTree(dir, PRIVATE_MODES);
         } finally {
           release();
         }
@@ -187,6 +235,6 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     await pg?.close().catch(() => undefined);
     release();
     if (err instanceof NexusError) throw err;
-    throw new NexusError('STORE_FAILED', `the store at ${dir} could not be opened: ${String(err)}`, undefined, { cause: err });
+    throw new NexusError('STORE_FAILED', `the store at ${dir} could not be opened: ${userMessage(err)}`, undefined, { cause: err });
   }
 }

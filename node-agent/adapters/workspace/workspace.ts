@@ -1,8 +1,9 @@
 // A workspace: a folder with a private .nxs/ (store, key pair, config). Made by `nxs init`, found by walking up.
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { generateWorkspaceKey } from '../../../crypto/index.js';
+import { readSmallFileSync } from '../../../infra/index.js';
 import { writeWorkspaceKey } from '../../capabilities/keys/files.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId, workspaceShort } from '../../../protocol/ids.js';
@@ -28,15 +29,19 @@ export type Workspace = {
   paths: WorkspacePaths;
 };
 
+/** The most a workspace's config may weigh. */
+const SMALL_FILE_MAX_BYTES = 64 * 1024;
+
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$/;
 
 /** The config file, parsed and checked; a file that is unreadable or does not fit is STORE_FAILED, as it always was. */
 function parseConfig(paths: WorkspacePaths): z.infer<typeof ConfigSchema> {
   let raw: unknown;
   try {
-    raw = JSON.parse(readFileSync(paths.config, 'utf8'));
+    // Only a small regular file: a commit could put a FIFO or a link to a device here.
+    raw = JSON.parse(readSmallFileSync(paths.config, SMALL_FILE_MAX_BYTES));
   } catch (err) {
-    throw new NexusError('STORE_FAILED', `${paths.config} is unreadable: ${String(err)}`);
+    throw new NexusError('STORE_FAILED', `${paths.config} is unreadable: ${err instanceof Error ? err.message : String(err)}`);
   }
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {

@@ -36,7 +36,7 @@ export {
   type Decision,
   type StepRef,
 } from './decide.js';
-export { channelAddress, channelHash, listChannels, loadChannel, parseChannel, readCapped } from './load.js';
+export { channelAddress, channelHash, listChannels, loadChannel, parseChannel } from './load.js';
 export { briefMessages, pickBoundary, renderResult, resultMessages, stepBrief, wrap, type RandomSource, type Texts } from './render.js';
 export { renderRoundLine, roundStatus } from './status.js';
 export {

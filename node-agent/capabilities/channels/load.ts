@@ -1,7 +1,6 @@
 // Reads .nxs-channels/<name>.yaml: regular files only, under a hard byte cap, refused with file, field and reason.
 import { createHash } from 'node:crypto';
-import { constants } from 'node:fs';
-import { lstat, open, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { z } from 'zod';
@@ -14,7 +13,9 @@ import {
   type ChannelProblem,
   type ChannelSpec,
 } from '../../../protocol/channel.js';
+import { readCapped } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
+import { findBadText } from '../../../protocol/storable.js';
 
 const EXTENSIONS = ['.yaml', '.yml'] as const;
 
@@ -38,36 +39,6 @@ function canonicalJson(value: unknown): string {
 export function channelHash(spec: ChannelSpec & { name: string }): string {
   const { file: _f, hash: _h, ...semantic } = spec as Partial<Channel>;
   return `sha256:${createHash('sha256').update(canonicalJson(semantic)).digest('hex')}`;
-}
-
-/**
- * The text of a declaration file, or why it cannot be one. A symlink, a FIFO or a device is refused
- * before it is opened (opening a FIFO would block); what was opened is checked again, and never
- * more than `maxBytes + 1` bytes are read, whatever the file grows to meanwhile.
- */
-export async function readCapped(absolute: string, maxBytes: number): Promise<{ text: string } | { reason: string }> {
-  try {
-    const before = await lstat(absolute);
-    if (!before.isFile()) return { reason: before.isSymbolicLink() ? 'is a symbolic link; only regular files are read' : 'is not a regular file' };
-    const handle = await open(absolute, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
-    try {
-      const st = await handle.stat();
-      if (!st.isFile() || st.ino !== before.ino || st.dev !== before.dev) return { reason: 'changed while it was being read' };
-      const buffer = Buffer.alloc(maxBytes + 1);
-      let filled = 0;
-      for (;;) {
-        const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, filled);
-        if (bytesRead === 0) break;
-        filled += bytesRead;
-        if (filled > maxBytes) return { reason: `the file is larger than the ${maxBytes}-byte limit` };
-      }
-      return { text: buffer.subarray(0, filled).toString('utf8') };
-    } finally {
-      await handle.close();
-    }
-  } catch (err) {
-    return { reason: `the file cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})` };
-  }
 }
 
 /** The dotted path of the map key starting at `offset`, so a duplicate key names its field. */
@@ -122,6 +93,13 @@ export function parseChannel(file: string, name: string, text: string): Outcome 
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
     const reason = data == null ? 'the file is empty; expected a mapping of fields' : 'expected a mapping of fields at the top level';
     return { problems: [{ file, field: null, reason }] };
+  }
+  // A YAML escape can write a NUL ("\0") or a lone surrogate: no store keeps it and no process takes it as an argument.
+  const bad = findBadText(data);
+  if (bad !== null) {
+    const field = bad.path.length === 0 ? null : bad.path.join('.');
+    const what = bad.reason === 'nul' ? 'a NUL character (U+0000)' : 'an unpaired UTF-16 surrogate';
+    return { problems: [{ file, field, reason: `holds ${what}, which no store can keep; remove it` }] };
   }
   const parsed = ChannelDeclarationSchema.safeParse(data, {
     error: (iss) => (iss.code === 'invalid_type' && iss.input === undefined ? 'is required' : undefined),

@@ -4,11 +4,14 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { keyFromPrivate, parsePublicJwk, workspaceIdFromPublicJwk, type WorkspaceKey } from '../../../crypto/index.js';
+import { readSmallFileSync } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { WorkspaceId } from '../../../protocol/ids.js';
 
 /** File name of the public key (JSON JWK, mode 0644) inside the key folder. */
 export const WORKSPACE_PUB_FILE = 'workspace.pub.jwk';
+/** The most a key file may weigh: it is read only when it is a regular file this small. */
+export const KEY_FILE_MAX_BYTES = 64 * 1024;
 /** File name of the private key (PKCS8 PEM, mode 0600) inside the key folder. */
 export const WORKSPACE_KEY_FILE = 'workspace.key';
 function errnoCode(err: unknown): string | undefined {
@@ -98,8 +101,8 @@ export function readWorkspaceKey(dir: string): WorkspaceKey {
   let pem: string;
   let jwkText: string;
   try {
-    pem = fs.readFileSync(keyFile, 'utf8');
-    jwkText = fs.readFileSync(pubFile, 'utf8');
+    pem = readSmallFileSync(keyFile, KEY_FILE_MAX_BYTES);
+    jwkText = readSmallFileSync(pubFile, KEY_FILE_MAX_BYTES);
   } catch (err) {
     throw new NexusError('STORE_FAILED', 'could not read the workspace key files', { dir, cause: errnoCode(err) });
   }
@@ -152,7 +155,7 @@ export const NEXT_KEY_FILE = 'workspace.key.next';
 function readPem(file: string): KeyObject {
   let key: KeyObject;
   try {
-    key = createPrivateKey({ key: fs.readFileSync(file, 'utf8'), format: 'pem' });
+    key = createPrivateKey({ key: readSmallFileSync(file, KEY_FILE_MAX_BYTES), format: 'pem' });
   } catch (err) {
     throw new NexusError('STORE_FAILED', 'a workspace private key file is not readable', { path: file, cause: errnoCode(err) });
   }

@@ -1,8 +1,8 @@
 // The workspace's signing key as the engine holds it: read lazily from .nxs/keys, switched in place by a rotation.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { opSigner, parsePublicJwk, type OpSigner, type PublicJwk, type WorkspaceKey } from '../../../crypto/index.js';
-import { readWorkspaceKey, WORKSPACE_PUB_FILE } from './files.js';
+import { readSmallFileSync } from '../../../infra/index.js';
+import { KEY_FILE_MAX_BYTES, readWorkspaceKey, WORKSPACE_PUB_FILE } from './files.js';
 import { NexusError } from '../../../protocol/errors.js';
 
 /** The key folder of one workspace and the key that signs its ops now. */
@@ -37,7 +37,7 @@ export class KeyRing {
   /** The genesis public key (its sha256 is the workspace id): what another workspace trusts. */
   genesisJwk(): PublicJwk {
     try {
-      return parsePublicJwk(JSON.parse(readFileSync(join(this.dir, WORKSPACE_PUB_FILE), 'utf8')));
+      return parsePublicJwk(JSON.parse(readSmallFileSync(join(this.dir, WORKSPACE_PUB_FILE), KEY_FILE_MAX_BYTES)));
     } catch {
       throw new NexusError('STORE_FAILED', 'the workspace public JWK is not readable', { dir: this.dir });
     }

@@ -2,6 +2,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parsePublicJwk, workspaceIdFromPublicJwk, type PublicJwk } from '../../../crypto/index.js';
+import { readSmallFileSync } from '../../../infra/index.js';
 import { WORKSPACE_PUB_FILE } from '../keys/files.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId } from '../../../protocol/ids.js';
@@ -110,7 +111,7 @@ export function trustResolver(paths: Pick<WorkspacePaths, 'nxs'>): (iss: Workspa
 export function selfId(paths: Pick<WorkspacePaths, 'keys'>): WorkspaceId {
   const file = join(paths.keys, WORKSPACE_PUB_FILE);
   try {
-    return workspaceIdFromPublicJwk(JSON.parse(readFileSync(file, 'utf8')));
+    return workspaceIdFromPublicJwk(JSON.parse(readSmallFileSync(file, KEY_FILE_MAX_BYTES)));
   } catch {
     throw new NexusError('STORE_FAILED', `${file} is missing or not a valid public key`);
   }

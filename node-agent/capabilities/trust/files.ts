@@ -1,13 +1,19 @@
 // Small JSON files under .nxs/: read, written atomically (mode 600), changed under a short file lock.
-import { existsSync, readFileSync } from 'node:fs';
-import { acquireLockSync, describeOwner, writeFileAtomic } from '../../../infra/index.js';
+import { existsSync } from 'node:fs';
+import { acquireLockSync, describeOwner, readSmallFileSync, writeFileAtomic } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 
-/** Reads and parses a JSON file; `null` when it does not exist. Throws CONFIG_INVALID when unreadable or not JSON. */
+/** The most a trust or seen-stamp file may weigh. */
+const JSON_FILE_MAX_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Reads and parses a JSON file (a regular file of at most 16 MiB: never a FIFO or a link to a device);
+ * `null` when it does not exist. Throws CONFIG_INVALID when unreadable or not JSON.
+ */
 export function readJsonFile(file: string): unknown {
   if (!existsSync(file)) return null;
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    return JSON.parse(readSmallFileSync(file, JSON_FILE_MAX_BYTES));
   } catch (err) {
     throw new NexusError('CONFIG_INVALID', `${file} is not readable JSON; fix it or move it away`, undefined, { cause: err });
   }

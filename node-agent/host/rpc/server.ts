@@ -3,7 +3,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { COMMANDS, isCommandName, parseInput, type CommandInput, type CommandName, type CommandOutput } from '../../../protocol/commands.js';
-import { ERROR_TABLE, isNexusError, NexusError } from '../../../protocol/errors.js';
+import { ERROR_TABLE, internalError, isNexusError, NexusError } from '../../../protocol/errors.js';
 
 
 /** What the RPC server needs from the node that hosts it: one entry point for every command. */
@@ -21,7 +21,7 @@ export function rpcApp(backend: RpcBackend): Hono {
   const app = new Hono();
 
   app.onError((err, c) => {
-    const e = isNexusError(err) ? err : new NexusError('INTERNAL', err instanceof Error ? err.message : String(err), undefined, { cause: err });
+    const e = internalError(err);
     return c.json({ ok: false, error: e.toJSON() }, ERROR_TABLE[e.code].http as 400);
   });
 

@@ -1,6 +1,6 @@
 // A workspace's binding to a relay stream (.nxs/sync.json, mode 600: it holds the stream token).
-import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { writeFileAtomic } from '../../../infra/index.js';
+import { existsSync, rmSync } from 'node:fs';
+import { readSmallFileSync, writeFileAtomic } from '../../../infra/index.js';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { NexusError } from '../../../protocol/errors.js';
@@ -22,7 +22,7 @@ function file(paths: WorkspacePaths): string {
 export function readBinding(paths: WorkspacePaths): Binding | null {
   if (!existsSync(file(paths))) return null;
   try {
-    return BindingSchema.parse(JSON.parse(readFileSync(file(paths), 'utf8')));
+    return BindingSchema.parse(JSON.parse(readSmallFileSync(file(paths), 64 * 1024)));
   } catch {
     throw new NexusError('STORE_FAILED', `${file(paths)} is not a valid sync binding; run \`nxs sync unbind\` and bind again`);
   }

@@ -1,7 +1,7 @@
 // What the dashboard shows, read through the node's own command path (the commands of
 // protocol/commands.ts, exactly as `nxc ... --json` reads them), so the page and the CLI never disagree.
 import type { CommandInput, CommandName, CommandOutput, NodeInfo, SyncReport } from '../../../protocol/commands.js';
-import { isNexusError } from '../../../protocol/errors.js';
+import { isNexusError, userMessage } from '../../../protocol/errors.js';
 import type { StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 
 /** What the dashboard needs from the node that serves it. */
@@ -46,7 +46,7 @@ export const DETAIL_LIMIT = 100;
 
 export function failureOf(err: unknown): Failure {
   if (isNexusError(err)) return { code: err.code, message: err.message };
-  return { code: 'INTERNAL', message: err instanceof Error ? err.message : String(err) };
+  return { code: 'INTERNAL', message: userMessage(err) };
 }
 
 /** A row that may be waiting on a person: the finished root a person opened, or a root handed back. */

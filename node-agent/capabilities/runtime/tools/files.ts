@@ -1,7 +1,8 @@
 // The file tools (Read, LS, Grep, Write, Edit), confined to the working directory and out of the private .nxs/ folder.
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, realpath, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, realpath, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { readCapped } from '../../../../infra/index.js';
 
 /** A tool's own refusal or failure, told to the model as an error result; the run goes on. */
 export class ToolFailure extends Error {
@@ -12,6 +13,8 @@ const MAX_LS_ENTRIES = 1000;
 const MAX_GREP_MATCHES = 200;
 const MAX_GREP_FILE_BYTES = 1024 * 1024;
 const MAX_GREP_LINE = 300;
+/** The most Read and Edit take in: a larger file is refused rather than pulled into memory. */
+const MAX_FILE_BYTES = 16 * 1024 * 1024;
 const SKIPPED_DIRS = new Set(['.git', '.nxs', 'node_modules']);
 
 async function realOrAncestor(p: string): Promise<string> {
@@ -38,8 +41,18 @@ export async function resolveInside(root: string, p: string, mode: 'read' | 'wri
   return abs;
 }
 
-function isBinary(buf: Buffer): boolean {
-  return buf.subarray(0, 8000).includes(0);
+function isBinary(text: string): boolean {
+  return text.slice(0, 8000).includes('\0');
+}
+
+/**
+ * The text of a file in the working copy: a regular file only (a FIFO or a device is refused
+ * without waiting on it), of at most `maxBytes`, read under that cap.
+ */
+async function readText(abs: string, shown: string, maxBytes = MAX_FILE_BYTES): Promise<string> {
+  const read = await readCapped(abs, maxBytes);
+  if ('reason' in read) throw new ToolFailure(read.code === 'ENOENT' ? `${shown} does not exist` : `${shown}: ${read.reason}`);
+  return read.text;
 }
 
 export async function readTool(root: string, input: { path: string; offset?: number | undefined; length?: number | undefined }, maxChars: number): Promise<string> {
@@ -47,9 +60,8 @@ export async function readTool(root: string, input: { path: string; offset?: num
   const info = await stat(abs).catch(() => null);
   if (info === null) throw new ToolFailure(`${input.path} does not exist`);
   if (info.isDirectory()) throw new ToolFailure(`${input.path} is a folder; use LS`);
-  const buf = await readFile(abs);
-  if (isBinary(buf)) return `(${input.path} is a binary file of ${buf.length} bytes)`;
-  const text = buf.toString('utf8');
+  const text = await readText(abs, input.path);
+  if (isBinary(text)) return `(${input.path} is a binary file of ${info.size} bytes)`;
   const from = Math.min(input.offset ?? 0, text.length);
   const to = Math.min(text.length, from + Math.min(input.length ?? maxChars, maxChars));
   const page = text.slice(from, to);
@@ -92,11 +104,10 @@ export async function grepTool(root: string, input: { pattern: string; path?: st
   const files = info.isDirectory() ? walk(start) : (async function* () { yield start; })();
   const out: string[] = [];
   for await (const file of files) {
-    const s = await stat(file);
-    if (s.size > MAX_GREP_FILE_BYTES) continue;
-    const buf = await readFile(file);
-    if (isBinary(buf)) continue;
-    const lines = buf.toString('utf8').split('\n');
+    // Regular files under the cap only: a FIFO, a device or a large file is passed over.
+    const read = await readCapped(file, MAX_GREP_FILE_BYTES);
+    if ('reason' in read || isBinary(read.text)) continue;
+    const lines = read.text.split('\n');
     for (const [i, line] of lines.entries()) {
       if (!re.test(line)) continue;
       out.push(`${path.relative(realRoot, file)}:${i + 1}:${line.length > MAX_GREP_LINE ? `${line.slice(0, MAX_GREP_LINE)}...` : line}`);
@@ -133,9 +144,7 @@ export async function writeTool(root: string, input: { path: string; content: st
 
 export async function editTool(root: string, input: { path: string; old_string: string; new_string: string; replace_all?: boolean | undefined }): Promise<string> {
   const abs = await resolveInside(root, input.path, 'write');
-  const text = await readFile(abs, 'utf8').catch(() => {
-    throw new ToolFailure(`${input.path} does not exist or cannot be read`);
-  });
+  const text = await readText(abs, input.path);
   const count = text.split(input.old_string).length - 1;
   if (count === 0) throw new ToolFailure(`old_string does not occur in ${input.path}; read the file again`);
   if (count > 1 && !input.replace_all) throw new ToolFailure(`old_string occurs ${count} times in ${input.path}; give more context or set replace_all`);

@@ -1,0 +1,175 @@
+// What other local users may not read or change. A workspace's store and the store templates: the
+// store holds every message's text, and a template another user could write would be copied into every
+// workspace made afterwards (PGlite writes its files 0666, so the modes are set by us, and a template is
+// checked before it is copied). The files that hold secrets: the stream token's binding, the dashboard
+// secret, the node's socket folder.
+import { appendFileSync, chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { uiSecret } from '../node-agent/host/ui/secret.js';
+import { makeWorkspace } from './helpers/workspace.js';
+import { createStore, homeTemplateDir, makeTemplate, openStore, packagedTemplateDir, templateProblem } from '../node-agent/adapters/store/index.js';
+import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
+
+const base = mkdtempSync(join(tmpdir(), 'nexus-store-modes-'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+/** Every entry under `root` (itself included) as `d700` / `f600` style: kind and permission bits. */
+function modes(root: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (path: string) => {
+    const st = lstatSync(path);
+    out.set(path, `${st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'f'}${(st.mode & 0o777).toString(8)}`);
+    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  walk(root);
+  return out;
+}
+
+/** The entries whose mode is not private: folders 0700, files 0600. */
+function notPrivate(root: string): string[] {
+  return [...modes(root)].filter(([, m]) => m !== 'd700' && m !== 'f600').map(([p, m]) => `${m} ${p}`);
+}
+
+/** Sets every folder 0755 and every file 0666, as PGlite and older versions left them. */
+function loosen(root: string): void {
+  for (const [path, m] of modes(root)) chmodSync(path, m.startsWith('d') ? 0o755 : 0o666);
+}
+
+const LINE = "\nshared_preload_libraries = 'nothing_here'\n";
+
+describe('a workspace store', () => {
+  it('is private when nxs init makes it, and stays so after a command wrote to it', async () => {
+    const root = join(base, 'fresh');
+    mkdirSync(root);
+    await initWorkspace(root, { name: 'fresh', home: join(base, 'home-fresh') });
+    const dir = join(root, '.nxs', 'store');
+    expect(modes(dir).size).toBeGreaterThan(100);
+    expect(notPrivate(dir)).toEqual([]);
+    const store = await openStore(dir);
+    try {
+      await store.pg.exec('create table written (n int); insert into written select generate_series(1, 1000); checkpoint');
+      expect(notPrivate(dir)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    expect(notPrivate(dir)).toEqual([]);
+  });
+
+  it('left readable by others by an older version, is made private when it is opened', async () => {
+    const root = join(base, 'older');
+    mkdirSync(root);
+    await initWorkspace(root, { name: 'older', home: join(base, 'home-older') });
+    const dir = join(root, '.nxs', 'store');
+    loosen(dir);
+    expect(notPrivate(dir).length).toBe(modes(dir).size);
+    const store = await openStore(dir);
+    try {
+      expect(notPrivate(dir)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+    expect(notPrivate(dir)).toEqual([]);
+  });
+});
+
+describe('the store templates', () => {
+  it('the packaged one is writable by its owner alone and holds no link', () => {
+    const bad = [...modes(packagedTemplateDir())].filter(([, m]) => m.startsWith('l') || (parseInt(m.slice(1), 8) & 0o022) !== 0);
+    expect(bad).toEqual([]);
+    expect(templateProblem(packagedTemplateDir(), { shared: true })).toBeNull();
+  });
+
+  it('says what is wrong with a template another user could change', () => {
+    const dir = join(base, 'checked');
+    cpSync(packagedTemplateDir(), dir, { recursive: true });
+    chmodSync(dir, 0o700);
+    expect(templateProblem(dir, { shared: false })).toBeNull();
+    chmodSync(join(dir, 'postgresql.conf'), 0o666);
+    expect(templateProblem(dir, { shared: false })).toMatch(/postgresql\.conf.*writable by others/);
+    chmodSync(join(dir, 'postgresql.conf'), 0o600);
+    chmodSync(join(dir, 'base'), 0o775);
+    expect(templateProblem(dir, { shared: false })).toMatch(/base.*writable by others/);
+    chmodSync(join(dir, 'base'), 0o700);
+    symlinkSync('/dev/zero', join(dir, 'global', 'zero'));
+    expect(templateProblem(dir, { shared: false })).toMatch(/zero.*not a plain file or folder/);
+    rmSync(join(dir, 'global', 'zero'));
+    expect(templateProblem(dir, { shared: false })).toBeNull();
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('says so of a template file another user owns', () => {
+    const dir = join(base, 'owned');
+    cpSync(packagedTemplateDir(), dir, { recursive: true });
+    chmodSync(dir, 0o700);
+    chownSync(join(dir, 'PG_VERSION'), 65534, 65534);
+    expect(templateProblem(dir, { shared: false })).toMatch(/PG_VERSION.*owned by uid 65534/);
+  });
+
+  it('a template under NEXUS_HOME/cache that others could write is not used: it is made again, private', async () => {
+    const home = join(base, 'home-tampered');
+    const dir = homeTemplateDir(home);
+    // What an older version left: a template of folders 0755 and files 0666, which somebody then changed.
+    mkdirSync(dirname(dir), { recursive: true });
+    cpSync(packagedTemplateDir(), dir, { recursive: true });
+    loosen(dir);
+    appendFileSync(join(dir, 'postgresql.conf'), LINE);
+    expect(await makeTemplate(dir)).toBe(dir);
+    expect(readFileSync(join(dir, 'postgresql.conf'), 'utf8')).not.toContain('nothing_here');
+    expect(notPrivate(dir)).toEqual([]);
+    expect(lstatSync(dirname(dir)).mode & 0o777).toBe(0o700);
+    // The remade template makes stores that open.
+    const store = join(base, 'from-remade');
+    await createStore(store, home);
+    await (await openStore(store)).close();
+  });
+
+  it('a packaged template others could write is passed over for the one under NEXUS_HOME', async () => {
+    const home = join(base, 'home-tampered');
+    const packaged = join(base, 'packaged-loose');
+    cpSync(packagedTemplateDir(), packaged, { recursive: true });
+    loosen(packaged);
+    appendFileSync(join(packaged, 'postgresql.conf'), LINE);
+    const store = join(base, 'from-packaged-loose');
+    await createStore(store, home, { packaged });
+    expect(readFileSync(join(store, 'postgresql.conf'), 'utf8')).not.toContain('nothing_here');
+    expect(notPrivate(store)).toEqual([]);
+    expect(existsSync(join(homeTemplateDir(home), 'PG_VERSION'))).toBe(true);
+  });
+});
+
+describe('files that hold secrets', () => {
+  const mode = (path: string) => lstatSync(path).mode & 0o777;
+
+  it('the dashboard secret is made 0600 in a 0700 folder, and set back to 0600 when found looser', () => {
+    const dir = join(base, 'node-secret', 'node');
+    const secret = uiSecret(dir);
+    expect([mode(dir), mode(join(dir, 'ui-secret'))]).toEqual([0o700, 0o600]);
+    chmodSync(join(dir, 'ui-secret'), 0o644);
+    expect(uiSecret(dir)).toBe(secret);
+    expect(mode(join(dir, 'ui-secret'))).toBe(0o600);
+  });
+
+  it('nxs sync bind writes sync.json, which holds the stream token, 0600 inside the 0700 .nxs', async () => {
+    const ws = await makeWorkspace();
+    try {
+      const r = await ws.nxs(['sync', 'bind', 'http://127.0.0.1:9', '--stream', 'team', '--token', 'a-stream-token', '--offline', '--json']);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect([mode(join(ws.root, '.nxs')), mode(join(ws.root, '.nxs', 'sync.json'))]).toEqual([0o700, 0o600]);
+    } finally {
+      await ws.cleanup();
+    }
+  });
+
+  it('the node keeps its socket, log and lock in a 0700 folder of NEXUS_HOME', { timeout: 60_000 }, async () => {
+    const ws = await makeWorkspace({ real: true });
+    try {
+      await ws.startNode();
+      const dir = join(ws.home!, 'node');
+      expect(mode(dir)).toBe(0o700);
+      expect(readdirSync(dir)).toEqual(expect.arrayContaining(['node.sock', 'node.json']));
+    } finally {
+      await ws.cleanup();
+    }
+  });
+});

@@ -16,7 +16,7 @@ import { baseEnvironment, launchTurn, processAlive, stopTurn } from '../adapters
 import { openStore, type OpenOptions } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { invoke, type Handlers } from '../kernel/index.js';
-import { originId } from './node/files.js';
+import { nodePaths, originId, readRegistry } from './node/files.js';
 import { directSyncHandlers } from './sync/commands.js';
 
 /** Every workspace command, as a host with the store open in this process answers it. */
@@ -60,6 +60,8 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     stop: stopSidecar,
     readWorkingCopy,
     loadPersona,
+    // This machine's node registry, read when asked: a workspace registered since is found too.
+    peerRoot: (id) => readRegistry(nodePaths()).workspaces.find((w) => w.id === id)?.root ?? null,
     ...overrides,
   };
 }

@@ -78,7 +78,8 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     const target = op.body.target;
     if (target.kind !== 'remote') return null;
     const before = (await loadOperation(db, op.operation)).threads[op.thread!];
-    if (!before || before.session !== null || before.rejected) return null;
+    // Answered already: the asker handed it back at its deadline (see lapse.ts), so nobody waits for a run here.
+    if (!before || before.session !== null || before.rejected || before.state !== 'open') return null;
     let refusal: { code: string; message: string } | null = null;
     let depth = 0;
     // The asker's key chain as this node verified it: a stamp signed after `nxs key rotate` verifies
@@ -105,7 +106,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     return db.transaction(async (tx) => {
       const state = await loadOperation(tx, op.operation);
       const thread = state.threads[op.thread!];
-      if (!thread || thread.session !== null || thread.rejected) return null;
+      if (!thread || thread.session !== null || thread.rejected || thread.state !== 'open') return null;
       if (refusal !== null) {
         await appendOps(tx, writer, [{ operation: op.operation, thread: op.thread, session: null, kind: 'commission.rejected', body: refusal }]);
         return 'rejected' as const;

@@ -108,7 +108,12 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       leaseTicks: new Set(),
       leaseTimer: null,
     };
-    entry.host = hostFor(realDeps(workspace, store.db, { scheduleTick: (at) => scheduleLeaseTick(entry, at) }));
+    entry.host = hostFor(
+      realDeps(workspace, store.db, {
+        scheduleTick: (at) => scheduleLeaseTick(entry, at),
+        peerRoot: (id) => readRegistry(paths).workspaces.find((w) => w.id === id)?.root ?? null,
+      }),
+    );
     served.set(workspace.id, entry);
     log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
     await startSync(entry);

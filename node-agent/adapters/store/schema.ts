@@ -147,3 +147,18 @@ export const rounds = pgTable(
   },
   (t) => [index('rounds_open_idx').on(t.completed, t.nextDeadline), index('rounds_operation_idx').on(t.operation)],
 );
+
+/**
+ * Device-local: the ids (jti) of commission stamps this workspace admitted, each kept until its stamp could no
+ * longer pass on its own (its `exp` plus the clock tolerance). A jti is claimed in the transaction that admits
+ * the commission, so whichever host holds the store, one stamp is admitted once.
+ */
+export const stampsSeen = pgTable(
+  'stamps_seen',
+  {
+    jti: text('jti').primaryKey(),
+    /** Seconds since the epoch after which the id is forgotten. */
+    forgetAfter: bigint('forget_after', { mode: 'number' }).notNull(),
+  },
+  (t) => [index('stamps_seen_forget_idx').on(t.forgetAfter)],
+);

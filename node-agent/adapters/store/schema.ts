@@ -162,3 +162,24 @@ export const stampsSeen = pgTable(
   },
   (t) => [index('stamps_seen_forget_idx').on(t.forgetAfter)],
 );
+
+/**
+ * Device-local: the idempotency keys of requests that wrote here (`RequestKeySchema` in protocol/commands.ts),
+ * each recorded in the transaction of the request's first write, with its answer once it was given. A retry
+ * carrying the key finds the first write instead of writing again. Kept a day.
+ */
+export const requests = pgTable(
+  'requests',
+  {
+    key: text('key').primaryKey(),
+    command: text('command').notNull(),
+    /** Where the first write went (its first op's operation and thread), to name when the answer was lost. */
+    operation: text('operation'),
+    thread: text('thread'),
+    /** The answer the first attempt gave; null while, or if, it never gave one. */
+    result: jsonb('result'),
+    /** When it was recorded (ISO time). */
+    at: text('at').notNull(),
+  },
+  (t) => [index('requests_at_idx').on(t.at)],
+);

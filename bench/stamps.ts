@@ -3,7 +3,7 @@
 //   verifyStamp (jose), sequential and with 64 in flight: the full check (header, claims, trust, jose);
 //   jwtVerify alone (jose, cached key), sequential: jose's share of it;
 //   node:crypto Ed25519 verify on the same signing input and signature: the reference;
-//   admitStamp with the file-backed seen store: what a workspace pays per admitted commission.
+//   admitStamp with the seen ids claimed in a PGlite store: what a workspace pays per admitted commission.
 // Knobs (environment): BENCH_STAMP_SECS (seconds per row, default 5), BENCH_STAMP_ROUNDS (interleaved rounds, the
 // median is kept; default 5), BENCH_STAMP_ADMIT (admissions, default 2000).
 import { createPublicKey, verify } from 'node:crypto';
@@ -15,7 +15,8 @@ import { generateWorkspaceKey, signStamp, STAMP_TYP, verifyStamp, type VerifySta
 import { writeWorkspaceKey } from '../node-agent/capabilities/keys/index.js';
 import { newThreadId } from '../protocol/ids.js';
 import { workspacePaths } from '../node-agent/paths.js';
-import { addTrust, admitStamp, seenStampStore } from '../node-agent/capabilities/trust/index.js';
+import { addTrust, admitStamp } from '../node-agent/capabilities/trust/index.js';
+import { createStore, openStore } from '../node-agent/adapters/store/index.js';
 
 const SECS = Number(process.env['BENCH_STAMP_SECS'] ?? 5);
 const ADMIT_N = Number(process.env['BENCH_STAMP_ADMIT'] ?? 2000);
@@ -115,8 +116,8 @@ async function main(): Promise<void> {
   ];
   const [raw, ...rest] = await measure(rows);
 
-  // Admission in a workspace: trust read from .nxs/trust.json and the jti recorded (locked, fsynced) in
-  // .nxs/stamps-seen.json, per stamp. Measured once: the seen file grows as it runs, as it would.
+  // Admission in a workspace: trust read from .nxs/trust.json and the jti claimed in the store's stamps_seen,
+  // per stamp, each in its own transaction as an admission is. Measured once: the table grows as it runs.
   const dir = mkdtempSync(join(tmpdir(), 'nexus-bench-stamps-'));
   let admit: Result;
   try {
@@ -125,10 +126,15 @@ async function main(): Promise<void> {
     addTrust(paths, { workspace: asker.id, key: asker.publicJwk, name: 'asker' });
     const fresh: string[] = [];
     for (let i = 0; i < ADMIT_N; i++) fresh.push(await signStamp(asker, request));
-    const seen = seenStampStore(paths);
-    const t = performance.now();
-    for (const token of fresh) if (!(await admitStamp(paths, token, { seen })).ok) throw new Error('admission refused');
-    admit = { label: `admitStamp, file-backed trust and seen store (${ADMIT_N} stamps)`, n: fresh.length, ms: performance.now() - t };
+    await createStore(paths.store);
+    const store = await openStore(paths.store);
+    try {
+      const t = performance.now();
+      for (const token of fresh) if (!(await store.db.transaction((tx) => admitStamp(tx, paths, token))).ok) throw new Error('admission refused');
+      admit = { label: `admitStamp, file-backed trust, ids claimed in the store (${ADMIT_N} stamps)`, n: fresh.length, ms: performance.now() - t };
+    } finally {
+      await store.close();
+    }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -36,6 +36,7 @@ function thread(i: number, j: number, parent: string | null, waiting: boolean): 
     substituted: false,
     waiting_on_sub_round: false,
     awaiting_human: waiting && parent === null,
+    awaiting_workspace: waiting && parent === null ? WS : null,
     answered_by: waiting ? 'ws/lead' : null,
     session: { id: `s-${i}-${j}`, handle: j === 0 ? 'ws/lead' : `ws/worker${j}`, depth: j === 0 ? 1 : 2, turn: 1 + (i % 3), running: !waiting && j === 0 },
     messages: 2 + (i % 4),

@@ -1,6 +1,7 @@
 // Every command a node or a direct host answers, declared once: its name, what it takes, what it
 // returns and the refusals it may give. The CLI, the node's RPC routes and client, and the direct
 // host are all derived from this list, so a command is added in one place plus its capability.
+import { ulid } from 'ulidx';
 import { z } from 'zod';
 import { NexusError, type ErrorCode } from './errors.js';
 import { ReceiptSchema, StatusReportSchema, ThreadViewSchema, WarningSchema, WithdrawResultSchema } from './receipts.js';
@@ -201,7 +202,28 @@ type CommandSpec<S extends Scope, I extends z.ZodType, O extends z.ZodType> = {
   output: O;
   /** The refusals the command gives for bad input or state (every command may also fail INTERNAL). */
   errors: readonly ErrorCode[];
+  /**
+   * Applied once per request key: a request that carries the key of one already applied writes nothing and
+   * gets that first answer (see RequestKeySchema). Set on the commands that write ops a retry would repeat.
+   */
+  once?: true;
 };
+
+/**
+ * A request's idempotency key: `r-` and a ULID, made by the caller once per command it means to run. A
+ * caller that runs the command again (directly, after the node it asked stopped answering) sends the
+ * same key, and the host that finds the key recorded in the store answers from there instead of
+ * applying the command twice.
+ */
+export const RequestKeySchema = z.string().regex(/^r-[0-9A-HJKMNP-TV-Z]{26}$/);
+
+/** A fresh request key. */
+export function newRequestKey(): string {
+  return `r-${ulid()}`;
+}
+
+/** What a caller may add to a request beside its input. */
+export type RunOptions = { request?: string };
 
 const spec = <S extends Scope, I extends z.ZodType, O extends z.ZodType>(s: CommandSpec<S, I, O>) => s;
 const empty = z.object({});
@@ -211,17 +233,19 @@ const MESSAGE_ERRORS = ['EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'BAD_ENVIRONMENT',
 export const COMMANDS = {
   send: spec({
     scope: 'workspace',
+    once: true,
     summary: 'post a message: to a persona (a commission), a person, or a persona of another workspace',
     input: SendInputSchema,
     output: ReceiptSchema,
-    errors: [...MESSAGE_ERRORS, 'UNKNOWN_RECIPIENT', 'AMBIGUOUS_RECIPIENT', 'DEPTH_EXCEEDED', 'REPEATED_COMMISSION', 'REPLY_ONLY', 'PERSONA_INVALID', 'CHANNEL_INVALID'],
+    errors: [...MESSAGE_ERRORS, 'ALREADY_APPLIED', 'UNKNOWN_RECIPIENT', 'AMBIGUOUS_RECIPIENT', 'DEPTH_EXCEEDED', 'REPEATED_COMMISSION', 'REPLY_ONLY', 'PERSONA_INVALID', 'CHANNEL_INVALID'],
   }),
   reply: spec({
     scope: 'workspace',
+    once: true,
     summary: 'answer a thread, hand it back up with escalate, or send a channel step back with needs_rework',
     input: ReplyInputSchema,
     output: ReceiptSchema,
-    errors: [...MESSAGE_ERRORS, 'USAGE', 'UNKNOWN_THREAD', 'SUB_ROUND_OPEN', 'REWORK_NOT_DECLARED', 'CHANNEL_INVALID'],
+    errors: [...MESSAGE_ERRORS, 'ALREADY_APPLIED', 'USAGE', 'UNKNOWN_THREAD', 'SUB_ROUND_OPEN', 'REWORK_NOT_DECLARED', 'CHANNEL_INVALID'],
   }),
   status: spec({
     scope: 'workspace',
@@ -246,10 +270,11 @@ export const COMMANDS = {
   }),
   withdraw: spec({
     scope: 'workspace',
+    once: true,
     summary: 'take back a commission you sent: stop its chain, park what it left, hand the working copy on',
     input: WithdrawInputSchema,
     output: WithdrawResultSchema,
-    errors: ['UNKNOWN_THREAD', 'WITHDRAW_BY_SESSION', 'WITHDRAW_NOT_SENDER', 'WITHDRAW_NOT_FIRST_THREAD', 'BAD_ENVIRONMENT', 'UNKNOWN_SESSION'],
+    errors: ['ALREADY_APPLIED', 'UNKNOWN_THREAD', 'WITHDRAW_BY_SESSION', 'WITHDRAW_NOT_SENDER', 'WITHDRAW_NOT_FIRST_THREAD', 'BAD_ENVIRONMENT', 'UNKNOWN_SESSION'],
   }),
   tick: spec({
     scope: 'workspace',
@@ -281,10 +306,11 @@ export const COMMANDS = {
   }),
   'keys.rotate': spec({
     scope: 'workspace',
+    once: true,
     summary: 'sign with a new key from now on; the change is a signed op peers follow',
     input: empty,
     output: RotateResultSchema,
-    errors: [],
+    errors: ['ALREADY_APPLIED'],
   }),
   'trust.list': spec({
     scope: 'workspace',

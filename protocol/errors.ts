@@ -59,7 +59,12 @@ export const ERROR_TABLE = {
   LISTEN_FAILED: { exit: 1, http: 503, summary: 'the address could not be listened on' },
   STORE_BUSY: { exit: 1, http: 503, summary: 'the workspace store is held by another process' },
   STORE_FAILED: { exit: 1, http: 500, summary: 'the workspace store could not be opened' },
-  CONFIG_INVALID: { exit: 1, http: 500, summary: 'a file under .nxs/ (trust.json, stamps-seen.json) is not readable JSON' },
+  CONFIG_INVALID: { exit: 1, http: 500, summary: 'a file under .nxs/ (trust.json) is not readable JSON' },
+  ALREADY_APPLIED: {
+    exit: 1,
+    http: 409,
+    summary: 'a retried request was applied by its first attempt, whose answer was lost (the node stopped before giving it): nothing more was written',
+  },
   INTERNAL: { exit: 1, http: 500, summary: 'an internal failure' },
 } as const satisfies Record<string, { exit: 1 | 2; http: number; summary: string }>;
 

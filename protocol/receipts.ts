@@ -85,6 +85,12 @@ export const StatusRowSchema = z.object({
   substituted: z.boolean(),
   waiting_on_sub_round: z.boolean(),
   awaiting_human: z.boolean(),
+  /**
+   * Whose person it awaits, when `awaiting_human`: the workspace that opened the operation. A synced log
+   * holds other workspaces' operations too; only where this is the reading workspace's own id is it
+   * awaiting someone here. Null when nothing awaits a person.
+   */
+  awaiting_workspace: z.string().nullable(),
   answered_by: z.string().nullable(),
   session: z
     .object({ id: z.string(), handle: z.string(), depth: z.number().int(), turn: z.number().int(), running: z.boolean() })

@@ -25,6 +25,13 @@ export const MAX_LAMPORT = 2 ** 48;
  */
 export const MAX_DEPTH = 64;
 
+/**
+ * How much a node holds per workspace while it waits for the key that signed it (ops in `pending_ops`).
+ * Anyone holding a stream's token can sign ops with keys of their own and name any workspace, so this is
+ * bounded: past either limit an op is dropped and counted (refusal `pending_full`); what is held stays.
+ */
+export const PENDING_LIMITS = { ops_per_workspace: 1_000, bytes_per_workspace: 8 * 1024 * 1024 } as const;
+
 /** Why a value is not storable. */
 export const STORABLE_REASONS = ['nul', 'surrogate', 'too_deep', 'lamport_range'] as const;
 /** A reason from {@link STORABLE_REASONS}. */

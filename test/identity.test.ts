@@ -2,13 +2,15 @@
 // a border (the stamp vouches for exactly that name), "awaiting you" only for the person reading, and a
 // refused commission shown as refused (code and reason), never as "answered by" a persona that may not exist.
 import { sign } from 'node:crypto';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateWorkspaceKey, signStamp, STAMP_TYP, verifyStamp } from '../crypto/index.js';
 import { paintFor, PLAIN, wantsColour } from '../node-agent/cli/colour.js';
 import { callerFromEnv } from '../node-agent/cli/io.js';
 import { renderStatus, renderThread } from '../node-agent/cli/render.js';
 import { Handle, newThreadId, qualifyHandle } from '../protocol/ids.js';
 import type { StatusReport, StatusRow, ThreadView } from '../protocol/receipts.js';
+import { deliver } from './helpers/deliver.js';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 describe('a person named beyond their workspace', () => {
   it.each([
@@ -69,6 +71,7 @@ function row(over: Partial<StatusRow>): StatusRow {
     substituted: false,
     waiting_on_sub_round: false,
     awaiting_human: true,
+    awaiting_workspace: 'a'.repeat(26),
     answered_by: 'bbbb/reviewer',
     session: null,
     messages: 1,
@@ -98,6 +101,7 @@ describe('status, as the person reading it sees it', () => {
     ['the reader opened it, named from across the border', row({ opener: 'alice@aaaa' }), alice, 'awaiting you (answered by bbbb/reviewer)'],
     ["another workspace's person opened it", row({ opener: 'alice@aaaa' }), { you: ['bob', 'bob@bbbb'], paint: PLAIN }, 'awaiting alice@aaaa (answered by bbbb/reviewer)'],
     ['another person here opened it', row({ opener: 'carol' }), alice, 'awaiting carol (answered by bbbb/reviewer)'],
+    ["a person of another workspace, named bare in its log, opened it", row({ awaiting_workspace: 'c'.repeat(26) }), alice, 'awaiting alice@cccc (answered by bbbb/reviewer)'],
   ])('when %s', (_when, r, viewer, words) => {
     expect(renderStatus(report([r]), viewer)).toContain(words);
   });
@@ -139,5 +143,42 @@ describe('colour', () => {
     expect(coloured).toContain('\x1b[31mREFUSED STAMP_UNTRUSTED\x1b[39m');
     expect(coloured).toContain('\x1b[33mawaiting you\x1b[39m');
     expect(renderStatus(report([refused]), { you: ['alice'], paint: paintFor(true, { NO_COLOR: '1' }) })).not.toContain('\x1b[');
+  });
+});
+
+describe('an operation another workspace’s person opened, taken in as sync takes it in', () => {
+  let a: TestWorkspace;
+  let b: TestWorkspace;
+  let thread: string;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+    // alice in A asks bob in A; bob answers: A's operation, finished, awaits A's alice.
+    const sent = await a.nxc(['send', '@bob', '--subject', 'lunch', '--json', 'where?']);
+    expect(sent.code, sent.stderr).toBe(0);
+    thread = sent.json.thread;
+    expect((await a.nxc(['reply', '--thread', thread, '--json', 'downstairs'], { env: { NXC_ACTOR: 'bob' } })).code).toBe(0);
+    // B's stream carries A's whole log: B holds the same operation.
+    await deliver(a, b);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.cleanup(), b?.cleanup()]);
+  });
+
+  const rowIn = async (w: TestWorkspace) => {
+    for (const op of (await w.status(true)).operations) for (const r of op.threads) if (r.thread === thread) return r;
+    return undefined;
+  };
+
+  it('says in --json whose workspace it awaits, the same on both sides', async () => {
+    expect(await rowIn(a)).toMatchObject({ opener: 'alice', awaiting_human: true, awaiting_workspace: a.id });
+    expect(await rowIn(b)).toMatchObject({ opener: 'alice', awaiting_human: true, awaiting_workspace: a.id });
+  });
+
+  it('reads "awaiting you" only in the opener’s workspace; B’s alice is told it is A’s alice', async () => {
+    const inA = await a.nxc(['status', '--all'], { env: { NXC_ACTOR: 'alice' } });
+    expect(inA.stdout).toContain('awaiting you (answered by bob)');
+    const inB = await b.nxc(['status', '--all'], { env: { NXC_ACTOR: 'alice' } });
+    expect(inB.stdout).toContain(`awaiting alice@${a.short} (answered by bob)`);
+    expect(inB.stdout).not.toContain('awaiting you');
   });
 });

@@ -1,12 +1,13 @@
-// Commission stamps (crypto/stamp.ts) and their admission against trust entries and the seen-stamps
-// store (node-agent/trust): a table of forgeries built by hand, each refused with its code, and
+// Commission stamps (crypto/stamp.ts) and their admission against trust entries and the seen stamp
+// ids kept in the workspace's store (node-agent/trust): a table of forgeries built by hand, each refused with its code, and
 // properties over random mutations of valid stamps.
 import { createHmac, sign, type KeyObject } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { and, eq, sql } from 'drizzle-orm';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { generateWorkspaceKey, signStamp, STAMP_CODES, STAMP_DEPTH_CAP, STAMP_TYP, verifyStamp, type PublicJwk, type StampRequest, type StampVerdict, type VerifyStampOptions, type WorkspaceKey } from '../crypto/index.js';
 import { writeWorkspaceKey } from '../node-agent/capabilities/keys/index.js';
 import { NexusError } from '../protocol/errors.js';
@@ -17,15 +18,17 @@ import {
   addTrust,
   admitStamp,
   chainFrom,
-  FileSeenStore,
+  claimStamp,
   findTrust,
   listTrust,
   removeTrust,
   resolveAlias,
-  seenFile,
-  seenStampStore,
+  stampSeen,
   trustResolver,
 } from '../node-agent/capabilities/trust/index.js';
+import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
+import { deliver } from './helpers/deliver.js';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 // ---- the cast: A asks (trusted), B receives, C is another trusted workspace, D is trusted by nobody
 
@@ -87,7 +90,7 @@ function segments(token: string): [string, string, string] {
   return token.split('.') as [string, string, string];
 }
 
-// ---- a receiving workspace on disk (only its key and .nxs/: no store), for trust entries and the seen file
+// ---- a receiving workspace on disk (only its key and .nxs/), for trust entries
 
 const dirs: string[] = [];
 function receiver(key: WorkspaceKey = B): WorkspacePaths {
@@ -97,7 +100,18 @@ function receiver(key: WorkspaceKey = B): WorkspacePaths {
   writeWorkspaceKey(paths.keys, key);
   return paths;
 }
-afterAll(() => {
+
+// ---- a store where admitted ids are claimed (the receivers share it: every stamp has its own jti)
+
+let store: Store;
+const storeDir = mkdtempSync(join(tmpdir(), 'nexus-stamps-store-'));
+dirs.push(storeDir);
+beforeAll(async () => {
+  await createStore(join(storeDir, 'store'), inject('nexusHome'));
+  store = await openStore(join(storeDir, 'store'));
+});
+afterAll(async () => {
+  await store?.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
@@ -260,34 +274,23 @@ const FORGERIES: Case[] = [
     make: async () => {
       const paths = receiver();
       addTrust(paths, { workspace: A.id, key: A.publicJwk, name: 'asker' });
-      const first = await admitStamp(paths, await signStamp(A, request()), { now: NOW });
+      const first = await admitStamp(store.db, paths, await signStamp(A, request()), { now: NOW });
       expect(first.ok).toBe(true);
       removeTrust(paths, 'asker');
       return { token: await signStamp(A, request()), over: { trust: trustResolver(paths) } };
     },
   },
   {
-    name: 'a replay: the same stamp twice',
+    name: 'a replay: the same stamp twice (its id is in the store)',
     code: 'STAMP_REPLAYED',
     make: async () => {
       const paths = receiver();
       addTrust(paths, { workspace: A.id, key: A.publicJwk, name: null });
       const token = await signStamp(A, request());
-      const seen = seenStampStore(paths);
-      expect((await admitStamp(paths, token, { now: NOW, seen })).ok).toBe(true);
-      return { token, over: { trust: trustResolver(paths), seen: (jti) => seen.has(jti) } };
-    },
-  },
-  {
-    name: 'a replay after a restart (a new seen-store instance reading the same file)',
-    code: 'STAMP_REPLAYED',
-    make: async () => {
-      const paths = receiver();
-      addTrust(paths, { workspace: A.id, key: A.publicJwk, name: null });
-      const token = await signStamp(A, request());
-      expect((await admitStamp(paths, token, { now: NOW, seen: new FileSeenStore(seenFile(paths)) })).ok).toBe(true);
-      const restarted = new FileSeenStore(seenFile(paths));
-      return { token, over: { trust: trustResolver(paths), seen: (jti) => restarted.has(jti) } };
+      const first = await admitStamp(store.db, paths, token, { now: NOW });
+      if (!first.ok) throw new Error(first.message);
+      const seen = await stampSeen(store.db, first.claims.jti);
+      return { token, over: { trust: trustResolver(paths), seen: () => seen } };
     },
   },
   {
@@ -460,15 +463,15 @@ describe('a stamp signed by a rotated key', () => {
     expect(chainFrom(A.publicJwk.x, chain)).toEqual([A2.publicJwk.x, A3.publicJwk.x]);
     expect(chainFrom(A.publicJwk.x, [link(A3, A2)])).toEqual([]);
     // A3 certified by A2, itself certified by the genesis key: admitted.
-    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: (iss) => (iss === A.id ? chain : []) })).toMatchObject({ ok: true });
+    expect(await admitStamp(store.db, paths, await byA3(), { now: NOW, certified: (iss) => (iss === A.id ? chain : []) })).toMatchObject({ ok: true });
     // No chain, or a link that does not start at the genesis key: forged.
-    expect(await admitStamp(paths, await byA3(), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
-    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: () => [link(A3, A2)] })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
-    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: () => [link(A3, D)] })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    expect(await admitStamp(store.db, paths, await byA3(), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    expect(await admitStamp(store.db, paths, await byA3(), { now: NOW, certified: () => [link(A3, A2)] })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
+    expect(await admitStamp(store.db, paths, await byA3(), { now: NOW, certified: () => [link(A3, D)] })).toMatchObject({ ok: false, code: 'STAMP_FORGED' });
     // Trust removed: everything from A is refused at once, the chain notwithstanding.
     removeTrust(paths, A.id);
-    expect(await admitStamp(paths, await byA3(), { now: NOW, certified: () => chain })).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
-    expect(await admitStamp(paths, await signStamp(A, request(), { now: NOW }), { now: NOW, certified: () => chain })).toMatchObject({
+    expect(await admitStamp(store.db, paths, await byA3(), { now: NOW, certified: () => chain })).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    expect(await admitStamp(store.db, paths, await signStamp(A, request(), { now: NOW }), { now: NOW, certified: () => chain })).toMatchObject({
       ok: false,
       code: 'STAMP_UNTRUSTED',
     });
@@ -482,21 +485,33 @@ describe('admitting stamps in a workspace', () => {
     addTrust(paths, { workspace: A.id, key: A.publicJwk, name: 'asker' });
   });
 
-  it('admits once, records the jti with its expiry in a mode-600 file, and refuses the second time', async () => {
+  it('admits once, records the jti with its expiry in the store (no file), and refuses it again, after a reopen too', async () => {
     const token = await signStamp(A, request(), { now: NOW, ttlSec: 600 });
-    const first = await admitStamp(paths, token, { now: NOW });
-    expect(first.ok).toBe(true);
-    const file = seenFile(paths);
-    expect(statSync(file).mode & 0o777).toBe(0o600);
-    const stored = JSON.parse(readFileSync(file, 'utf8'));
-    if (!first.ok) throw new Error('refused');
-    expect(stored.seen[first.claims.jti]).toBe(NOW_S + 600 + 60);
-    expect(await admitStamp(paths, token, { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_REPLAYED' });
+    const first = await admitStamp(store.db, paths, token, { now: NOW });
+    if (!first.ok) throw new Error(first.message);
+    const rows = (await store.db.execute(sql`select forget_after from stamps_seen where jti = ${first.claims.jti}`)) as unknown as { rows: Array<{ forget_after: string | number }> };
+    expect(Number(rows.rows[0]!.forget_after)).toBe(NOW_S + 600 + 60);
+    expect(existsSync(join(paths.nxs, 'stamps-seen.json'))).toBe(false);
+    expect(await admitStamp(store.db, paths, token, { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_REPLAYED' });
+    await store.close();
+    store = await openStore(join(storeDir, 'store'));
+    expect(await admitStamp(store.db, paths, token, { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_REPLAYED' });
+  });
+
+  it('an id claimed in a transaction that rolls back is not used up', async () => {
+    const token = await signStamp(A, request(), { now: NOW });
+    await expect(
+      store.db.transaction(async (tx) => {
+        expect((await admitStamp(tx, paths, token, { now: NOW })).ok).toBe(true);
+        throw new Error('the admitting transaction failed');
+      }),
+    ).rejects.toThrow(/admitting transaction failed/);
+    expect((await admitStamp(store.db, paths, token, { now: NOW })).ok).toBe(true);
   });
 
   it('admits one of two concurrent verifications of the same stamp', async () => {
     const token = await signStamp(A, request(), { now: NOW });
-    const verdicts: StampVerdict[] = await Promise.all(Array.from({ length: 8 }, () => admitStamp(paths, token, { now: NOW })));
+    const verdicts: StampVerdict[] = await Promise.all(Array.from({ length: 8 }, () => admitStamp(store.db, paths, token, { now: NOW })));
     expect(verdicts.filter((v) => v.ok)).toHaveLength(1);
     expect(verdicts.filter((v) => !v.ok && v.code === 'STAMP_REPLAYED')).toHaveLength(7);
   });
@@ -525,30 +540,25 @@ describe('admitting stamps in a workspace', () => {
   });
 
   it('refuses a stamp addressed elsewhere and one from a workspace it does not trust', async () => {
-    expect(await admitStamp(paths, await signStamp(A, request({ aud: C.id })), { now: NOW })).toMatchObject({ code: 'STAMP_WRONG_AUDIENCE' });
-    expect(await admitStamp(paths, await signStamp(C, request({}, C)), { now: NOW })).toMatchObject({ code: 'STAMP_UNTRUSTED' });
+    expect(await admitStamp(store.db, paths, await signStamp(A, request({ aud: C.id })), { now: NOW })).toMatchObject({ code: 'STAMP_WRONG_AUDIENCE' });
+    expect(await admitStamp(store.db, paths, await signStamp(C, request({}, C)), { now: NOW })).toMatchObject({ code: 'STAMP_UNTRUSTED' });
   });
 
-  it('forgets ids whose stamps have expired when it next writes', () => {
-    let clock = NOW.getTime();
-    const store = new FileSeenStore(join(paths.nxs, 'seen-prune.json'), { now: () => clock });
-    store.add('old', NOW_S + 10);
-    store.add('young', NOW_S + 10_000);
-    expect(store.has('old')).toBe(true);
-    clock += 120_000; // past old's exp + 60 s grace, well before young's
-    store.add('new', NOW_S + 20_000);
-    expect(store.has('old')).toBe(false);
-    expect(store.has('young')).toBe(true);
-    expect(store.size()).toBe(2);
+  it('forgets ids whose stamps have expired when it next claims one', async () => {
+    expect(await claimStamp(store.db, 'old', NOW_S + 10, NOW_S)).toBe(true);
+    expect(await claimStamp(store.db, 'young', NOW_S + 10_000, NOW_S)).toBe(true);
+    expect(await claimStamp(store.db, 'old', NOW_S + 10, NOW_S)).toBe(false);
+    // Past old's time, well before young's.
+    expect(await claimStamp(store.db, 'new', NOW_S + 20_000, NOW_S + 120)).toBe(true);
+    expect(await stampSeen(store.db, 'old')).toBe(false);
+    expect(await stampSeen(store.db, 'young')).toBe(true);
   });
 
-  it('fails closed on a damaged seen file or trust file', async () => {
+  it('fails closed on a damaged trust file', async () => {
     const other = receiver();
     addTrust(other, { workspace: A.id, key: A.publicJwk, name: null });
-    writeFileSync(seenFile(other), '{not json');
-    expect(await admitStamp(other, await signStamp(A, request()), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_REPLAYED' });
     writeFileSync(join(other.nxs, 'trust.json'), '[]');
-    expect(await admitStamp(other, await signStamp(A, request()), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
+    expect(await admitStamp(store.db, other, await signStamp(A, request()), { now: NOW })).toMatchObject({ ok: false, code: 'STAMP_UNTRUSTED' });
     expect(() => listTrust(other)).toThrow(NexusError);
   });
 });
@@ -678,5 +688,50 @@ describe('stamps under random mutation', () => {
       ),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('seen stamp ids live in the store, claimed in the admitting transaction', () => {
+  let a: TestWorkspace;
+  let b: TestWorkspace;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+    b.persona('reviewer', { mode: 'reply', extra: 'addressable: { external: true }' });
+    const trusted = await b.nxs(['sync', 'trust', 'add', '--workspace', a.id, '--key', join(a.root, '.nxs', 'keys', 'workspace.pub.jwk'), '--json']);
+    expect(trusted.code, trusted.stdout + trusted.stderr).toBe(0);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.waitIdle().catch(() => undefined), b?.waitIdle().catch(() => undefined)]);
+    await Promise.all([a?.cleanup(), b?.cleanup()]);
+  });
+
+  /** The jti of the stamp on the commission that opened `thread` in A. */
+  async function jtiOf(thread: string): Promise<string> {
+    const rows = await a.withStore((s) => s.db.select({ body: tables.ops.body }).from(tables.ops).where(and(eq(tables.ops.thread, thread), eq(tables.ops.kind, 'thread.opened'))));
+    const stamp = (rows[0]!.body as { stamp: string }).stamp;
+    return JSON.parse(Buffer.from(stamp.split('.')[1]!, 'base64url').toString('utf8')).jti;
+  }
+
+  const seenIn = (w: TestWorkspace) =>
+    w.withStore(async (s) => ((await s.db.execute(sql`select jti from stamps_seen`)) as unknown as { rows: Array<{ jti: string }> }).rows.map((r) => r.jti));
+
+  it('an admitted commission leaves its jti in the store and no file beside it', async () => {
+    const sent = await a.nxc(['send', `${b.id}/reviewer`, '--subject', 'r', '--json', 'please']);
+    expect((await deliver(a, b)).started).toBe(1);
+    expect(await seenIn(b)).toContain(await jtiOf(sent.json.thread));
+    expect(existsSync(join(b.root, '.nxs', 'stamps-seen.json'))).toBe(false);
+  });
+
+  it('a stamp whose jti the store already holds (admitted by the other host of this store) is refused STAMP_REPLAYED, and nothing runs', async () => {
+    const sent = await a.nxc(['send', `${b.id}/reviewer`, '--subject', 'r2', '--json', 'again']);
+    const jti = await jtiOf(sent.json.thread);
+    await b.withStore((s) => s.db.execute(sql`insert into stamps_seen (jti, forget_after) values (${jti}, ${NOW_S + 7 * 86_400})`));
+    const before = b.sessionDirs().length;
+    const taken = await deliver(a, b);
+    expect(taken).toMatchObject({ started: 0, rejected: 1 });
+    expect(b.sessionDirs()).toHaveLength(before);
+    await deliver(b, a);
+    const row = (await a.status(true)).operations.flatMap((o: any) => o.threads).find((r: any) => r.thread === sent.json.thread);
+    expect(row).toMatchObject({ rejected_code: 'STAMP_REPLAYED', escalated: true });
   });
 });

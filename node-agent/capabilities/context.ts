@@ -37,6 +37,11 @@ export type EngineDeps = {
   stop?: (pid: number) => void;
   readWorkingCopy: (dir: string) => Promise<WorkingCopy | null>;
   loadPersona: (root: string, role: string) => Promise<Persona | null>;
+  /**
+   * Where another workspace lives on this machine (its root), when this machine's node registry knows it; null
+   * otherwise. Read for the declared timeout of a persona this workspace commissions there.
+   */
+  peerRoot?: (workspace: string) => string | null;
 };
 
 export type { CallerClaim } from '../../protocol/commands.js';

@@ -4,7 +4,6 @@ import { qualifyHandle } from '../../protocol/ids.js';
 import { exitCodeOf, type Warning } from '../../protocol/receipts.js';
 import type { RoundStatus } from '../../protocol/round.js';
 import { windowUnscheduled } from '../capabilities/channels/warnings.js';
-import { loadPersona } from '../adapters/personas/index.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
@@ -62,7 +61,7 @@ const send: Verb = {
     const body = await messageText(io, text);
     const ws = findWorkspace(io.cwd, io.env);
     const r = await routerOf(io)(ws, (run) => run('send', { to, subject: subject ?? null, text: body, caller }), io.env);
-    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null, r.result.round);
+    const receipt = withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.round);
     if (a.json) printJson(io, receipt);
     else io.stdout(renderReceipt(receipt));
     return exitCodeOf(receipt.warnings);
@@ -93,7 +92,7 @@ const reply: Verb = {
     const ws = findWorkspace(io.cwd, io.env);
     const input = { thread, escalate: bool(a, 'escalate'), ...(rework ? { needs_rework: true } : {}), text: body, caller };
     const r = await routerOf(io)(ws, (run) => run('reply', input), io.env);
-    const receipt = await withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.woke?.role ?? null, r.result.round);
+    const receipt = withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.round);
     if (a.json) printJson(io, receipt);
     else io.stdout(renderReceipt(receipt));
     return exitCodeOf(receipt.warnings);
@@ -135,8 +134,8 @@ const threadsShow: Verb = {
 const tick: Verb = {
   path: ['tick'],
   command: 'tick',
-  summary: 'do the clock’s work now: settle dead turns, run the working-copy lease’s timers, check that a thread’s timeout has a clock (the node does this on its own)',
-  flags: { thread: { type: 'string', short: 't', value: 'ID', help: 'also check the clock of this thread' } },
+  summary: 'do the clock’s work now: settle dead turns, run the working-copy lease’s timers, check that a round’s step windows have a clock (the node does this on its own)',
+  flags: { thread: { type: 'string', short: 't', value: 'ID', help: 'also check the clock of this round’s windows' } },
   run: async (io, a) => {
     const thread = str(a, 'thread');
     const ws = findWorkspace(io.cwd, io.env);
@@ -147,12 +146,12 @@ const tick: Verb = {
         const done = await run('tick', {});
         // The round's thread is checked after the tick, so its windows are as the tick left them.
         const round = view?.thread.round !== undefined ? (await run('threads.show', { thread: thread! })).thread.round : undefined;
-        return { ...done, role: view?.thread.session?.handle.split('/')[1] ?? null, open: view?.thread.state === 'open', round };
+        return { ...done, round };
       },
       io.env,
     );
     const base = { warnings: [...(r.result.warnings ?? []), ...(r.serviceWarning ? [r.serviceWarning] : [])] };
-    const { warnings } = await withWindowWarning(io, ws, base, r.result.open ? r.result.role : null, r.result.round);
+    const { warnings } = withWindowWarning(io, ws, base, r.result.round);
     const out = { ticked: true, via: r.via, settled: r.result.settled, thread: thread ?? null, warnings };
     if (a.json) printJson(io, out);
     else {
@@ -183,35 +182,15 @@ const withdraw: Verb = {
 };
 
 /**
- * tick_unscheduled: a session just put in motion (or the thread a tick names) runs under a
- * declared timeout, and no node keeps this workspace's clock. The turn's own supervisor still
- * stops the process at the deadline; what is missing is the node that settles the turn if that
- * supervisor dies, and that keeps the deadline recorded for a node that starts later.
+ * tick_unscheduled: a channel round has a step window open and no node keeps this workspace's
+ * clock, so nothing lapses the step on its own. A persona's turn timeout is not such a deadline:
+ * the turn's sidecar stops the process at it with or without a node, so it raises nothing here.
  */
-async function withWindowWarning<T extends { warnings: Warning[] }>(io: Io, ws: Workspace, receipt: T, role: string | null, round?: RoundStatus): Promise<T> {
-  if (round !== undefined) {
-    // A channel round: its steps' windows are what needs a clock, whatever the personas declare.
-    const paths = nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined);
-    const warning = windowUnscheduled(round, { registered: isRegistered(paths, ws.id), running: runningNode(paths) !== null });
-    return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
-  }
-  if (role === null) return receipt;
-  const persona = await loadPersona(ws.paths.root, role).catch(() => null);
-  if (persona === null || persona.timeout_ms === null) return receipt;
+function withWindowWarning<T extends { warnings: Warning[] }>(io: Io, ws: Workspace, receipt: T, round?: RoundStatus): T {
+  if (round === undefined) return receipt;
   const paths = nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined);
-  const registered = isRegistered(paths, ws.id);
-  const running = runningNode(paths) !== null;
-  if (registered && running) return receipt;
-  const missing = registered
-    ? 'no node is running (start one with `nxs node start`)'
-    : 'this workspace is not registered with a node (`nxs node register`, then `nxs node start`)';
-  const warning: Warning = {
-    class: 'tick_unscheduled',
-    reason: registered ? 'no_node' : 'not_registered',
-    role,
-    message: `${role} declares a timeout of ${Math.round(persona.timeout_ms / 1000)} s, and nothing keeps this workspace's clock: ${missing}`,
-  };
-  return { ...receipt, warnings: [...receipt.warnings, warning] };
+  const warning = windowUnscheduled(round, { registered: isRegistered(paths, ws.id), running: runningNode(paths) !== null });
+  return warning === null ? receipt : { ...receipt, warnings: [...receipt.warnings, warning] };
 }
 
 /** The person reading, as this workspace and others name them; "you" in status is only ever them. */

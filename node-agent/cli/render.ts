@@ -1,5 +1,6 @@
 // Human-readable renderings of receipts, status reports and threads. --json prints the objects instead.
 import type { PersonaGuide, Transcript } from '../../protocol/commands.js';
+import { qualifyHandle, workspaceShort, type WorkspaceId } from '../../protocol/ids.js';
 import type { Receipt, StatusReport, StatusRow, ThreadView, WithdrawResult } from '../../protocol/receipts.js';
 import { describeTree, describeWorkingCopy } from '../adapters/git/index.js';
 import { renderRoundLine } from '../capabilities/channels/status.js';
@@ -36,14 +37,22 @@ function rowSuffix(row: StatusRow): string {
   return ` · tree ${describeTree(row.working_copy)}`;
 }
 
-function rowText(row: StatusRow, viewer: Viewer): string {
+/**
+ * Who a finished root awaits, as the reader sees it: "you" only for the person reading, in the workspace
+ * that opened the operation; another workspace's person is named with that workspace's short.
+ */
+function awaitedBy(row: StatusRow, here: string, viewer: Viewer): string {
+  const home = row.awaiting_workspace ?? here;
+  if (home !== here) return qualifyHandle(row.opener, workspaceShort(home as WorkspaceId));
+  return viewer.you.includes(row.opener) ? 'you' : row.opener;
+}
+
+function rowText(row: StatusRow, here: string, viewer: Viewer): string {
   const { paint } = viewer;
   const parts: string[] = [];
   // A refusal is nobody's answer: it says who refused and why, not "answered by" a persona that may not exist.
   const outcome = row.rejected_code ? `refused by ${workspaceOf(row.to)}` : `answered by ${row.answered_by ?? '?'}`;
-  // "you" only for the person reading: another workspace's operation awaits the person who opened it.
-  const awaited = viewer.you.includes(row.opener) ? 'you' : row.opener;
-  if (row.awaiting_human) parts.push(paint.yellow(`awaiting ${awaited}`) + ` (${outcome})`);
+  if (row.awaiting_human) parts.push(paint.yellow(`awaiting ${awaitedBy(row, here, viewer)}`) + ` (${outcome})`);
   else if (row.state === 'answered') parts.push(outcome);
   else parts.push(`owed by ${row.to}`);
   if (row.rejected_code) parts.push(paint.red(`REFUSED ${row.rejected_code}`));
@@ -72,7 +81,7 @@ export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): str
     for (const row of op.threads) {
       const indent = row.parent !== null && depthOf.has(row.parent) ? depthOf.get(row.parent)! + 1 : 0;
       depthOf.set(row.thread, indent);
-      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row, viewer)}${rowSuffix(row)}`);
+      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row, report.workspace.id, viewer)}${rowSuffix(row)}`);
       if (row.round) lines.push(`${'  '.repeat(indent + 2)}${renderRoundLine(row.round)}`);
     }
   }

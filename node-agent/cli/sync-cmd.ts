@@ -1,6 +1,7 @@
 // `nxs sync ...`: bind this workspace to a relay stream, show how sync is doing, unbind.
 import { readFileSync } from 'node:fs';
 import { NexusError } from '../../protocol/errors.js';
+import { PENDING_LIMITS } from '../../protocol/storable.js';
 import { nodePaths, originId } from '../host/node/files.js';
 import { callNode } from '../host/rpc/client.js';
 import { servingNode } from '../host/remote.js';
@@ -93,7 +94,10 @@ async function status(io: Io, json: boolean): Promise<void> {
  */
 export function pendingWords(n: number): string {
   if (!(n > 0)) return '';
-  return ` · ${n} op(s) held: signed by a key not known here yet (they are taken in when that workspace's key rotation arrives)`;
+  return (
+    ` · ${n} op(s) held: signed by a key not known here yet (they are taken in when that workspace's key rotation arrives;` +
+    ` at most ${PENDING_LIMITS.ops_per_workspace} per workspace are held, and what does not fit is counted as pending_full)`
+  );
 }
 
 async function unbind(io: Io, json: boolean): Promise<void> {

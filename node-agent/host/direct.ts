@@ -1,5 +1,5 @@
 // The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
-import type { CommandInput, CommandOutput, WorkspaceCommand } from '../../protocol/commands.js';
+import { COMMANDS, parseOutput, type CommandInput, type CommandOutput, type RunOptions, type WorkspaceCommand } from '../../protocol/commands.js';
 import { PROJECTIONS } from '../capabilities/index.js';
 import type { EngineDeps, WorkspaceContext } from '../capabilities/context.js';
 import { channelHandlers } from '../capabilities/channels/commands.js';
@@ -15,8 +15,8 @@ import { loadPersona } from '../adapters/personas/index.js';
 import { baseEnvironment, launchTurn, processAlive, seesSessionProcesses, stopTurn } from '../adapters/sessions/index.js';
 import { openStore, type OpenOptions } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
-import { invoke, type Handlers } from '../kernel/index.js';
-import { originId } from './node/files.js';
+import { applyOnce, invoke, requestProjection, RequestScope, type Handlers } from '../kernel/index.js';
+import { nodePaths, originId, readRegistry } from './node/files.js';
 import { directSyncHandlers } from './sync/commands.js';
 
 /** Every workspace command, as a host with the store open in this process answers it. */
@@ -30,8 +30,11 @@ export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = 
   ...transcriptHandlers,
 };
 
-/** Runs one workspace command; its answer is checked against the command's output schema. */
-export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K>) => Promise<CommandOutput<K>>;
+/**
+ * Runs one workspace command; its answer is checked against the command's output schema. `opts.request` is
+ * the request's idempotency key: a command declared `once` is applied once per key (kernel/requests.ts).
+ */
+export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K>, opts?: RunOptions) => Promise<CommandOutput<K>>;
 
 export type Host = WorkspaceContext & { run: Runner };
 
@@ -62,13 +65,25 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     stop: stopSidecar,
     readWorkingCopy,
     loadPersona,
+    // This machine's node registry, read when asked: a workspace registered since is found too.
+    peerRoot: (id) => readRegistry(nodePaths()).workspaces.find((w) => w.id === id)?.root ?? null,
     ...overrides,
   };
 }
 
 export function hostFor(deps: EngineDeps, handlers: Handlers<WorkspaceContext, WorkspaceCommand> = WORKSPACE_HANDLERS): Host {
-  const ctx: WorkspaceContext = { deps, engine: createEngine(deps) };
-  return { ...ctx, run: (name, input) => invoke(handlers, ctx, name, input) };
+  // A keyed request's key is recorded with its first write, in that write's transaction.
+  const scope = new RequestScope(deps.workspace.id, deps.now);
+  const withRequests = { ...deps, projections: [...deps.projections, requestProjection(scope)] };
+  const ctx: WorkspaceContext = { deps: withRequests, engine: createEngine(withRequests) };
+  return {
+    ...ctx,
+    run: (name, input, opts) => {
+      const once = (COMMANDS[name] as { once?: true }).once === true;
+      if (!once || opts?.request === undefined) return invoke(handlers, ctx, name, input);
+      return applyOnce(withRequests.db, scope, name, opts.request, (raw) => parseOutput(name, raw), () => invoke(handlers, ctx, name, input));
+    },
+  };
 }
 
 /** Opens the workspace's store, runs `fn` against the engine, and always closes the store. */

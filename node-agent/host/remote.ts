@@ -1,5 +1,6 @@
 // Chooses the host for a command: the running node over its socket when it serves the workspace,
 // otherwise the store opened directly. This module must not load PGlite: the direct host is imported lazily.
+import { newRequestKey } from '../../protocol/commands.js';
 import type { Warning } from '../../protocol/receipts.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import type { Runner } from './direct.js';
@@ -36,12 +37,19 @@ export const routed = async <T>(workspace: Workspace, fn: (run: Runner) => Promi
   const paths = nodePaths(env['NEXUS_HOME'] ? env['NEXUS_HOME'] : undefined);
   const node = runningNode(paths);
   const registered = isRegistered(paths, workspace.id);
+  // One idempotency key per command `fn` runs, by its place in the sequence: the retry below runs the same
+  // sequence with the same keys, so a command the node applied before it stopped answering is not applied again.
+  const keys: string[] = [];
+  const keyed = (run: Runner): Runner => {
+    let i = 0;
+    return (name, input) => run(name, input, { request: (keys[i++] ??= newRequestKey()) });
+  };
   // A pid record whose socket does not answer (a node killed with its files left behind) is no node.
   let nodeAnswers = node !== null;
   if (node !== null && registered) {
     try {
-      const viaSocket: Runner = (name, input) => callNode(node.socket, name, workspace.id, input);
-      return { result: await fn(viaSocket), via: 'node', serviceWarning: null };
+      const viaSocket: Runner = (name, input, o) => callNode(node.socket, name, workspace.id, input, o);
+      return { result: await fn(keyed(viaSocket)), via: 'node', serviceWarning: null };
     } catch (err) {
       const notServed = (err as { code?: string }).code === 'NOT_SERVED';
       if (!isUnreachable(err) && !notServed) throw err;
@@ -50,6 +58,6 @@ export const routed = async <T>(workspace: Workspace, fn: (run: Runner) => Promi
   }
   const { withDirectHost } = await import('./direct.js');
   // The lock records this NEXUS_HOME, so a command of another home waiting for it can say whose it is.
-  const result = await withDirectHost(workspace, (h) => fn(h.run), { home: paths.home, ...(opts.onWait ? { onWait: opts.onWait } : {}) });
+  const result = await withDirectHost(workspace, (h) => fn(keyed(h.run)), { home: paths.home, ...(opts.onWait ? { onWait: opts.onWait } : {}) });
   return { result, via: 'direct', serviceWarning: registered && !nodeAnswers ? SERVICE_NOT_RUNNING : null };
 };

@@ -3,3 +3,4 @@ export { appendOps, ingestOps, LAMPORT_AHEAD_LIMIT, rowToOp, type Author, type E
 export { project, type Projection } from './projections.js';
 export { ingestChecked, pendingCount, signLegacyOps, type IngestOptions, type IngestReport, type OpRefusal } from './signed.js';
 export { invoke, type Handler, type Handlers } from './bus.js';
+export { applyOnce, requestProjection, RequestScope, REQUEST_KEEP_MS } from './requests.js';

@@ -1,9 +1,9 @@
 // Signed ops in the store: taking in ops that arrived checked (crypto/opsig.ts) against each workspace's
 // key chain, holding those whose key cannot be placed yet, and signing ops written before signing existed.
-import { count, eq, inArray, isNull, and, max } from 'drizzle-orm';
+import { count, eq, inArray, isNull, and, max, sql } from 'drizzle-orm';
 import { openOp, signOp, workspaceOfKey, type CheckedOp, type OpSigner, type VerifiedOp } from '../../crypto/index.js';
 import { OpPayloadSchema, WORKSPACE_OPERATION, type Op } from '../../protocol/ops.js';
-import { checkStorable, type StorableReason } from '../../protocol/storable.js';
+import { checkStorable, PENDING_LIMITS, type StorableReason } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
 import { ingestOps, LAMPORT_AHEAD_LIMIT, type Exec, type IncomingOp } from './log.js';
 import type { Projection } from './projections.js';
@@ -11,9 +11,11 @@ import type { Projection } from './projections.js';
 /**
  * Why an op was not stored. `unknown_key` ops are held (pending), the others are dropped: the storable
  * reasons (protocol/storable.ts) for ops no store could keep, `lamport_ahead` for an op whose clock is
- * further ahead of this store's than {@link LAMPORT_AHEAD_LIMIT}.
+ * further ahead of this store's than {@link LAMPORT_AHEAD_LIMIT}, `pending_full` for an op that would be
+ * held but whose workspace has no room left ({@link PENDING_LIMITS}).
  */
-export type OpRefusal = 'malformed' | 'bad_signature' | 'bad_body' | StorableReason | 'lamport_ahead';
+export type OpRefusal = 'malformed' | 'bad_signature' | 'bad_body' | StorableReason | 'lamport_ahead' | 'pending_full';
+
 
 /** What one `ingestChecked` call did. */
 export type IngestReport = {
@@ -168,7 +170,11 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opt
     const ids = held.map((c) => c.op.id);
     const stored = new Set((await db.select({ id: tables.ops.id }).from(tables.ops).where(inArray(tables.ops.id, ids))).map((r) => r.id));
     const seen = new Set<string>();
-    const hold = held.filter((c) => !stored.has(c.op.id) && !seen.has(c.op.id) && seen.add(c.op.id));
+    const hold = await withinPendingLimits(
+      db,
+      held.filter((c) => !stored.has(c.op.id) && !seen.has(c.op.id) && seen.add(c.op.id)),
+      (c, why) => refuse('pending_full', c.op.id, why),
+    );
     if (hold.length > 0) {
       const inserted = await db
         .insert(tables.pendingOps)
@@ -201,6 +207,42 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opt
     workspaces = round.rotated;
   }
   return report;
+}
+
+/**
+ * The candidates that still fit their workspace's pending allowance, in order; the rest go to `drop`. Ops
+ * already held (the same id) pass, since holding them again changes nothing.
+ */
+async function withinPendingLimits(db: Exec, hold: Candidate[], drop: (c: Candidate, why: string) => void): Promise<Candidate[]> {
+  if (hold.length === 0) return hold;
+  const workspaces = [...new Set(hold.map((c) => c.op.workspace))];
+  const usage = new Map<string, { ops: number; bytes: number }>(workspaces.map((w) => [w, { ops: 0, bytes: 0 }]));
+  const rows = await db
+    .select({ workspace: tables.pendingOps.workspace, ops: count(), bytes: sql<string>`coalesce(sum(octet_length(${tables.pendingOps.raw})), 0)` })
+    .from(tables.pendingOps)
+    .where(inArray(tables.pendingOps.workspace, workspaces))
+    .groupBy(tables.pendingOps.workspace);
+  for (const r of rows) usage.set(r.workspace, { ops: Number(r.ops), bytes: Number(r.bytes) });
+  const already = new Set(
+    (await db.select({ id: tables.pendingOps.id }).from(tables.pendingOps).where(inArray(tables.pendingOps.id, hold.map((c) => c.op.id)))).map((r) => r.id),
+  );
+  const kept: Candidate[] = [];
+  for (const c of hold) {
+    if (already.has(c.op.id)) {
+      kept.push(c);
+      continue;
+    }
+    const u = usage.get(c.op.workspace)!;
+    const bytes = Buffer.byteLength(c.raw, 'utf8');
+    if (u.ops + 1 > PENDING_LIMITS.ops_per_workspace || u.bytes + bytes > PENDING_LIMITS.bytes_per_workspace) {
+      drop(c, `workspace ${c.op.workspace} already has ${u.ops} op(s), ${u.bytes} bytes, held for an unknown key (at most ${PENDING_LIMITS.ops_per_workspace} ops, ${PENDING_LIMITS.bytes_per_workspace} bytes)`);
+      continue;
+    }
+    u.ops += 1;
+    u.bytes += bytes;
+    kept.push(c);
+  }
+  return kept;
 }
 
 /** The highest Lamport time stored here (0 for an empty log). */

@@ -19,6 +19,7 @@ function row(over: Partial<StatusRow> = {}): StatusRow {
     substituted: false,
     waiting_on_sub_round: false,
     awaiting_human: true,
+    awaiting_workspace: WS,
     answered_by: 'ws/boss',
     session: null,
     messages: 2,
@@ -70,6 +71,7 @@ describe('Needs you', () => {
     ['a thread a session opened (its hand-back wakes that session)', row({ escalated: true, awaiting_human: false }), [by.boss('commission'), by.boss('escalate')], []],
     ['an open thread', row({ state: 'open', awaiting_human: false }), [by.alice('commission')], []],
     ['a refused commission, with its code', row({ state: 'open', awaiting_human: false, rejected_code: 'STAMP_UNTRUSTED' }), [by.alice('commission')], ['rejected']],
+    ["another workspace's operation, carried here by sync: it awaits that workspace's person", row({ awaiting_workspace: 'c'.repeat(26) }), [by.alice('commission'), by.boss('answer')], []],
   ])('%s', (_, r, messages, kinds) => {
     const s = snap(r, messages);
     // The view the node would answer holds the row's own state.

@@ -153,3 +153,39 @@ export const rounds = pgTable(
   },
   (t) => [index('rounds_open_idx').on(t.completed, t.nextDeadline), index('rounds_operation_idx').on(t.operation)],
 );
+
+/**
+ * Device-local: the ids (jti) of commission stamps this workspace admitted, each kept until its stamp could no
+ * longer pass on its own (its `exp` plus the clock tolerance). A jti is claimed in the transaction that admits
+ * the commission, so whichever host holds the store, one stamp is admitted once.
+ */
+export const stampsSeen = pgTable(
+  'stamps_seen',
+  {
+    jti: text('jti').primaryKey(),
+    /** Seconds since the epoch after which the id is forgotten. */
+    forgetAfter: bigint('forget_after', { mode: 'number' }).notNull(),
+  },
+  (t) => [index('stamps_seen_forget_idx').on(t.forgetAfter)],
+);
+
+/**
+ * Device-local: the idempotency keys of requests that wrote here (`RequestKeySchema` in protocol/commands.ts),
+ * each recorded in the transaction of the request's first write, with its answer once it was given. A retry
+ * carrying the key finds the first write instead of writing again. Kept a day.
+ */
+export const requests = pgTable(
+  'requests',
+  {
+    key: text('key').primaryKey(),
+    command: text('command').notNull(),
+    /** Where the first write went (its first op's operation and thread), to name when the answer was lost. */
+    operation: text('operation'),
+    thread: text('thread'),
+    /** The answer the first attempt gave; null while, or if, it never gave one. */
+    result: jsonb('result'),
+    /** When it was recorded (ISO time). */
+    at: text('at').notNull(),
+  },
+  (t) => [index('requests_at_idx').on(t.at)],
+);

@@ -6,6 +6,7 @@ import type { EngineDeps } from '../context.js';
 import { withdrawOf } from '../leases/withdraw.js';
 import { createRounds, type StepGate } from '../channels/index.js';
 import { createCore, resolveCaller } from './core.js';
+import { lapseOf } from './lapse.js';
 import { reactOf } from './react.js';
 import { replyOf } from './reply.js';
 import { sendOf } from './send.js';
@@ -33,12 +34,18 @@ export function createEngine(deps: EngineDeps, opts: { gate?: StepGate } = {}) {
     return dead.length;
   }
 
-  /** The clock's work: dead turns settled first (their ends may move rounds), then the lease's timers and sweep, then rounds whose windows ended. */
+  const lapse = lapseOf(core);
+
+  /**
+   * The clock's work: dead turns settled first (their ends may move rounds), then the lease's timers and sweep,
+   * then rounds whose windows ended, then commissions no other workspace's node took up in time.
+   */
   async function tick(): Promise<{ settled: number; warnings: Warning[] }> {
     const settled = await reap();
     const leaseWarnings = await core.lease.tick();
     await core.recordStartFailures(leaseWarnings);
-    return { settled, warnings: [...leaseWarnings, ...(await rounds.tick()).warnings] };
+    const roundWarnings = (await rounds.tick()).warnings;
+    return { settled, warnings: [...leaseWarnings, ...roundWarnings, ...(await lapse()).warnings] };
   }
 
   const withdrawing = withdrawOf({ deps, writer: core.writer, hook: core.lease, reap, resolveCaller: (db, claim) => resolveCaller(deps, db, claim) });

@@ -9,7 +9,7 @@ import type { LeaseIntent } from '../leases/events.js';
 import { loadOperation} from './operations.js';
 import { openSubRounds, newSessionState, withCarriedTurns } from './fold.js';
 import { certifiedKeys } from '../keys/index.js';
-import { admitStamp} from '../trust/index.js';
+import { claimAdmission, verifyAdmission } from '../trust/index.js';
 import {
   emptyPlan,
   planRequesterWake,
@@ -78,14 +78,15 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     const target = op.body.target;
     if (target.kind !== 'remote') return null;
     const before = (await loadOperation(db, op.operation)).threads[op.thread!];
-    if (!before || before.session !== null || before.rejected) return null;
+    // Answered already: the asker handed it back at its deadline (see lapse.ts), so nobody waits for a run here.
+    if (!before || before.session !== null || before.rejected || before.state !== 'open') return null;
     let refusal: { code: string; message: string } | null = null;
     let depth = 0;
     let carried = 0;
     // The asker's key chain as this node verified it: a stamp signed after `nxs key rotate` verifies
     // with a key certified from the trusted genesis key. A chain that cannot be read offers none.
     const chain = await certifiedKeys(db, op.workspace).catch(() => []);
-    const verdict = await admitStamp(workspace.paths, op.body.stamp, {
+    const verdict = await verifyAdmission(workspace.paths, op.body.stamp, {
       now: deps.now(),
       certified: (iss) => (iss === op.workspace ? chain : []),
     });
@@ -107,7 +108,12 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     return db.transaction(async (tx) => {
       const state = await loadOperation(tx, op.operation);
       const thread = state.threads[op.thread!];
-      if (!thread || thread.session !== null || thread.rejected) return null;
+      if (!thread || thread.session !== null || thread.rejected || thread.state !== 'open') return null;
+      // The stamp's id is claimed with the session it lets in: one stamp is admitted once, whoever holds the store.
+      if (refusal === null) {
+        const claimed = await claimAdmission(tx, verdict, { now: deps.now() });
+        if (!claimed.ok) refusal = { code: claimed.code, message: claimed.message };
+      }
       if (refusal !== null) {
         await appendOps(tx, writer, [{ operation: op.operation, thread: op.thread, session: null, kind: 'commission.rejected', body: refusal }]);
         return 'rejected' as const;

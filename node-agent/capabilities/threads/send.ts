@@ -7,6 +7,7 @@ import { ROLE_PATTERN } from '../../../protocol/persona.js';
 import type { Receipt} from '../../../protocol/receipts.js';
 import { commissionDepth } from './depth.js';
 import { checkRepeat } from './brakes.js';
+import { remoteDeadline } from './lapse.js';
 import { type Exec } from '../../kernel/index.js';
 import { type SessionState, newSessionState, emptyOperation, turnsUsed } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
@@ -165,6 +166,8 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
       return { thread, operation, lease, message: (message.body as { message: string }).message };
     });
     await core.lease.carryOut(result.lease, []);
+    // A node sets a timer for the instant it stops waiting to be taken up (see lapse.ts).
+    deps.scheduleTick?.(await remoteDeadline(deps, { workspace: target, role }, deps.now().toISOString()));
     return {
       posted: true,
       thread: result.thread,

@@ -1,5 +1,5 @@
 // Reading the truth: `nxc status` grouped by operation, and one thread with its messages.
-import { asc, eq, inArray, or } from 'drizzle-orm';
+import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import type { OperationLease, StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 import { leaseStatus } from '../leases/status.js';
@@ -15,9 +15,31 @@ function rootOf(state: OperationState): ThreadState | undefined {
   return state.threads[state.id] ?? Object.values(state.threads).find((t) => t.parent === null);
 }
 
-function statusRow(state: OperationState, t: ThreadState, finished: boolean): StatusRow {
+/** The root that awaits a person: the root of a finished operation, opened by a person. */
+function awaitingRoot(state: OperationState, finished: boolean): ThreadState | undefined {
+  const root = finished ? rootOf(state) : undefined;
+  return root !== undefined && root.opener.session === null ? root : undefined;
+}
+
+/**
+ * The workspace each awaiting root's person belongs to: the author of its `thread.opened`. A synced log
+ * carries other workspaces' operations, whose people are named bare there; this says whose they are.
+ */
+async function homesOf(db: EngineDeps['db'], roots: readonly string[]): Promise<Map<string, string>> {
+  const homes = new Map<string, string>();
+  if (roots.length === 0) return homes;
+  const rows = await db
+    .select({ thread: tables.ops.thread, workspace: tables.ops.workspace })
+    .from(tables.ops)
+    .where(and(eq(tables.ops.kind, 'thread.opened'), inArray(tables.ops.thread, [...roots])))
+    .orderBy(asc(tables.ops.lamport), asc(tables.ops.workspace), asc(tables.ops.id));
+  for (const r of rows) if (r.thread !== null && !homes.has(r.thread)) homes.set(r.thread, r.workspace);
+  return homes;
+}
+
+function statusRow(state: OperationState, t: ThreadState, finished: boolean, homes: ReadonlyMap<string, string>): StatusRow {
   const s = t.session === null ? undefined : state.sessions[t.session];
-  const isRoot = t.id === rootOf(state)?.id;
+  const awaiting = awaitingRoot(state, finished)?.id === t.id;
   return {
     thread: t.id,
     parent: t.parent,
@@ -29,7 +51,8 @@ function statusRow(state: OperationState, t: ThreadState, finished: boolean): St
     substituted: t.substituted,
     waiting_on_sub_round: t.state === 'open' && s !== undefined && !s.in_turn && openSubRounds(state, s.id).length > 0,
     // Nobody waits inside the flow: only the root of a finished operation, opened by a person, awaits one.
-    awaiting_human: finished && isRoot && t.opener.session === null,
+    awaiting_human: awaiting,
+    awaiting_workspace: awaiting ? (homes.get(t.id) ?? null) : null,
     answered_by: t.answered_by,
     session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn } : null,
     messages: t.messages,
@@ -58,9 +81,9 @@ function treeOrder(state: OperationState): ThreadState[] {
   return out;
 }
 
-export function operationReport(state: OperationState, finished: boolean, budget: number, lease: OperationLease | null = null): StatusOperation {
+export function operationReport(state: OperationState, finished: boolean, budget: number, lease: OperationLease | null = null, homes: ReadonlyMap<string, string> = new Map()): StatusOperation {
   const root = rootOf(state);
-  const threads = treeOrder(state).map((t) => statusRow(state, t, finished));
+  const threads = treeOrder(state).map((t) => statusRow(state, t, finished, homes));
   return {
     operation: state.id,
     subject: root?.subject ?? null,
@@ -87,9 +110,10 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   notes.push(...lease.notes);
   const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
   const budget = operationBudget(deps);
+  const homes = await homesOf(deps.db, rows.flatMap((r) => awaitingRoot(r.state as OperationState, r.finished)?.id ?? []));
   return {
     workspace: { id: deps.workspace.id, name: deps.workspace.name },
-    operations: rows.map((r) => withRounds(operationReport(r.state as OperationState, r.finished, budget, lease.of(r.id)), boards)),
+    operations: rows.map((r) => withRounds(operationReport(r.state as OperationState, r.finished, budget, lease.of(r.id), homes), boards)),
     worker_names_a_working_copy: wc !== null,
     // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
     worker_answers_liveness: lease.answersLiveness,
@@ -119,5 +143,6 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
         ]
       : [],
   );
-  return { thread: withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
+  const homes = await homesOf(deps.db, awaitingRoot(state, finished)?.id === thread ? [thread] : []);
+  return { thread: withRound(statusRow(state, t, finished, homes), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
 }

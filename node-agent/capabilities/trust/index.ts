@@ -1,10 +1,11 @@
-// The trust folder's public door: trust entries (.nxs/trust.json), the seen-stamps store, and
+// The trust folder's public door: trust entries (.nxs/trust.json), the seen stamp ids (in the store), and
 // admitting a commission stamp against both.
 import { STAMP_DEFAULT_CLOCK_TOLERANCE_SEC, STAMP_MAX_KEYS, verifyStamp, workspaceOfKey, type PublicJwk, type StampVerdict } from '../../../crypto/index.js';
 import type { WorkspaceId } from '../../../protocol/ids.js';
 import type { WorkspacePaths } from '../../paths.js';
+import type { Exec } from '../../kernel/index.js';
 import { selfId, trustResolver } from './entries.js';
-import { FileSeenStore, seenStampStore, type SeenStampStore } from './seen.js';
+import { claimStamp } from './seen.js';
 
 export {
   addTrust,
@@ -21,7 +22,7 @@ export {
   type AddTrustResult,
   type TrustEntry,
 } from './entries.js';
-export { FileSeenStore, MemorySeenStore, seenFile, seenStampStore, type FileSeenStoreOptions, type SeenStampStore } from './seen.js';
+export { claimStamp, stampSeen } from './seen.js';
 
 /** One row of a workspace's key chain as this node verified it: `key` was certified by a rotation op signed by `signedBy`. */
 export type CertifiedKey = { key: string; signedBy: string };
@@ -29,8 +30,6 @@ export type CertifiedKey = { key: string; signedBy: string };
 export type AdmitStampOptions = {
   now?: Date;
   clockToleranceSec?: number;
-  /** Where admitted ids are kept (default: the workspace's `.nxs/stamps-seen.json`). */
-  seen?: SeenStampStore;
   /**
    * The key chain this node holds for `iss` (rows of `workspace_keys`, oldest first), or none. Only
    * keys reachable from the trusted genesis key through `signedBy` links are offered to verification.
@@ -80,39 +79,39 @@ export function chainTrustResolver(
 }
 
 /**
- * Verifies `token` as a stamp addressed to this workspace, from a workspace it trusts, and on
- * success remembers its jti so the same stamp is never admitted twice. Never throws on any token
- * (a failure to record the id refuses the stamp as STAMP_REPLAYED: fail closed).
+ * Verifies `token` as a stamp addressed to this workspace, from a workspace it trusts: everything but the
+ * replay check, which is `claimAdmission` inside the transaction that admits the commission. Never throws.
  */
-export async function admitStamp(paths: Pick<WorkspacePaths, 'nxs' | 'keys'>, token: unknown, opts: AdmitStampOptions = {}): Promise<StampVerdict> {
-  const tolerance = opts.clockToleranceSec ?? STAMP_DEFAULT_CLOCK_TOLERANCE_SEC;
-  const seen = opts.seen ?? seenStampStore(paths, { graceSec: tolerance });
+export async function verifyAdmission(paths: Pick<WorkspacePaths, 'nxs' | 'keys'>, token: unknown, opts: AdmitStampOptions = {}): Promise<StampVerdict> {
   let audience: string;
   try {
     audience = selfId(paths);
   } catch {
     return { ok: false, code: 'STAMP_WRONG_AUDIENCE', message: 'this workspace has no readable public key to be addressed by' };
   }
-  const verdict = await verifyStamp(token, {
+  return verifyStamp(token, {
     trust: chainTrustResolver(paths, opts.certified),
     audience,
-    seen: (jti) => seen.has(jti),
-    clockToleranceSec: tolerance,
+    // Replays are caught by the claim in the store, in the admitting transaction.
+    seen: () => false,
+    clockToleranceSec: opts.clockToleranceSec ?? STAMP_DEFAULT_CLOCK_TOLERANCE_SEC,
     ...(opts.now === undefined ? {} : { now: opts.now }),
   });
+}
+
+/**
+ * Claims a verified stamp's id in the store (`db`: the admitting transaction), kept until its expiry plus the
+ * clock tolerance: the verdict as it was, or STAMP_REPLAYED when the id was admitted before.
+ */
+export async function claimAdmission(db: Exec, verdict: StampVerdict, opts: Pick<AdmitStampOptions, 'now' | 'clockToleranceSec'> = {}): Promise<StampVerdict> {
   if (!verdict.ok) return verdict;
-  // Checked again and recorded in one step: two verifications of one stamp may both have passed `seen`.
-  try {
-    const { jti, exp } = verdict.claims;
-    let fresh: boolean;
-    if (seen instanceof FileSeenStore) fresh = seen.claim(jti, exp);
-    else {
-      fresh = !seen.has(jti);
-      if (fresh) seen.add(jti, exp);
-    }
-    if (!fresh) return { ok: false, code: 'STAMP_REPLAYED', message: `the stamp ${verdict.claims.jti} was already used` };
-  } catch (err) {
-    return { ok: false, code: 'STAMP_REPLAYED', message: `the stamp's id could not be recorded, so it is not admitted (${err instanceof Error ? err.message : String(err)})` };
-  }
-  return verdict;
+  const { jti, exp } = verdict.claims;
+  const nowSec = Math.floor((opts.now ?? new Date()).getTime() / 1000);
+  const fresh = await claimStamp(db, jti, exp + (opts.clockToleranceSec ?? STAMP_DEFAULT_CLOCK_TOLERANCE_SEC), nowSec);
+  return fresh ? verdict : { ok: false, code: 'STAMP_REPLAYED', message: `the stamp ${jti} was already used` };
+}
+
+/** Verifies `token` and claims its id in `db` in one call, for a caller that holds no wider transaction. */
+export async function admitStamp(db: Exec, paths: Pick<WorkspacePaths, 'nxs' | 'keys'>, token: unknown, opts: AdmitStampOptions = {}): Promise<StampVerdict> {
+  return claimAdmission(db, await verifyAdmission(paths, token, opts), opts);
 }

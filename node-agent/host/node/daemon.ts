@@ -108,7 +108,12 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       leaseTicks: new Set(),
       leaseTimer: null,
     };
-    entry.host = hostFor(realDeps(workspace, store.db, { scheduleTick: (at) => scheduleLeaseTick(entry, at) }));
+    entry.host = hostFor(
+      realDeps(workspace, store.db, {
+        scheduleTick: (at) => scheduleLeaseTick(entry, at),
+        peerRoot: (id) => readRegistry(paths).workspaces.find((w) => w.id === id)?.root ?? null,
+      }),
+    );
     served.set(workspace.id, entry);
     log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
     await startSync(entry);
@@ -337,12 +342,12 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   };
 
   // The one command path: the RPC route and the dashboard both run commands through it.
-  const run: RpcBackend['run'] = (name, workspace, input) => {
+  const run: RpcBackend['run'] = (name, workspace, input, opts) => {
     if (workspace === null) return invoke(nodeHandlers, null, name as NodeCommand, input as never) as never;
     const entry = served.get(workspace);
     if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`));
     if (name === 'sync.status' || name === 'sync.reload') return invoke(syncHandlers, entry, name, input as never) as never;
-    const done = withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never));
+    const done = withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never, opts));
     // A refused command may still have written (a start failure it recorded): announce either way.
     if (!READS.has(name)) void done.then(() => events.emit('ops', workspace), () => events.emit('ops', workspace));
     return done as never;

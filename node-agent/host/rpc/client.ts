@@ -1,7 +1,7 @@
 // The local RPC client: nxc and nxs talk to a running node over its Unix socket. No PGlite on this path.
 // Every answer is checked against the command's output schema before a caller sees it.
 import { request } from 'node:http';
-import { parseOutput, type CommandInput, type CommandName, type CommandOutput } from '../../../protocol/commands.js';
+import { parseOutput, type CommandInput, type CommandName, type CommandOutput, type RunOptions } from '../../../protocol/commands.js';
 import { ERROR_CODES, NexusError, type ErrorCode } from '../../../protocol/errors.js';
 
 
@@ -35,15 +35,19 @@ function post(socket: string, path: string, body: unknown, timeoutMs: number): P
   });
 }
 
-/** Runs `name` on the node; a refusal comes back as the NexusError the node raised. */
+/**
+ * Runs `name` on the node; a refusal comes back as the NexusError the node raised. `opts.request` is the
+ * request's idempotency key: send the same one when running the same command again.
+ */
 export async function callNode<K extends CommandName>(
   socket: string,
   name: K,
   workspace: string | null,
   input: CommandInput<K>,
-  timeoutMs = 120_000,
+  opts: RunOptions & { timeoutMs?: number } = {},
 ): Promise<CommandOutput<K>> {
-  const reply = await post(socket, `/v1/commands/${name}`, { workspace, input }, timeoutMs);
+  const body = opts.request === undefined ? { workspace, input } : { workspace, input, request: opts.request };
+  const reply = await post(socket, `/v1/commands/${name}`, body, opts.timeoutMs ?? 120_000);
   if (!reply.ok) {
     const code = (ERROR_CODES as string[]).includes(reply.error.code) ? (reply.error.code as ErrorCode) : 'INTERNAL';
     throw new NexusError(code, reply.error.message, reply.error.details);

@@ -1,18 +1,19 @@
 // The node's local RPC API (hono over a Unix socket): one route per command of protocol/commands.ts,
-// derived from the list. The body is `{workspace, input}`; the answer is `{ok, result | error}`.
+// derived from the list. The body is `{workspace, input, request?}`; the answer is `{ok, result | error}`.
 import { Hono } from 'hono';
 import { z } from 'zod';
-import { COMMANDS, isCommandName, parseInput, type CommandInput, type CommandName, type CommandOutput } from '../../../protocol/commands.js';
+import { COMMANDS, isCommandName, parseInput, RequestKeySchema, type CommandInput, type CommandName, type CommandOutput, type RunOptions } from '../../../protocol/commands.js';
 import { ERROR_TABLE, internalError, isNexusError, NexusError } from '../../../protocol/errors.js';
 
 
 /** What the RPC server needs from the node that hosts it: one entry point for every command. */
 export type RpcBackend = {
-  /** Runs `name`, with input already checked; `workspace` is null for node commands. */
-  run: <K extends CommandName>(name: K, workspace: string | null, input: CommandInput<K>) => Promise<CommandOutput<K>>;
+  /** Runs `name`, with input already checked; `workspace` is null for node commands. `opts.request`: its idempotency key. */
+  run: <K extends CommandName>(name: K, workspace: string | null, input: CommandInput<K>, opts?: RunOptions) => Promise<CommandOutput<K>>;
 };
 
-const Envelope = z.object({ workspace: z.string().min(1).max(64).nullable(), input: z.unknown() });
+/** `request`: the caller's idempotency key, the same on a retry (see RequestKeySchema). */
+const Envelope = z.object({ workspace: z.string().min(1).max(64).nullable(), input: z.unknown(), request: RequestKeySchema.optional() });
 
 /** Request bodies are small; anything larger than a message plus its envelope is refused unread. */
 export const MAX_RPC_BODY = 512 * 1024;
@@ -37,12 +38,13 @@ export function rpcApp(backend: RpcBackend): Hono {
       throw new NexusError('BAD_REQUEST', 'the request body is not JSON');
     }
     const envelope = Envelope.safeParse(json);
-    if (!envelope.success) throw new NexusError('BAD_REQUEST', 'the request body is not {workspace, input}');
+    if (!envelope.success) throw new NexusError('BAD_REQUEST', 'the request body is not {workspace, input, request?}');
     const { workspace } = envelope.data;
     if ((COMMANDS[name].scope === 'workspace') !== (workspace !== null)) {
       throw new NexusError('BAD_REQUEST', `${name} is a ${COMMANDS[name].scope} command`);
     }
-    const result = await backend.run(name, workspace, parseInput(name, envelope.data.input));
+    const { request } = envelope.data;
+    const result = await backend.run(name, workspace, parseInput(name, envelope.data.input), request === undefined ? {} : { request });
     return c.json({ ok: true, result });
   });
   return app;

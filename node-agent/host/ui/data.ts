@@ -49,8 +49,12 @@ export function failureOf(err: unknown): Failure {
   return { code: 'INTERNAL', message: userMessage(err) };
 }
 
-/** A row that may be waiting on a person: the finished root a person opened, or a root handed back. */
-export function mayNeedPerson(row: StatusRow): boolean {
+/**
+ * A row that may be waiting on a person of `workspace`: the finished root a person opened, or a root
+ * handed back. Another workspace's operation, carried here by sync, awaits that workspace's person.
+ */
+export function mayNeedPerson(row: StatusRow, workspace: string): boolean {
+  if (row.awaiting_workspace !== null && row.awaiting_workspace !== workspace) return false;
   return row.awaiting_human || (row.escalated && row.parent === null);
 }
 
@@ -126,7 +130,7 @@ export async function snapshot(backend: UiBackend, cache: Caches): Promise<Snaps
   );
   const candidates: Array<{ workspace: string; row: StatusRow }> = [];
   for (const w of workspaces) {
-    for (const op of w.status?.operations ?? []) for (const row of op.threads) if (mayNeedPerson(row)) candidates.push({ workspace: w.id, row });
+    for (const op of w.status?.operations ?? []) for (const row of op.threads) if (mayNeedPerson(row, w.id)) candidates.push({ workspace: w.id, row });
   }
   candidates.sort((a, b) => b.row.updated.localeCompare(a.row.updated));
   const views = new Map<string, ThreadView>();

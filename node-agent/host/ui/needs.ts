@@ -67,7 +67,7 @@ export function needsOf(s: Snapshot): NeedItem[] {
     if (w.error) machinery.push({ kind: 'service', ...where, code: w.error.code, message: w.error.message });
     for (const op of w.status?.operations ?? []) {
       for (const row of op.threads) {
-        if (mayNeedPerson(row)) {
+        if (mayNeedPerson(row, w.id)) {
           const item = personItem(s, where, op.operation, row);
           if (item) people.push(item);
         }

@@ -3,6 +3,8 @@ export type { CallerClaim, EngineDeps } from '../context.js';
 export { createEngine, MAX_MESSAGE_BYTES, type Engine, type ReplyInput, type SendInput, type TurnEnd } from './engine.js';
 export * from './fold.js';
 export {
+  inertCounts,
+  inertIds,
   lastDeclaration,
   loadOperation,
   operationOfSession,

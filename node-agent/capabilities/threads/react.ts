@@ -6,7 +6,7 @@ import type { Warning } from '../../../protocol/receipts.js';
 import { appendOps } from '../../kernel/index.js';
 import type { LeaseAfter } from '../leases/hook.js';
 import type { LeaseIntent } from '../leases/events.js';
-import { loadOperation} from './operations.js';
+import { inertIds, loadOperation } from './operations.js';
 import { openSubRounds, newSessionState } from './fold.js';
 import { certifiedKeys } from '../keys/index.js';
 import { admitStamp} from '../trust/index.js';
@@ -33,7 +33,11 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     const warnings: Warning[] = [];
     let started = 0;
     let rejected = 0;
-    for (const op of ops) {
+    // An op the fold found without authority (an answer from a workspace the thread is not addressed
+    // to, a follow-up from an outsider) is stored and inert: it sets nothing in motion here either.
+    const inert = await inertIds(db, ops.map((op) => op.id));
+    const effective = ops.filter((op) => !inert.has(op.id));
+    for (const op of effective) {
       if (op.workspace === workspace.id || op.thread === null) continue;
       let plan: { plan: Plan; lease: LeaseAfter } | null = null;
       if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {
@@ -46,7 +50,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
           const thread = state.threads[op.thread!];
           if (!thread) return null;
           const p = emptyPlan();
-          const local = (id: string | null) => id !== null && state.sessions[id]?.handle.startsWith(`${workspace.short}/`) === true;
+          const local = (id: string | null) => id !== null && state.sessions[id]?.workspace === workspace.id;
           const effect = op.kind === 'message.posted' ? op.body.effect : 'escalate';
           const by = op.kind === 'message.posted' ? op.body.author : { handle: thread.target.handle, session: null };
           const intents: LeaseIntent[] = [];
@@ -68,7 +72,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       warnings.push(...w);
     }
     // Members of channel rounds asked here that another workspace admitted, answered, refused or ended.
-    const moved = await rounds.react(ops);
+    const moved = await rounds.react(effective);
     warnings.push(...moved.warnings);
     return { started: started + moved.woke.length, rejected, warnings };
   }
@@ -114,7 +118,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       const id = newSessionId();
       const handle = `${workspace.short}/${target.role}`;
       plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body: { role: target.role, handle, depth } });
-      const session = newSessionState({ id, thread: op.thread!, role: target.role, handle, depth });
+      const session = newSessionState({ id, workspace: workspace.id, thread: op.thread!, role: target.role, handle, depth });
       await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
       // An admitted commission needs the working copy like any other: it may queue for it.
       const lease = await core.lease.append(tx, plan, [

@@ -100,7 +100,8 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
   const state = await loadOperation(deps.db, opId);
   const finished = isFinished(state);
   const t = state.threads[thread]!;
-  const messages = (await threadOps(deps.db, thread)).flatMap((op) =>
+  // Inert messages (posted by a workspace with no say in this thread) are not the thread's: sync status counts them.
+  const messages = (await threadOps(deps.db, thread, { effective: true })).flatMap((op) =>
     op.kind === 'message.posted'
       ? [
           {

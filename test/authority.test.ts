@@ -16,6 +16,7 @@ import {
   type OperationState,
 } from '../node-agent/capabilities/threads/index.js';
 import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
+import { ulid } from 'ulidx';
 import { newMessageId } from '../protocol/ids.js';
 import { Forger } from './helpers/forge.js';
 import { deliver, takeIn } from './helpers/deliver.js';
@@ -394,5 +395,40 @@ describe('workspaces taking in forged ops', () => {
     const refused = await b.nxc(['reply', '--thread', leadThread, 'hello from B', '--json']);
     expect(refused.code).toBe(2);
     expect(refused.json.error.code).toBe('NOT_A_PARTY');
+  });
+});
+
+describe('inert ops in status', () => {
+  let w: TestWorkspace;
+  beforeAll(async () => {
+    w = await makeWorkspace({ git: false });
+  });
+  afterAll(async () => {
+    await w?.cleanup();
+  });
+
+  it('operations made only of unknown kinds or inert ops are left out of nxc status, --all included', async () => {
+    const m = new Forger();
+    const sent = await w.nxc(['send', '@zoe', '--subject', 'mine', 'a thread of our own', '--json']);
+    expect(sent.code, sent.stderr).toBe(0);
+    const junk: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const t = `t-${ulid()}`;
+      junk.push(
+        i % 3 === 0
+          ? m.message(t, t, 'answer to nothing', 'answer')
+          : m.text({ kind: 'x.future', operation: t, thread: t, session: null, body: { n: i } }),
+      );
+    }
+    const taken = await takeIn(w, junk);
+    expect(taken.report.fresh).toHaveLength(300); // stored, as the log is the log
+    for (const all of [true, false]) {
+      const status = (await w.status(all)) as { operations: Array<{ operation: string; opener: string }> };
+      expect(status.operations.map((o) => o.operation)).toEqual([sent.json.operation]);
+      expect(JSON.stringify(status).length).toBeLessThan(4096);
+    }
+    const text = await w.nxc(['status', '--all']);
+    expect(text.stdout).not.toContain('x.future');
+    expect(await inertOf(w)).toEqual({ unknown_thread: 100 });
   });
 });

@@ -48,9 +48,14 @@ export const operations = pgTable(
     id: text('id').primaryKey(),
     state: jsonb('state').notNull(),
     finished: boolean('finished').notNull(),
+    /**
+     * The fold holds a thread: false for an operation made only of inert ops or of kinds newer than
+     * this node (anyone on a stream can name any operation), which status leaves out.
+     */
+    shown: boolean('shown').notNull().default(true),
     openedLamport: bigint('opened_lamport', { mode: 'number' }).notNull(),
   },
-  (t) => [index('operations_finished_idx').on(t.finished, t.openedLamport)],
+  (t) => [index('operations_finished_idx').on(t.finished, t.openedLamport), index('operations_shown_idx').on(t.shown, t.finished, t.openedLamport)],
 );
 
 /** Which declaration each persona last started under, for the declaration_changed warning. */

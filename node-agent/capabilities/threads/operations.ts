@@ -111,7 +111,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
       if (all.some((r) => r.inert !== null)) await db.update(tables.ops).set({ inert: null }).where(and(eq(tables.ops.operation, id), isNotNull(tables.ops.inert)));
       mark(folded.inert);
     }
-    rows.push({ id, state, finished: isFinished(state), openedLamport: fresh[0]!.lamport });
+    rows.push({ id, state, finished: isFinished(state), shown: Object.keys(state.threads).length > 0, openedLamport: fresh[0]!.lamport });
   }
   for (const [reason, ids] of inert) {
     for (let i = 0; i < ids.length; i += 1000) await db.update(tables.ops).set({ inert: reason }).where(inArray(tables.ops.id, ids.slice(i, i + 1000)));
@@ -125,6 +125,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
         set: {
           state: sql`excluded.state`,
           finished: sql`excluded.finished`,
+          shown: sql`excluded.shown`,
           openedLamport: sql`least(${tables.operations.openedLamport}, excluded.opened_lamport)`,
         },
       });

@@ -1,5 +1,5 @@
 // Reading the truth: `nxc status` grouped by operation, and one thread with its messages.
-import { asc, eq, inArray, or } from 'drizzle-orm';
+import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import type { OperationLease, StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 import { leaseStatus } from '../leases/status.js';
@@ -78,7 +78,10 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   // hand-back, or parked, is exactly what a person must see.
   const named = lease.operations.length > 0 ? inArray(tables.operations.id, lease.operations) : undefined;
   const open = named === undefined ? eq(tables.operations.finished, false) : or(eq(tables.operations.finished, false), named);
-  const rows = await (opts.all ? q : q.where(open)).orderBy(asc(tables.operations.openedLamport));
+  // An operation with no thread (only inert ops, or kinds newer than this node: anyone on the stream
+  // can name any operation) has nothing to show and is left out, --all included.
+  const shown = eq(tables.operations.shown, true);
+  const rows = await q.where(opts.all ? shown : and(shown, open)).orderBy(asc(tables.operations.openedLamport));
   const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
   const notes: string[] = [];
   if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');

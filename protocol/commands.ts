@@ -80,7 +80,7 @@ export type RotateResult = z.infer<typeof RotateResultSchema>;
 /** How a workspace's sync is doing, as its node (or, with none, its store) knows it. */
 export const SyncReportSchema = z.union([
   // Unbound, ops still arrive by local delivery (two workspaces on one node): inert ones are counted too.
-  z.object({ bound: z.literal(false), inert: z.record(z.string(), z.number().int()).optional() }),
+  z.object({ bound: z.literal(false), inert: z.record(z.string(), z.number().int()).optional(), refusals_unsigned: z.record(z.string(), z.number().int()).optional() }),
   z.object({
     bound: z.literal(true),
     relay: z.string(),
@@ -103,6 +103,11 @@ export const SyncReportSchema = z.union([
      * workspace with no say in the thread, a session moved by another workspace, a thread not here yet).
      */
     inert: z.record(z.string(), z.number().int()).optional(),
+    /**
+     * Commissions refused here without a signed refusal, by the workspace that sent them: past a few
+     * refusals per workspace and hour only this count grows (their threads stay open on the asker's side).
+     */
+    refusals_unsigned: z.record(z.string(), z.number().int()).optional(),
     last_error: z.string().nullable(),
     refused: z.boolean().optional(),
     node_running: z.boolean().optional(),

@@ -5,9 +5,14 @@
 // nothing is started, woken, answered or reopened by them, and `nxs sync status` counts them.
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { and, eq } from 'drizzle-orm';
+import { tables } from '../node-agent/adapters/store/index.js';
 import {
   authority,
   applyOp,
+  decideRefusal,
+  REFUSAL_WINDOW_MS,
+  REFUSALS_PER_WINDOW,
   foldOperation,
   foldWithVerdicts,
   isFinished,
@@ -430,5 +435,68 @@ describe('inert ops in status', () => {
     const text = await w.nxc(['status', '--all']);
     expect(text.stdout).not.toContain('x.future');
     expect(await inertOf(w)).toEqual({ unknown_thread: 100 });
+  });
+});
+
+describe('refusals of commissions from one workspace', () => {
+  const at = (min: number) => new Date(Date.UTC(2026, 0, 1, 0, min));
+  it.each([
+    ['the first refusal is signed', null, 0, true, { signed: 1, repeats: 0 }],
+    ['the tenth in a window is signed', { window_start: at(0).toISOString(), signed: 9, repeats: 0 }, 30, true, { signed: 10, repeats: 0 }],
+    ['the eleventh in a window is only counted', { window_start: at(0).toISOString(), signed: 10, repeats: 4 }, 59, false, { signed: 10, repeats: 5 }],
+    ['a new window signs again, and keeps the count', { window_start: at(0).toISOString(), signed: 10, repeats: 5 }, 60, true, { signed: 1, repeats: 5 }],
+    ['an unreadable window start starts a new window', { window_start: 'x', signed: 10, repeats: 1 }, 1, true, { signed: 1, repeats: 1 }],
+  ] as const)('%s', (_what, count, minute, sign, next) => {
+    const d = decideRefusal(count === null ? null : { ...count }, at(minute));
+    expect(d.sign).toBe(sign);
+    expect(d.next).toMatchObject(next);
+  });
+
+  let a: TestWorkspace;
+  let b: TestWorkspace;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+    const t = await b.nxs(['sync', 'trust', 'add', '--workspace', a.id, '--key', `${a.root}/.nxs/keys/workspace.pub.jwk`, '--json']);
+    expect(t.code, t.stdout + t.stderr).toBe(0);
+  });
+  afterAll(async () => {
+    await Promise.all([a, b].map((w) => w?.cleanup()));
+  });
+
+  const signedRefusals = (w: TestWorkspace) =>
+    w.withStore(async (s) => (await s.db.select({ id: tables.ops.id }).from(tables.ops).where(and(eq(tables.ops.kind, 'commission.rejected'), eq(tables.ops.workspace, w.id)))).length);
+
+  it('200 junk commissions from an untrusted key get 10 signed refusals and a count; a new window, or another workspace, gets its own', async () => {
+    const m = new Forger();
+    const junk = (n: number) =>
+      Array.from({ length: n }, (_, i) => {
+        const t = `t-${ulid()}`;
+        return m.text({
+          kind: 'thread.opened',
+          operation: t,
+          thread: t,
+          session: null,
+          body: { parent: null, subject: `junk ${i}`, opener: { handle: 'mallory', session: null }, target: { kind: 'remote', workspace: b.id, role: 'coder', handle: `${b.short}/coder` }, stamp: 'not-a-stamp' },
+        });
+      });
+    const taken = await takeIn(b, junk(200));
+    expect(taken.report.fresh).toHaveLength(200);
+    expect(taken).toMatchObject({ rejected: REFUSALS_PER_WINDOW, started: 0 });
+    expect(await signedRefusals(b)).toBe(REFUSALS_PER_WINDOW);
+    const status = (await b.nxs(['sync', 'status', '--json'])).json as { refusals_unsigned: Record<string, number> };
+    expect(status.refusals_unsigned).toEqual({ [m.workspace]: 200 - REFUSALS_PER_WINDOW });
+    expect((await b.nxs(['sync', 'status'])).stdout).toContain(`refused without a signed refusal (over the limit): ${200 - REFUSALS_PER_WINDOW} from ${m.workspace}`);
+
+    // A trusted workspace's refused commission (no such persona) is signed all the same.
+    const sent = await a.nxc(['send', `${b.id}/nobody`, '--subject', 'x', 'hello', '--json']);
+    expect(sent.code, sent.stderr).toBe(0);
+    expect((await deliver(a, b)).rejected).toBe(1);
+    expect(await signedRefusals(b)).toBe(REFUSALS_PER_WINDOW + 1);
+
+    // An hour on, M's next junk is refused in the log again; the count of repeats stays.
+    b.advance(REFUSAL_WINDOW_MS);
+    expect((await takeIn(b, junk(1))).rejected).toBe(1);
+    expect(await signedRefusals(b)).toBe(REFUSALS_PER_WINDOW + 2);
+    expect(((await b.nxs(['sync', 'status', '--json'])).json as { refusals_unsigned: Record<string, number> }).refusals_unsigned).toEqual({ [m.workspace]: 190 });
   });
 });

@@ -74,7 +74,9 @@ async function status(io: Io, json: boolean): Promise<void> {
   const r = await routerOf(io)(ws, (run) => run('sync.status', {}), io.env);
   const report: Record<string, unknown> = r.result.bound ? { ...r.result, node_running: r.via === 'node' } : r.result;
   if (json) return printJson(io, report);
-  const inert = inertWords((report['inert'] as Record<string, number> | undefined) ?? {});
+  const inert =
+    inertWords((report['inert'] as Record<string, number> | undefined) ?? {}) +
+    unsignedWords((report['refusals_unsigned'] as Record<string, number> | undefined) ?? {});
   if (!report['bound']) return io.stdout(`not bound to any stream (nxs sync bind <relay-url> --stream NAME --token T)${inert}\n`);
   const rejected = Object.entries((report['rejected'] as Record<string, number> | undefined) ?? {}).filter(([, n]) => n > 0);
   io.stdout(
@@ -106,6 +108,13 @@ export function inertWords(inert: Record<string, number>): string {
   const shown = Object.entries(inert).filter(([, n]) => n > 0);
   if (shown.length === 0) return '';
   return ` · inert ${shown.map(([reason, n]) => `${reason} ${n}`).join(', ')} (stored, moved nothing)`;
+}
+
+/** Commissions refused without signing a refusal (a sender past the limit), said only when there are some. */
+export function unsignedWords(unsigned: Record<string, number>): string {
+  const shown = Object.entries(unsigned).filter(([, n]) => n > 0);
+  if (shown.length === 0) return '';
+  return ` · refused without a signed refusal (over the limit): ${shown.map(([ws, n]) => `${n} from ${ws}`).join(', ')}`;
 }
 
 async function unbind(io: Io, json: boolean): Promise<void> {

@@ -7,6 +7,7 @@ import { appendOps } from '../../kernel/index.js';
 import type { LeaseAfter } from '../leases/hook.js';
 import type { LeaseIntent } from '../leases/events.js';
 import { inertIds, loadOperation } from './operations.js';
+import { countRefusal } from './refusals.js';
 import { openSubRounds, newSessionState } from './fold.js';
 import { certifiedKeys } from '../keys/index.js';
 import { admitStamp} from '../trust/index.js';
@@ -29,10 +30,11 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
    * depth + 1) or refused (`commission.rejected`); an answer, hand-back or refusal of a thread a
    * local session opened wakes that session; a follow-up to a local session's thread wakes it.
    */
-  async function react(ops: readonly Op[]): Promise<{ started: number; rejected: number; warnings: Warning[] }> {
+  async function react(ops: readonly Op[]): Promise<{ started: number; rejected: number; repeated: number; warnings: Warning[] }> {
     const warnings: Warning[] = [];
     let started = 0;
     let rejected = 0;
+    let repeated = 0;
     // An op the fold found without authority (an answer from a workspace the thread is not addressed
     // to, a follow-up from an outsider) is stored and inert: it sets nothing in motion here either.
     const inert = await inertIds(db, ops.map((op) => op.id));
@@ -43,6 +45,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {
         const out = await admit(op as OpOf<'thread.opened'>);
         if (out === 'rejected') rejected++;
+        else if (out === 'repeated') repeated++;
         else plan = out;
       } else if (op.kind === 'message.posted' || op.kind === 'commission.rejected') {
         plan = await db.transaction(async (tx) => {
@@ -74,11 +77,11 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
     // Members of channel rounds asked here that another workspace admitted, answered, refused or ended.
     const moved = await rounds.react(effective);
     warnings.push(...moved.warnings);
-    return { started: started + moved.woke.length, rejected, warnings };
+    return { started: started + moved.woke.length, rejected, repeated, warnings };
   }
 
   /** A remote commission addressed here: its persona must be addressable and its stamp admitted. */
-  async function admit(op: OpOf<'thread.opened'>): Promise<{ plan: Plan; lease: LeaseAfter } | 'rejected' | null> {
+  async function admit(op: OpOf<'thread.opened'>): Promise<{ plan: Plan; lease: LeaseAfter } | 'rejected' | 'repeated' | null> {
     const target = op.body.target;
     if (target.kind !== 'remote') return null;
     const before = (await loadOperation(db, op.operation)).threads[op.thread!];
@@ -111,6 +114,8 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       const thread = state.threads[op.thread!];
       if (!thread || thread.session !== null || thread.rejected) return null;
       if (refusal !== null) {
+        // A few signed refusals per sending workspace and window; past that only a count (refusals.ts).
+        if (!(await countRefusal(tx, op.workspace, deps.now()))) return 'repeated' as const;
         await appendOps(tx, writer, [{ operation: op.operation, thread: op.thread, session: null, kind: 'commission.rejected', body: refusal }]);
         return 'rejected' as const;
       }

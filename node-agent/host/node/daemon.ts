@@ -18,7 +18,7 @@ import { NODE_PURPOSE, openStore, tables, type Store } from '../../adapters/stor
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
 import { recover } from '../../capabilities/leases/index.js';
-import { inertCounts } from '../../capabilities/threads/index.js';
+import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import { startUi, type UiServer } from '../ui/index.js';
 import { addToRegistry, nodeLockPath, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
@@ -329,7 +329,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     },
   };
   // Unbound, ops still arrive by local delivery: the inert ones among them are counted all the same.
-  const unbound = (entry: Served) => inQueue(entry, async () => ({ bound: false as const, inert: await inertCounts(entry.store.db) }));
+  const unbound = (entry: Served) =>
+    inQueue(entry, async () => ({ bound: false as const, inert: await inertCounts(entry.store.db), refusals_unsigned: await refusalRepeats(entry.store.db) }));
   // Sync runs in the node: its status and restart come from the live client, not the store.
   const syncHandlers: Handlers<Served, 'sync.status' | 'sync.reload'> = {
     'sync.status': async (entry) => (entry.sync ? entry.sync.status() : unbound(entry)),

@@ -17,7 +17,7 @@ import {
 import { pendingCount, signLegacyOps, type IngestReport, type Projection } from '../../kernel/index.js';
 import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
-import { inertCounts } from '../../capabilities/threads/index.js';
+import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import type { Binding } from './binding.js';
 import { refusalLine, storePage } from './page.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
@@ -41,6 +41,8 @@ export type SyncStatus = {
   pending: number;
   /** Ops stored but inert, by reason (capabilities/threads/fold.ts, authority). */
   inert: Record<string, number>;
+  /** Commissions refused without a signed refusal (over the limit), by sending workspace. */
+  refusals_unsigned: Record<string, number>;
   last_error: string | null;
   refused: boolean;
 };
@@ -126,8 +128,8 @@ export class SyncClient {
   }
 
   async status(): Promise<SyncStatus> {
-    const [outboxCount, pending, inert] = await this.opts.run(
-      async (db) => [await outboxSize(db, this.opts.origin, this.position.acked), await pendingCount(db), await inertCounts(db)] as const,
+    const [outboxCount, pending, inert, refusalsUnsigned] = await this.opts.run(
+      async (db) => [await outboxSize(db, this.opts.origin, this.position.acked), await pendingCount(db), await inertCounts(db), await refusalRepeats(db)] as const,
     );
     this.outboxCount = outboxCount;
     return {
@@ -146,6 +148,7 @@ export class SyncClient {
       rejected: this.position.rejected,
       pending,
       inert,
+      refusals_unsigned: refusalsUnsigned,
       last_error: this.lastError,
       refused: this.refused,
     };

@@ -149,13 +149,21 @@ export function authority(state: OperationState, op: Op): InertReason | null {
   switch (op.kind) {
     case 'thread.opened': {
       if (op.thread === null) return 'unknown_thread';
-      const parent = op.body.parent === null ? undefined : state.threads[op.body.parent];
-      // Beneath a known thread only the workspace that owes it opens threads (its sessions' commissions).
-      if (parent?.contested) return 'contested';
-      if (parent && parent.owner !== op.workspace) return 'not_owner';
+      // Only an operation's first thread has no parent (its id is the operation's), and none is its own.
+      if ((op.body.parent === null && op.thread !== op.operation) || op.body.parent === op.thread) return 'not_owner';
       const known = state.threads[op.thread];
-      // The same thread opened again by its own workspace is a repeat; by another, a contest.
-      if (known && known.workspace !== op.workspace) return 'contested';
+      // Two openings of the operation's first thread cannot be told apart (its id is not bound to the
+      // workspace that made it): a contest, which freezes it. A repeat by its own workspace is ignored.
+      if (known && known.workspace !== op.workspace && known.parent === null) return 'contested';
+      if (op.body.parent === null) return null;
+      const parent = state.threads[op.body.parent];
+      // Beneath a thread only the workspace that owes it opens threads (its sessions' commissions); a
+      // thread whose parent has not been folded waits for it (in an honest log the parent sorts first).
+      if (!parent) return 'unknown_thread';
+      if (parent.contested) return 'contested';
+      if (parent.owner !== op.workspace) return 'not_owner';
+      // Another opening of a known id beneath a thread: its first opening was by that thread's owner too.
+      if (known && known.workspace !== op.workspace) return 'not_owner';
       const by = op.body.opener.session === null ? undefined : state.sessions[op.body.opener.session];
       if (by && by.workspace !== op.workspace) return 'forged_author';
       return null;
@@ -238,7 +246,9 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
   };
   switch (op.kind) {
     case 'thread.opened': {
-      if (op.thread === null || state.threads[op.thread]) break;
+      if (op.thread === null) break;
+      const known = state.threads[op.thread];
+      if (known) break; // a repeat
       state.threads[op.thread] = {
         id: op.thread,
         parent: op.body.parent,
@@ -259,12 +269,6 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
         opened_ts: op.ts,
         updated_ts: op.ts,
       };
-      // Threads already here that name this one as their parent sorted before it, which no honest
-      // log does; opened by a workspace this thread does not owe, they are contested, hence inert.
-      const owner = state.threads[op.thread]!.owner;
-      for (const x of Object.values(state.threads)) {
-        if (x.parent === op.thread && x.workspace !== owner && !x.contested) state.threads[x.id] = { ...x, contested: true };
-      }
       break;
     }
     case 'message.posted': {
@@ -304,16 +308,18 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
       }
       state.threads[t.id] = next;
       const discharges = op.body.effect === 'answer' || op.body.effect === 'escalate';
-      const touch = (id: string | null, patch: Partial<SessionState>) => {
+      // A session moves only through a thread whose side it is on: its author's own, the owner's for
+      // the session owing the thread, the opening workspace's for the session that opened it.
+      const touch = (id: string | null, side: string, patch: Partial<SessionState>) => {
         const s = id === null ? undefined : state.sessions[id];
-        if (s) state.sessions[s.id] = { ...s, ...patch };
+        if (s && s.workspace === side) state.sessions[s.id] = { ...s, ...patch };
       };
-      if (discharges) touch(op.body.author.session, { last_answer_at: op.lamport });
+      if (discharges) touch(op.body.author.session, op.workspace, { last_answer_at: op.lamport });
       if (t.session !== null && op.body.author.session !== t.session && op.body.effect !== 'commission') {
-        touch(t.session, { last_input_at: op.lamport });
+        touch(t.session, t.owner, { last_input_at: op.lamport });
       }
       if (discharges && t.opener.session !== null && t.opener.session !== op.body.author.session) {
-        touch(t.opener.session, { last_input_at: op.lamport });
+        touch(t.opener.session, t.workspace, { last_input_at: op.lamport });
       }
       break;
     }
@@ -332,7 +338,7 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
         rejected: { code: op.body.code, message: op.body.message },
       };
       const s = t.opener.session === null ? undefined : state.sessions[t.opener.session];
-      if (s) state.sessions[s.id] = { ...s, last_input_at: op.lamport };
+      if (s && s.workspace === t.workspace) state.sessions[s.id] = { ...s, last_input_at: op.lamport };
       break;
     }
     case 'session.created': {

@@ -149,7 +149,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
           const ops = rows.map((r) => ({ op: rowToOp(r), raw: r.raw! }));
           for (const to of [...served.values()]) {
             if (to === from) continue;
-            await deliverTo(to, ops).catch((err: unknown) => log(`delivery from ${from.workspace.id} to ${to.workspace.id} failed: ${String(err)}`));
+            await deliverTo(to, await withPast(from, to, ops)).catch((err: unknown) => log(`delivery from ${from.workspace.id} to ${to.workspace.id} failed: ${String(err)}`));
           }
           from.delivered = Math.max(from.delivered, rows[rows.length - 1]!.localSeq);
           if (rows.length < DELIVERY_PAGE) break;
@@ -164,6 +164,28 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
         }
       }
     })();
+  }
+
+  /**
+   * A thread addressed to `to` brings the whole operation it is in, as `from` holds it (its own ops and
+   * those it took in): the fold places a thread only beneath a parent it has folded, and judges who may
+   * act in a thread by the threads above it.
+   */
+  async function withPast(from: Served, to: Served, ops: Array<{ op: Op; raw: string }>): Promise<Array<{ op: Op; raw: string }>> {
+    const addressed = new Set<string>();
+    for (const { op } of ops) {
+      if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === to.workspace.id) addressed.add(op.operation);
+    }
+    if (addressed.size === 0) return ops;
+    const past = await inQueue(from, () =>
+      from.store.db
+        .select()
+        .from(tables.ops)
+        .where(and(inArray(tables.ops.operation, [...addressed]), isNotNull(tables.ops.raw)))
+        .orderBy(asc(tables.ops.localSeq)),
+    );
+    const ids = new Set(ops.map((o) => o.op.id));
+    return [...past.filter((r) => !ids.has(r.id)).map((r) => ({ op: rowToOp(r), raw: r.raw! })), ...ops];
   }
 
   async function deliverTo(to: Served, ops: Array<{ op: Op; raw: string }>): Promise<void> {

@@ -80,7 +80,8 @@ export type RotateResult = z.infer<typeof RotateResultSchema>;
 
 /** How a workspace's sync is doing, as its node (or, with none, its store) knows it. */
 export const SyncReportSchema = z.union([
-  z.object({ bound: z.literal(false) }),
+  // Unbound, ops still arrive by local delivery (two workspaces on one node): inert ones are counted too.
+  z.object({ bound: z.literal(false), inert: z.record(z.string(), z.number().int()).optional(), refusals_unsigned: z.record(z.string(), z.number().int()).optional() }),
   z.object({
     bound: z.literal(true),
     relay: z.string(),
@@ -98,6 +99,16 @@ export const SyncReportSchema = z.union([
     rejected: z.record(z.string(), z.number().int()),
     /** Ops held because their signing key is not (yet) certified for their workspace. */
     pending: z.number().int(),
+    /**
+     * Ops stored but inert, by reason: the fold took nothing from them (an answer or follow-up from a
+     * workspace with no say in the thread, a session moved by another workspace, a thread not here yet).
+     */
+    inert: z.record(z.string(), z.number().int()).optional(),
+    /**
+     * Commissions refused here without a signed refusal, by the workspace that sent them: past a few
+     * refusals per workspace and hour only this count grows (their threads stay open on the asker's side).
+     */
+    refusals_unsigned: z.record(z.string(), z.number().int()).optional(),
     last_error: z.string().nullable(),
     refused: z.boolean().optional(),
     node_running: z.boolean().optional(),
@@ -245,7 +256,7 @@ export const COMMANDS = {
     summary: 'answer a thread, hand it back up with escalate, or send a channel step back with needs_rework',
     input: ReplyInputSchema,
     output: ReceiptSchema,
-    errors: [...MESSAGE_ERRORS, 'ALREADY_APPLIED', 'USAGE', 'UNKNOWN_THREAD', 'SUB_ROUND_OPEN', 'REWORK_NOT_DECLARED', 'CHANNEL_INVALID'],
+    errors: [...MESSAGE_ERRORS, 'ALREADY_APPLIED', 'USAGE', 'UNKNOWN_THREAD', 'NOT_A_PARTY', 'SUB_ROUND_OPEN', 'REWORK_NOT_DECLARED', 'CHANNEL_INVALID'],
   }),
   status: spec({
     scope: 'workspace',

@@ -145,10 +145,10 @@ function buildOps(steps: readonly Step[], tag = '000000000'): Op[] {
         break;
       }
       case 4: {
-        // A person follows up on some thread, from another node: an answered thread is owed again.
+        // A person follows up on some thread: an answered thread is owed again.
         const t = choose(threads());
         if (!t) break;
-        post(t.id, ALICE, t.escalated ? 'none' : t.state === 'answered' ? 'reopen' : 'none', false, WS_B);
+        post(t.id, ALICE, t.escalated ? 'none' : t.state === 'answered' ? 'reopen' : 'none');
         const s = t.session === null ? undefined : state.sessions[t.session];
         if (s && !s.in_turn && !waiting(s.id) && owes(s.id)) startTurn(s.id, 'follow_up');
         break;
@@ -168,7 +168,7 @@ function buildOps(steps: readonly Step[], tag = '000000000'): Op[] {
       default: {
         // Someone who is not the escalating handle writes on an escalated thread: it moves nothing.
         const t = choose(threads().filter((t) => t.escalated));
-        if (t) post(t.id, { handle: 'bob', session: null }, 'none', false, WS_B);
+        if (t) post(t.id, { handle: 'bob', session: null }, 'none');
         break;
       }
     }

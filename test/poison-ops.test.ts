@@ -1,6 +1,7 @@
 // Ops no store can keep (a NUL, a lone surrogate, nesting far too deep, a Lamport clock out of range or
 // far ahead of the receiver's): a node counts each by reason, never folds it, and moves its cursor past
-// it, so the good op behind it arrives. Straight into the sync client's page path on a real store, and
+// it, so the good op behind it arrives. And one a node can keep but that has no authority (an answer
+// forged for a thread the signer is not addressed by): stored, inert, counted. Straight into the sync client's page path on a real store, and
 // through a real relay between real nodes, pushed with a throwaway key and nothing but the stream token.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -187,5 +188,24 @@ describe('through a real relay between real nodes', () => {
       const cursors = await Promise.all([early, late].map(async (w) => (await w.nxs(['sync', 'status', '--json'])).json));
       return cursors.every((c) => c.cursor === head + 4 && c.outbox === 0) ? true : undefined;
     });
+  });
+
+  it('an answer forged by a stream member to a person’s thread is stored, inert, and counted by the node', async () => {
+    const w = nodes[0] ?? (await boundNode());
+    const sent = await w.nxc(['send', '@zoe', '--subject', 'question', 'are you there?', '--json']);
+    expect(sent.code, sent.stderr).toBe(0);
+    await until('the thread to reach the relay', async () => ((await w.nxs(['sync', 'status', '--json'])).json?.outbox === 0 ? true : undefined));
+    const peer = await rawPeer(relay.url, 'team', token);
+    const [acked] = await peer.push([m.message(sent.json.operation, sent.json.thread, 'mallory answers for zoe', 'answer', { handle: 'zoe', session: null }, 10_000_000)]);
+    peer.close();
+    expect(acked!.seq).toBeGreaterThan(0);
+    const s = await until('the node to take the forged answer', async () => {
+      const r = await w.nxs(['sync', 'status', '--json']);
+      return r.json?.cursor >= acked!.seq ? r.json : undefined;
+    });
+    expect(s.inert).toMatchObject({ not_owner: 1 });
+    const status = await w.status(true);
+    const row = status.operations.flatMap((o: { threads: Array<{ thread: string }> }) => o.threads).find((t: { thread: string }) => t.thread === sent.json.thread);
+    expect(row).toMatchObject({ state: 'open', answered_by: null, messages: 1 });
   });
 });

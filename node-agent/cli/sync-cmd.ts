@@ -75,13 +75,17 @@ async function status(io: Io, json: boolean): Promise<void> {
   const r = await routerOf(io)(ws, (run) => run('sync.status', {}), io.env);
   const report: Record<string, unknown> = r.result.bound ? { ...r.result, node_running: r.via === 'node' } : r.result;
   if (json) return printJson(io, report);
-  if (!report['bound']) return io.stdout('not bound to any stream (nxs sync bind <relay-url> --stream NAME --token T)\n');
+  const inert =
+    inertWords((report['inert'] as Record<string, number> | undefined) ?? {}) +
+    unsignedWords((report['refusals_unsigned'] as Record<string, number> | undefined) ?? {});
+  if (!report['bound']) return io.stdout(`not bound to any stream (nxs sync bind <relay-url> --stream NAME --token T)${inert}\n`);
   const rejected = Object.entries((report['rejected'] as Record<string, number> | undefined) ?? {}).filter(([, n]) => n > 0);
   io.stdout(
     `stream ${String(report['stream'])} at ${String(report['relay'])}: ${report['connected'] ? 'connected' : 'not connected'}` +
       ` · cursor ${String(report['cursor'])}${report['lag'] !== undefined ? ` · lag ${String(report['lag'])}` : ''} · outbox ${String(report['outbox'])}` +
       ` · rejected ${rejected.length === 0 ? '0' : rejected.map(([reason, n]) => `${reason} ${n}`).join(', ')}` +
       pendingWords(Number(report['pending'] ?? 0)) +
+      inert +
       (report['last_error'] ? ` · last error: ${String(report['last_error'])}` : '') +
       (report['node_running'] ? '' : ' · no node serves this workspace, so nothing syncs') +
       '\n',
@@ -98,6 +102,23 @@ export function pendingWords(n: number): string {
     ` · ${n} op(s) held: signed by a key not known here yet (they are taken in when that workspace's key rotation arrives;` +
     ` at most ${PENDING_LIMITS.ops_per_workspace} per workspace are held, and what does not fit is counted as pending_full)`
   );
+}
+
+/**
+ * Ops stored but inert (the fold took nothing from them: see docs/ARCHITECTURE.md, "Threads, answers and
+ * who may move what"), by reason, and only when there are some.
+ */
+export function inertWords(inert: Record<string, number>): string {
+  const shown = Object.entries(inert).filter(([, n]) => n > 0);
+  if (shown.length === 0) return '';
+  return ` · inert ${shown.map(([reason, n]) => `${reason} ${n}`).join(', ')} (stored, moved nothing)`;
+}
+
+/** Commissions refused without signing a refusal (a sender past the limit), said only when there are some. */
+export function unsignedWords(unsigned: Record<string, number>): string {
+  const shown = Object.entries(unsigned).filter(([, n]) => n > 0);
+  if (shown.length === 0) return '';
+  return ` · refused without a signed refusal (over the limit): ${shown.map(([ws, n]) => `${n} from ${ws}`).join(', ')}`;
 }
 
 async function unbind(io: Io, json: boolean): Promise<void> {

@@ -1,4 +1,5 @@
 // The node store's tables: the op log, its folds, and device-local facts that never sync.
+import { sql } from 'drizzle-orm';
 import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 
 /** The op log. Append-only and idempotent on `id`; everything else here is derived from it or device-local. */
@@ -22,6 +23,11 @@ export const ops = pgTable(
     key: text('key'),
     /** The op's exact wire text, signature included: what was signed, stored, and pushed again byte for byte. */
     raw: text('raw'),
+    /**
+     * Why the operation fold took nothing from this op (no authority for what it claims, or the thread
+     * it names is not here yet); null when it moved its operation. Kept by the fold, re-decided with it.
+     */
+    inert: text('inert'),
   },
   (t) => [
     index('ops_operation_idx').on(t.operation, t.lamport),
@@ -30,6 +36,8 @@ export const ops = pgTable(
     index('ops_lamport_idx').on(t.lamport),
     // The sync outbox: ops authored on this node, in the order they were written.
     index('ops_origin_idx').on(t.origin, t.localSeq),
+    // Inert ops are few: counting them (sync status) reads only them.
+    index('ops_inert_idx').on(t.inert).where(sql`${t.inert} is not null`),
   ],
 );
 
@@ -40,9 +48,14 @@ export const operations = pgTable(
     id: text('id').primaryKey(),
     state: jsonb('state').notNull(),
     finished: boolean('finished').notNull(),
+    /**
+     * The fold holds a thread: false for an operation made only of inert ops or of kinds newer than
+     * this node (anyone on a stream can name any operation), which status leaves out.
+     */
+    shown: boolean('shown').notNull().default(true),
     openedLamport: bigint('opened_lamport', { mode: 'number' }).notNull(),
   },
-  (t) => [index('operations_finished_idx').on(t.finished, t.openedLamport)],
+  (t) => [index('operations_finished_idx').on(t.finished, t.openedLamport), index('operations_shown_idx').on(t.shown, t.finished, t.openedLamport)],
 );
 
 /** Which declaration each persona last started under, for the declaration_changed warning. */

@@ -100,7 +100,7 @@ export async function startStep(ctx: StartContext, b: Board, s: StepRef): Promis
     roundDraft(ctx.operation, b.round, stepStarted(b, s, { thread, session, handle, now: ctx.now, windowMs, onHold: false })),
   );
   const before = ctx.plan.turns.length;
-  await planTurn(deps, ctx.tx, ctx.state, newSessionState({ id: session, thread, role: persona.role, handle, depth }), 'commissioned', ctx.plan, 'step_skipped');
+  await planTurn(deps, ctx.tx, ctx.state, newSessionState({ id: session, workspace: deps.workspace.id, thread, role: persona.role, handle, depth }), 'commissioned', ctx.plan, 'step_skipped');
   // The step's window is its turn's timeout: the turn's supervisor stops it when the window ends.
   const planned = ctx.plan.turns[before];
   if (planned !== undefined && windowMs !== null) planned.timeoutMs = windowMs;

@@ -1,4 +1,6 @@
-// The pure fold: an operation's state is a function of its ops in (lamport, workspace, id) order.
+// The pure fold: an operation's state is a function of its ops in (lamport, workspace, id) order. Each op
+// is first judged for authority (who may open, answer, follow up or move what) from the log alone, so
+// every node holding the same ops reaches the same verdict; an op without authority is inert.
 import type { Author, MessageEffect, Op, Target } from '../../../protocol/ops.js';
 import { compareOps } from '../../../protocol/ops.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
@@ -9,6 +11,12 @@ export type ThreadState = {
   subject: string | null;
   opener: Author;
   target: Target;
+  /** The workspace that opened the thread (signed its `thread.opened`). */
+  workspace: string;
+  /** The workspace that owes its answer: a remote target's workspace, otherwise the one that opened it. */
+  owner: string;
+  /** Another workspace opened a thread by this id too: nothing moves it any more (see `authority`). */
+  contested?: true;
   /** The session that owes this thread its answer, when the target is a persona. */
   session: string | null;
   /** open: somebody owes an answer. answered: the turn was discharged. */
@@ -30,6 +38,8 @@ export type ThreadState = {
 
 export type SessionState = {
   id: string;
+  /** The workspace that runs it (signed its `session.created`): only that one moves it. */
+  workspace: string;
   thread: string;
   role: string;
   handle: string;
@@ -48,6 +58,8 @@ export type SessionState = {
 };
 
 export type OperationState = {
+  /** The fold's rules this state was made by; a state made by other rules is folded again from the log. */
+  v: typeof FOLD_VERSION;
   id: string;
   threads: Record<string, ThreadState>;
   sessions: Record<string, SessionState>;
@@ -60,8 +72,27 @@ export type OperationState = {
   turns_carried?: number;
 };
 
+/** Bumped whenever the rules change what a stored state holds: older states are re-folded from the log. */
+export const FOLD_VERSION = 2;
+
+/**
+ * Why the fold took nothing from an op (it stays in the log, inert). Stable words: `nxs sync status`
+ * counts inert ops by them.
+ */
+export const INERT_REASONS = [
+  'not_owner', // answers, hand-backs, refusals, sessions: only the workspace the thread is addressed to
+  'not_opener', // a thread's first message: only the workspace that opened it
+  'not_party', // follow-ups: only the workspace that opened the thread or the one it is addressed to
+  'not_session_owner', // a session's turns: only the workspace that runs it
+  'forged_author', // the message names, as its author, a session another workspace runs
+  'contested', // the thread was opened by two workspaces: nothing moves it any more
+  'unknown_thread', // the thread is not (yet) known here
+  'unknown_session', // the session is not (yet) known here
+] as const;
+export type InertReason = (typeof INERT_REASONS)[number];
+
 /** A session as `session.created` makes it: anchored at its depth, no turn run yet. */
-export function newSessionState(s: Pick<SessionState, 'id' | 'thread' | 'role' | 'handle' | 'depth'>): SessionState {
+export function newSessionState(s: Pick<SessionState, 'id' | 'workspace' | 'thread' | 'role' | 'handle' | 'depth'>): SessionState {
   return {
     ...s,
     turn: 0,
@@ -75,13 +106,13 @@ export function newSessionState(s: Pick<SessionState, 'id' | 'thread' | 'role' |
 }
 
 export function emptyOperation(id: string): OperationState {
-  return { id, threads: {}, sessions: {}, head: null };
+  return { v: FOLD_VERSION, id, threads: {}, sessions: {}, head: null };
 }
 
-/** An operation is finished when no thread in it owes an answer. */
+/** An operation is finished when no thread in it owes an answer (a contested thread never will: it does not count). */
 export function isFinished(state: OperationState): boolean {
   const threads = Object.values(state.threads);
-  return threads.length > 0 && threads.every((t) => t.state === 'answered');
+  return threads.length > 0 && threads.every((t) => t.state === 'answered' || t.contested === true);
 }
 
 /**
@@ -106,7 +137,7 @@ export function withCarriedTurns(state: OperationState, carried: number): Operat
 
 /** Open threads opened by this session: the rounds it commissioned and still waits on. */
 export function openSubRounds(state: OperationState, session: string): ThreadState[] {
-  return Object.values(state.threads).filter((t) => t.opener.session === session && t.state === 'open');
+  return Object.values(state.threads).filter((t) => t.opener.session === session && t.state === 'open' && t.contested !== true);
 }
 
 /** True when `op` sorts after everything already folded, so it can be applied in place. */
@@ -114,13 +145,125 @@ export function appliesInOrder(state: OperationState, op: Op): boolean {
   return state.head === null || compareOps(state.head, op) < 0;
 }
 
+/** The workspace that owes a thread opened by `opener` to `target` its answer. */
+export function ownerOf(opener: string, target: Target): string {
+  return target.kind === 'remote' ? target.workspace : opener;
+}
+
 /**
- * Applies one op. Pure: returns a new state and leaves the input untouched.
+ * Workspaces that may withdraw a thread (a substituted answer in someone's name): the one that opened
+ * it, the one whose person opened the operation, and any whose commission the thread's owner admitted
+ * in this operation (a node that took in only part of the operation knows that much).
+ */
+function withdrawers(state: OperationState, t: ThreadState): Set<string> {
+  const out = new Set([t.workspace]);
+  const root = state.threads[state.id];
+  if (root && !root.contested) out.add(root.workspace);
+  for (const x of Object.values(state.threads)) {
+    if (x.target.kind === 'remote' && x.owner === t.owner && x.session !== null) out.add(x.workspace);
+  }
+  return out;
+}
+
+/**
+ * Whether `op` (signed by `op.workspace`) may do what it claims in this operation, as a function of the
+ * operation's ops folded so far: null when it may (or when it is not this fold's to judge), else why it
+ * is inert. Decided from the log alone, never from local trust entries, so every node agrees.
+ */
+export function authority(state: OperationState, op: Op): InertReason | null {
+  switch (op.kind) {
+    case 'thread.opened': {
+      if (op.thread === null) return 'unknown_thread';
+      // Only an operation's first thread has no parent (its id is the operation's), and none is its own.
+      if ((op.body.parent === null && op.thread !== op.operation) || op.body.parent === op.thread) return 'not_owner';
+      const known = state.threads[op.thread];
+      // Two openings of the operation's first thread cannot be told apart (its id is not bound to the
+      // workspace that made it): a contest, which freezes it. A repeat by its own workspace is ignored.
+      if (known && known.workspace !== op.workspace && known.parent === null) return 'contested';
+      if (op.body.parent === null) return null;
+      const parent = state.threads[op.body.parent];
+      // Beneath a thread only the workspace that owes it opens threads (its sessions' commissions); a
+      // thread whose parent has not been folded waits for it (in an honest log the parent sorts first).
+      if (!parent) return 'unknown_thread';
+      if (parent.contested) return 'contested';
+      if (parent.owner !== op.workspace) return 'not_owner';
+      // Another opening of a known id beneath a thread: its first opening was by that thread's owner too.
+      if (known && known.workspace !== op.workspace) return 'not_owner';
+      const by = op.body.opener.session === null ? undefined : state.sessions[op.body.opener.session];
+      if (by && by.workspace !== op.workspace) return 'forged_author';
+      return null;
+    }
+    case 'message.posted': {
+      const t = op.thread === null ? undefined : state.threads[op.thread];
+      if (!t) return 'unknown_thread';
+      if (t.contested) return 'contested';
+      const by = op.body.author.session === null ? undefined : state.sessions[op.body.author.session];
+      if (by && by.workspace !== op.workspace) return 'forged_author';
+      switch (op.body.effect) {
+        case 'commission':
+          return op.workspace === t.workspace ? null : 'not_opener';
+        case 'answer':
+        case 'escalate':
+          if (op.workspace === t.owner) return null;
+          if (op.body.effect === 'answer' && op.body.substituted && withdrawers(state, t).has(op.workspace)) return null;
+          return 'not_owner';
+        case 'reopen':
+        case 'none':
+          return op.workspace === t.workspace || op.workspace === t.owner ? null : 'not_party';
+      }
+      return null;
+    }
+    case 'commission.rejected': {
+      const t = op.thread === null ? undefined : state.threads[op.thread];
+      if (!t) return 'unknown_thread';
+      if (t.contested) return 'contested';
+      // Only a remote commission can be refused, and only by the workspace it was addressed to.
+      return t.target.kind === 'remote' && t.owner === op.workspace ? null : 'not_owner';
+    }
+    case 'session.created': {
+      const t = op.thread === null ? undefined : state.threads[op.thread];
+      if (!t) return 'unknown_thread';
+      if (t.contested) return 'contested';
+      return t.owner === op.workspace ? null : 'not_owner';
+    }
+    case 'session.turn_started':
+    case 'session.turn_ended': {
+      const s = op.session === null ? undefined : state.sessions[op.session];
+      if (!s) return 'unknown_session';
+      return s.workspace === op.workspace ? null : 'not_session_owner';
+    }
+    default:
+      // Other capabilities' ops (rounds, leases) and kinds newer than this node: not this fold's to judge.
+      return null;
+  }
+}
+
+/** One step of the fold: the state after `op`, and why it was inert (null when it was not). */
+export function foldStep(prev: OperationState, op: Op): { state: OperationState; inert: InertReason | null } {
+  const inert = authority(prev, op);
+  if (inert === null) return { state: applyAuthorized(prev, op), inert };
+  const state: OperationState = { ...prev, head: { lamport: op.lamport, workspace: op.workspace, id: op.id } };
+  // A second opening by another workspace freezes the thread: neither claimant may move it from now on.
+  if (inert === 'contested' && op.kind === 'thread.opened' && op.thread !== null) {
+    const t = prev.threads[op.thread];
+    if (t && t.workspace !== op.workspace && !t.contested) state.threads = { ...prev.threads, [t.id]: { ...t, contested: true } };
+  }
+  return { state, inert };
+}
+
+/** Applies one op (inert ones only move the head). Pure: returns a new state and leaves the input untouched. */
+export function applyOp(prev: OperationState, op: Op): OperationState {
+  return foldStep(prev, op).state;
+}
+
+/**
+ * Applies one op that has authority. Pure: returns a new state and leaves the input untouched.
  * Ops for things the state does not know yet are kept inert rather than
  * thrown on, since a synced log may deliver a child before its parent.
  */
-export function applyOp(prev: OperationState, op: Op): OperationState {
+function applyAuthorized(prev: OperationState, op: Op): OperationState {
   const state: OperationState = {
+    v: FOLD_VERSION,
     id: prev.id,
     threads: { ...prev.threads },
     sessions: { ...prev.sessions },
@@ -129,13 +272,17 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
   };
   switch (op.kind) {
     case 'thread.opened': {
-      if (op.thread === null || state.threads[op.thread]) break;
+      if (op.thread === null) break;
+      const known = state.threads[op.thread];
+      if (known) break; // a repeat
       state.threads[op.thread] = {
         id: op.thread,
         parent: op.body.parent,
         subject: op.body.subject,
         opener: op.body.opener,
         target: op.body.target,
+        workspace: op.workspace,
+        owner: ownerOf(op.workspace, op.body.target),
         session: null,
         state: 'open',
         escalated: false,
@@ -187,23 +334,24 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
       }
       state.threads[t.id] = next;
       const discharges = op.body.effect === 'answer' || op.body.effect === 'escalate';
-      const touch = (id: string | null, patch: Partial<SessionState>) => {
+      // A session moves only through a thread whose side it is on: its author's own, the owner's for
+      // the session owing the thread, the opening workspace's for the session that opened it.
+      const touch = (id: string | null, side: string, patch: Partial<SessionState>) => {
         const s = id === null ? undefined : state.sessions[id];
-        if (s) state.sessions[s.id] = { ...s, ...patch };
+        if (s && s.workspace === side) state.sessions[s.id] = { ...s, ...patch };
       };
-      if (discharges) touch(op.body.author.session, { last_answer_at: op.lamport });
+      if (discharges) touch(op.body.author.session, op.workspace, { last_answer_at: op.lamport });
       if (t.session !== null && op.body.author.session !== t.session && op.body.effect !== 'commission') {
-        touch(t.session, { last_input_at: op.lamport });
+        touch(t.session, t.owner, { last_input_at: op.lamport });
       }
       if (discharges && t.opener.session !== null && t.opener.session !== op.body.author.session) {
-        touch(t.opener.session, { last_input_at: op.lamport });
+        touch(t.opener.session, t.workspace, { last_input_at: op.lamport });
       }
       break;
     }
     case 'commission.rejected': {
       const t = op.thread === null ? undefined : state.threads[op.thread];
-      // Only a remote commission can be refused, and only by the workspace it was addressed to.
-      if (!t || t.target.kind !== 'remote' || t.target.workspace !== op.workspace || t.rejected) break;
+      if (!t || t.target.kind !== 'remote' || t.rejected) break;
       state.threads[t.id] = {
         ...t,
         state: 'answered',
@@ -216,14 +364,14 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
         rejected: { code: op.body.code, message: op.body.message },
       };
       const s = t.opener.session === null ? undefined : state.sessions[t.opener.session];
-      if (s) state.sessions[s.id] = { ...s, last_input_at: op.lamport };
+      if (s && s.workspace === t.workspace) state.sessions[s.id] = { ...s, last_input_at: op.lamport };
       break;
     }
     case 'session.created': {
       if (op.session === null || op.thread === null || state.sessions[op.session]) break;
       const carried = withCarriedTurns(state, op.body.carried_turns ?? 0).turns_carried;
       if (carried !== undefined) state.turns_carried = carried;
-      state.sessions[op.session] = newSessionState({ id: op.session, thread: op.thread, role: op.body.role, handle: op.body.handle, depth: op.body.depth });
+      state.sessions[op.session] = newSessionState({ id: op.session, workspace: op.workspace, thread: op.thread, role: op.body.role, handle: op.body.handle, depth: op.body.depth });
       const t = state.threads[op.thread];
       if (t) state.threads[op.thread] = { ...t, session: op.session };
       break;
@@ -253,5 +401,17 @@ export function applyOp(prev: OperationState, op: Op): OperationState {
 
 /** Folds a set of ops from scratch, in the canonical order. */
 export function foldOperation(id: string, ops: readonly Op[]): OperationState {
-  return [...ops].sort(compareOps).reduce(applyOp, emptyOperation(id));
+  return foldWithVerdicts(id, ops).state;
+}
+
+/** Folds a set of ops from scratch, and names the ops that were inert (by id) with why. */
+export function foldWithVerdicts(id: string, ops: readonly Op[]): { state: OperationState; inert: Map<string, InertReason> } {
+  const inert = new Map<string, InertReason>();
+  let state = emptyOperation(id);
+  for (const op of [...ops].sort(compareOps)) {
+    const step = foldStep(state, op);
+    state = step.state;
+    if (step.inert !== null) inert.set(op.id, step.inert);
+  }
+  return { state, inert };
 }

@@ -3,6 +3,8 @@ export type { CallerClaim, EngineDeps } from '../context.js';
 export { createEngine, MAX_MESSAGE_BYTES, type Engine, type ReplyInput, type SendInput, type TurnEnd } from './engine.js';
 export * from './fold.js';
 export {
+  inertCounts,
+  inertIds,
   lastDeclaration,
   loadOperation,
   operationOfSession,
@@ -12,3 +14,4 @@ export {
   threadOps,
 } from './operations.js';
 export { operationReport, statusReport, threadView } from './status.js';
+export { decideRefusal, refusalRepeats, REFUSAL_WINDOW_MS, REFUSALS_PER_WINDOW, type RefusalCount } from './refusals.js';

@@ -1,16 +1,20 @@
 // The operation aggregate in the store: reading folds and their ops, and the projections that keep
 // the `operations` and `persona_runs` tables current as ops are stored.
-import { and, eq, inArray, sql } from 'drizzle-orm';
+import { and, count, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import type { Op } from '../../../protocol/ops.js';
 import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
 import { tables } from '../../adapters/store/index.js';
 import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
-import { appliesInOrder, applyOp, emptyOperation, foldOperation, isFinished, type OperationState } from './fold.js';
+import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState } from './fold.js';
 
-/** Reads the fold of one operation; an operation never seen is empty. */
+/** Reads the fold of one operation; an operation never seen is empty. One folded by older rules is folded again. */
 export async function loadOperation(db: Exec, id: string): Promise<OperationState> {
   const rows = await db.select({ state: tables.operations.state }).from(tables.operations).where(eq(tables.operations.id, id));
-  return (rows[0]?.state as OperationState | undefined) ?? emptyOperation(id);
+  const state = rows[0]?.state as OperationState | undefined;
+  if (state === undefined) return emptyOperation(id);
+  if (state.v === FOLD_VERSION) return state;
+  const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
+  return foldWithVerdicts(id, all.map(rowToOp)).state;
 }
 
 /** The operation a thread belongs to, or null for an unknown thread. */
@@ -33,10 +37,33 @@ export async function operationOfSession(db: Exec, session: string): Promise<str
   return rows[0]?.operation ?? null;
 }
 
-/** All ops of one thread, in fold order. */
-export async function threadOps(db: Exec, thread: string): Promise<Op[]> {
-  const rows = await db.select().from(tables.ops).where(eq(tables.ops.thread, thread));
+/**
+ * All ops of one thread, in fold order. `effective`: only those the fold took (no inert op), which is
+ * what a person reads and what a session's prompt is built from.
+ */
+export async function threadOps(db: Exec, thread: string, opts: { effective?: boolean } = {}): Promise<Op[]> {
+  const where = opts.effective ? and(eq(tables.ops.thread, thread), isNull(tables.ops.inert)) : eq(tables.ops.thread, thread);
+  const rows = await db.select().from(tables.ops).where(where);
   return rows.map(rowToOp).sort(compareOps);
+}
+
+/** Of these ops, the ids the fold took nothing from. */
+export async function inertIds(db: Exec, ids: readonly string[]): Promise<Set<string>> {
+  const out = new Set<string>();
+  for (let i = 0; i < ids.length; i += 1000) {
+    const rows = await db
+      .select({ id: tables.ops.id })
+      .from(tables.ops)
+      .where(and(inArray(tables.ops.id, ids.slice(i, i + 1000)), isNotNull(tables.ops.inert)));
+    for (const r of rows) out.add(r.id);
+  }
+  return out;
+}
+
+/** Inert ops stored here, by reason (see INERT_REASONS). */
+export async function inertCounts(db: Exec): Promise<Record<string, number>> {
+  const rows = await db.select({ reason: tables.ops.inert, n: count() }).from(tables.ops).where(isNotNull(tables.ops.inert)).groupBy(tables.ops.inert);
+  return Object.fromEntries(rows.map((r) => [r.reason!, Number(r.n)]));
 }
 
 /** Folds freshly stored ops into their operations: one read and one write for the whole batch. */
@@ -59,17 +86,35 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
     for (const r of rows) known.set(r.id, r.state as OperationState);
   }
   const rows: Array<typeof tables.operations.$inferInsert> = [];
+  // The fold's verdicts go onto the ops themselves: fresh ops were stored with none.
+  const inert = new Map<InertReason, string[]>();
+  const mark = (verdicts: Iterable<[string, InertReason]>) => {
+    for (const [op, reason] of verdicts) inert.set(reason, [...(inert.get(reason) ?? []), op]);
+  };
   for (const [id, fresh] of byOperation) {
     fresh.sort(compareOps);
-    let state = known.get(id) ?? emptyOperation(id);
-    if (appliesInOrder(state, fresh[0]!)) {
-      state = fresh.reduce(applyOp, state);
+    const stored = known.get(id);
+    let state: OperationState;
+    if (stored === undefined || (stored.v === FOLD_VERSION && appliesInOrder(stored, fresh[0]!))) {
+      state = stored ?? emptyOperation(id);
+      for (const op of fresh) {
+        const step = foldStep(state, op);
+        state = step.state;
+        if (step.inert !== null) mark([[op.id, step.inert]]);
+      }
     } else {
-      // A late arrival: re-fold this operation alone from its whole log.
+      // A late arrival (or a state folded by older rules): re-fold this operation alone from its whole
+      // log, and decide every op's verdict again (an op inert for want of its thread may now move it).
       const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
-      state = foldOperation(id, all.map(rowToOp));
+      const folded = foldWithVerdicts(id, all.map(rowToOp));
+      state = folded.state;
+      if (all.some((r) => r.inert !== null)) await db.update(tables.ops).set({ inert: null }).where(and(eq(tables.ops.operation, id), isNotNull(tables.ops.inert)));
+      mark(folded.inert);
     }
-    rows.push({ id, state, finished: isFinished(state), openedLamport: fresh[0]!.lamport });
+    rows.push({ id, state, finished: isFinished(state), shown: Object.keys(state.threads).length > 0, openedLamport: fresh[0]!.lamport });
+  }
+  for (const [reason, ids] of inert) {
+    for (let i = 0; i < ids.length; i += 1000) await db.update(tables.ops).set({ inert: reason }).where(inArray(tables.ops.id, ids.slice(i, i + 1000)));
   }
   for (let i = 0; i < rows.length; i += 500) {
     await db
@@ -80,6 +125,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
         set: {
           state: sql`excluded.state`,
           finished: sql`excluded.finished`,
+          shown: sql`excluded.shown`,
           openedLamport: sql`least(${tables.operations.openedLamport}, excluded.opened_lamport)`,
         },
       });

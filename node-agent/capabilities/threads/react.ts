@@ -6,7 +6,8 @@ import type { Warning } from '../../../protocol/receipts.js';
 import { appendOps } from '../../kernel/index.js';
 import type { LeaseAfter } from '../leases/hook.js';
 import type { LeaseIntent } from '../leases/events.js';
-import { loadOperation} from './operations.js';
+import { inertIds, loadOperation } from './operations.js';
+import { countRefusal } from './refusals.js';
 import { openSubRounds, newSessionState, withCarriedTurns } from './fold.js';
 import { certifiedKeys } from '../keys/index.js';
 import { claimAdmission, verifyAdmission } from '../trust/index.js';
@@ -29,16 +30,22 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
    * depth + 1) or refused (`commission.rejected`); an answer, hand-back or refusal of a thread a
    * local session opened wakes that session; a follow-up to a local session's thread wakes it.
    */
-  async function react(ops: readonly Op[]): Promise<{ started: number; rejected: number; warnings: Warning[] }> {
+  async function react(ops: readonly Op[]): Promise<{ started: number; rejected: number; repeated: number; warnings: Warning[] }> {
     const warnings: Warning[] = [];
     let started = 0;
     let rejected = 0;
-    for (const op of ops) {
+    let repeated = 0;
+    // An op the fold found without authority (an answer from a workspace the thread is not addressed
+    // to, a follow-up from an outsider) is stored and inert: it sets nothing in motion here either.
+    const inert = await inertIds(db, ops.map((op) => op.id));
+    const effective = ops.filter((op) => !inert.has(op.id));
+    for (const op of effective) {
       if (op.workspace === workspace.id || op.thread === null) continue;
       let plan: { plan: Plan; lease: LeaseAfter } | null = null;
       if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {
         const out = await admit(op as OpOf<'thread.opened'>);
         if (out === 'rejected') rejected++;
+        else if (out === 'repeated') repeated++;
         else plan = out;
       } else if (op.kind === 'message.posted' || op.kind === 'commission.rejected') {
         plan = await db.transaction(async (tx) => {
@@ -46,7 +53,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
           const thread = state.threads[op.thread!];
           if (!thread) return null;
           const p = emptyPlan();
-          const local = (id: string | null) => id !== null && state.sessions[id]?.handle.startsWith(`${workspace.short}/`) === true;
+          const local = (id: string | null) => id !== null && state.sessions[id]?.workspace === workspace.id;
           const effect = op.kind === 'message.posted' ? op.body.effect : 'escalate';
           const by = op.kind === 'message.posted' ? op.body.author : { handle: thread.target.handle, session: null };
           const intents: LeaseIntent[] = [];
@@ -68,13 +75,13 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       warnings.push(...w);
     }
     // Members of channel rounds asked here that another workspace admitted, answered, refused or ended.
-    const moved = await rounds.react(ops);
+    const moved = await rounds.react(effective);
     warnings.push(...moved.warnings);
-    return { started: started + moved.woke.length, rejected, warnings };
+    return { started: started + moved.woke.length, rejected, repeated, warnings };
   }
 
   /** A remote commission addressed here: its persona must be addressable and its stamp admitted. */
-  async function admit(op: OpOf<'thread.opened'>): Promise<{ plan: Plan; lease: LeaseAfter } | 'rejected' | null> {
+  async function admit(op: OpOf<'thread.opened'>): Promise<{ plan: Plan; lease: LeaseAfter } | 'rejected' | 'repeated' | null> {
     const target = op.body.target;
     if (target.kind !== 'remote') return null;
     const before = (await loadOperation(db, op.operation)).threads[op.thread!];
@@ -115,6 +122,8 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
         if (!claimed.ok) refusal = { code: claimed.code, message: claimed.message };
       }
       if (refusal !== null) {
+        // A few signed refusals per sending workspace and window; past that only a count (refusals.ts).
+        if (!(await countRefusal(tx, op.workspace, deps.now()))) return 'repeated' as const;
         await appendOps(tx, writer, [{ operation: op.operation, thread: op.thread, session: null, kind: 'commission.rejected', body: refusal }]);
         return 'rejected' as const;
       }
@@ -124,7 +133,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       // The asker's turns come with it: this operation's budget counts on from what it had used.
       const body = carried > 0 ? { role: target.role, handle, depth, carried_turns: carried } : { role: target.role, handle, depth };
       plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body });
-      const session = newSessionState({ id, thread: op.thread!, role: target.role, handle, depth });
+      const session = newSessionState({ id, workspace: workspace.id, thread: op.thread!, role: target.role, handle, depth });
       await planTurn(deps, tx, withCarriedTurns(state, carried), session, 'commissioned', plan, 'step_skipped');
       // An admitted commission needs the working copy like any other: it may queue for it.
       const lease = await core.lease.append(tx, plan, [

@@ -35,6 +35,13 @@ export function replyOf(core: EngineCore, rounds: Rounds) {
       if (opId === null) throw new NexusError('UNKNOWN_THREAD', `no thread ${input.thread} in this workspace`);
       const state = await loadOperation(tx, opId);
       const thread = state.threads[input.thread]!;
+      // Every node would hold such a message inert (fold.ts, authority): refused here instead of written.
+      if (thread.workspace !== core.workspace.id && thread.owner !== core.workspace.id) {
+        throw new NexusError('NOT_A_PARTY', `${input.thread} was opened by ${thread.workspace} and is addressed to ${thread.owner}: only they may post in it`, {
+          opened_by: thread.workspace,
+          addressed_to: thread.owner,
+        });
+      }
       const plan = emptyPlan();
       const author = authorOf(caller);
       const intents: LeaseIntent[] = [];

@@ -61,7 +61,7 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
         });
         const id = newSessionId();
         plan.drafts.push({ operation, thread, session: id, kind: 'session.created', body: { role: persona.role, handle, depth } });
-        session = newSessionState({ id, thread, role: persona.role, handle, depth });
+        session = newSessionState({ id, workspace: workspace.id, thread, role: persona.role, handle, depth });
       } else {
         if (!Handle.safeParse(to).success || to.includes('/')) {
           throw new NexusError('UNKNOWN_RECIPIENT', `${JSON.stringify(input.to)} is neither a declared persona nor a person's handle`);

@@ -103,7 +103,10 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   // hand-back, or parked, is exactly what a person must see.
   const named = lease.operations.length > 0 ? inArray(tables.operations.id, lease.operations) : undefined;
   const open = named === undefined ? eq(tables.operations.finished, false) : or(eq(tables.operations.finished, false), named);
-  const rows = await (opts.all ? q : q.where(open)).orderBy(asc(tables.operations.openedLamport));
+  // An operation with no thread (only inert ops, or kinds newer than this node: anyone on the stream
+  // can name any operation) has nothing to show and is left out, --all included.
+  const shown = eq(tables.operations.shown, true);
+  const rows = await q.where(opts.all ? shown : and(shown, open)).orderBy(asc(tables.operations.openedLamport));
   const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
   const notes: string[] = [];
   if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
@@ -127,7 +130,8 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
   const state = await loadOperation(deps.db, opId);
   const finished = isFinished(state);
   const t = state.threads[thread]!;
-  const messages = (await threadOps(deps.db, thread)).flatMap((op) =>
+  // Inert messages (posted by a workspace with no say in this thread) are not the thread's: sync status counts them.
+  const messages = (await threadOps(deps.db, thread, { effective: true })).flatMap((op) =>
     op.kind === 'message.posted'
       ? [
           {

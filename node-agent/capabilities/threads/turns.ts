@@ -71,8 +71,9 @@ export async function planTurn(
   plan: Plan,
   failureClass: 'step_skipped' | 'requester_not_woken',
 ): Promise<void> {
-  if (!session.handle.startsWith(`${deps.workspace.short}/`)) {
-    // A session of another workspace, known here through sync: only its own node may start it.
+  if (session.workspace !== deps.workspace.id || !session.handle.startsWith(`${deps.workspace.short}/`)) {
+    // A session of another workspace, known here through sync: only its own node may start it. (Its
+    // handle alone does not say so: another workspace may name a session of its own with our short.)
     plan.warnings.push({
       class: 'step_skipped',
       reason: 'foreign_session',
@@ -274,7 +275,8 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
 
 async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: string, replyOnly: boolean): Promise<string> {
   const { db, workspace } = deps;
-  const ops = await threadOps(db, t.session.thread);
+  // Only what the fold took: an inert message (from a workspace with no say in this thread) is never read to an agent.
+  const ops = await threadOps(db, t.session.thread, { effective: true });
   const messages = ops.flatMap((op) =>
     op.kind === 'message.posted'
       ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted, foreign: op.workspace !== workspace.id }]
@@ -288,7 +290,7 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
   const rounds = [];
   for (const th of Object.values(state?.threads ?? {})) {
     if (th.opener.session !== t.session.id) continue;
-    const last = th.state === 'answered' ? (await threadOps(db, th.id)).filter((op) => op.kind === 'message.posted').at(-1) : undefined;
+    const last = th.state === 'answered' ? (await threadOps(db, th.id, { effective: true })).filter((op) => op.kind === 'message.posted').at(-1) : undefined;
     rounds.push({
       thread: th.id,
       to: th.target.handle,

@@ -18,6 +18,7 @@ import { NODE_PURPOSE, openStore, tables, type Store } from '../../adapters/stor
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
 import { recover } from '../../capabilities/leases/index.js';
+import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import { startUi, type UiServer } from '../ui/index.js';
 import { addToRegistry, nodeLockPath, nodePaths, originId, readRegistry, removeFromRegistry, runningNode, writeInfo, type NodePaths } from './files.js';
 
@@ -153,7 +154,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
           const ops = rows.map((r) => ({ op: rowToOp(r), raw: r.raw! }));
           for (const to of [...served.values()]) {
             if (to === from) continue;
-            await deliverTo(to, ops).catch((err: unknown) => log(`delivery from ${from.workspace.id} to ${to.workspace.id} failed: ${String(err)}`));
+            await deliverTo(to, await withPast(from, to, ops)).catch((err: unknown) => log(`delivery from ${from.workspace.id} to ${to.workspace.id} failed: ${String(err)}`));
           }
           from.delivered = Math.max(from.delivered, rows[rows.length - 1]!.localSeq);
           if (rows.length < DELIVERY_PAGE) break;
@@ -168,6 +169,28 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
         }
       }
     })();
+  }
+
+  /**
+   * A thread addressed to `to` brings the whole operation it is in, as `from` holds it (its own ops and
+   * those it took in): the fold places a thread only beneath a parent it has folded, and judges who may
+   * act in a thread by the threads above it.
+   */
+  async function withPast(from: Served, to: Served, ops: Array<{ op: Op; raw: string }>): Promise<Array<{ op: Op; raw: string }>> {
+    const addressed = new Set<string>();
+    for (const { op } of ops) {
+      if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === to.workspace.id) addressed.add(op.operation);
+    }
+    if (addressed.size === 0) return ops;
+    const past = await inQueue(from, () =>
+      from.store.db
+        .select()
+        .from(tables.ops)
+        .where(and(inArray(tables.ops.operation, [...addressed]), isNotNull(tables.ops.raw)))
+        .orderBy(asc(tables.ops.localSeq)),
+    );
+    const ids = new Set(ops.map((o) => o.op.id));
+    return [...past.filter((r) => !ids.has(r.id)).map((r) => ({ op: rowToOp(r), raw: r.raw! })), ...ops];
   }
 
   async function deliverTo(to: Served, ops: Array<{ op: Op; raw: string }>): Promise<void> {
@@ -332,12 +355,15 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       return { stopping: true };
     },
   };
+  // Unbound, ops still arrive by local delivery: the inert ones among them are counted all the same.
+  const unbound = (entry: Served) =>
+    inQueue(entry, async () => ({ bound: false as const, inert: await inertCounts(entry.store.db), refusals_unsigned: await refusalRepeats(entry.store.db) }));
   // Sync runs in the node: its status and restart come from the live client, not the store.
   const syncHandlers: Handlers<Served, 'sync.status' | 'sync.reload'> = {
-    'sync.status': async (entry) => (entry.sync ? entry.sync.status() : { bound: false as const }),
+    'sync.status': async (entry) => (entry.sync ? entry.sync.status() : unbound(entry)),
     'sync.reload': async (entry) => {
       await startSync(entry);
-      return entry.sync ? entry.sync.status() : { bound: false as const };
+      return entry.sync ? entry.sync.status() : unbound(entry);
     },
   };
 

@@ -17,6 +17,7 @@ import {
 import { pendingCount, signLegacyOps, type IngestReport, type Projection } from '../../kernel/index.js';
 import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
+import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import type { Binding } from './binding.js';
 import { refusalLine, storePage } from './page.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
@@ -38,6 +39,10 @@ export type SyncStatus = {
   rejected: Record<string, number>;
   /** Ops held because their signing key is not (yet) certified for their workspace (unknown_key). */
   pending: number;
+  /** Ops stored but inert, by reason (capabilities/threads/fold.ts, authority). */
+  inert: Record<string, number>;
+  /** Commissions refused without a signed refusal (over the limit), by sending workspace. */
+  refusals_unsigned: Record<string, number>;
   last_error: string | null;
   refused: boolean;
 };
@@ -123,7 +128,9 @@ export class SyncClient {
   }
 
   async status(): Promise<SyncStatus> {
-    const [outboxCount, pending] = await this.opts.run(async (db) => [await outboxSize(db, this.opts.origin, this.position.acked), await pendingCount(db)] as const);
+    const [outboxCount, pending, inert, refusalsUnsigned] = await this.opts.run(
+      async (db) => [await outboxSize(db, this.opts.origin, this.position.acked), await pendingCount(db), await inertCounts(db), await refusalRepeats(db)] as const,
+    );
     this.outboxCount = outboxCount;
     return {
       bound: true,
@@ -140,6 +147,8 @@ export class SyncClient {
       pushed: this.pushed,
       rejected: this.position.rejected,
       pending,
+      inert,
+      refusals_unsigned: refusalsUnsigned,
       last_error: this.lastError,
       refused: this.refused,
     };

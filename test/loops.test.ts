@@ -375,13 +375,15 @@ describe('turns used, as the fold counts them', () => {
   const W = 'a'.repeat(26);
   const T = 't-01aaaaaaaaaaaaaaaaaaaaaaaa';
   let lamport = 0;
-  const op = (kind: string, session: string, body: object): Op =>
+  const op = (kind: string, session: string | null, body: object): Op =>
     ({ id: String(++lamport).padStart(4, '0'), workspace: W, origin: 'o', lamport, ts: '2026-01-01T00:00:00.000Z', operation: T, thread: T, session, key: 'k', kind, body }) as Op;
   const created = (session: string, carried?: number) => op('session.created', session, { role: 'r', handle: 'aaaa/r', depth: 1, ...(carried === undefined ? {} : { carried_turns: carried }) });
   const turn = (session: string, n: number) => op('session.turn_started', session, { role: 'r', turn: n, reason: 'commissioned', declaration_hash: 'h' });
 
   it('counts each turn once, and what a commission carried in only beyond the turns already folded, in any arrival order', () => {
-    const ops = [created('s-1'), turn('s-1', 1), turn('s-1', 2), turn('s-1', 2), turn('s-1', 3), created('s-2', 10), turn('s-2', 1), created('s-3', 5), turn('s-3', 1)];
+    // Sessions are created in a thread the fold knows (an op about an unknown thread is inert).
+    const opened = op('thread.opened', null, { parent: null, subject: null, opener: { handle: 'alice', session: null }, target: { kind: 'persona', role: 'r', handle: 'aaaa/r' } });
+    const ops = [opened, created('s-1'), turn('s-1', 1), turn('s-1', 2), turn('s-1', 2), turn('s-1', 3), created('s-2', 10), turn('s-2', 1), created('s-3', 5), turn('s-3', 1)];
     const state = foldOperation(T, ops);
     // 3 turns folded when 10 were carried in: 7 more; the later carry of 5 is below what is counted already.
     expect(turnsUsed(state)).toBe(3 + 7 + 1 + 1);

@@ -206,6 +206,9 @@ export function authority(state: OperationState, op: Op): InertReason | null {
         case 'escalate':
           if (op.workspace === t.owner) return null;
           if (op.body.effect === 'answer' && op.body.substituted && withdrawers(state, t).has(op.workspace)) return null;
+          // A commission to another workspace that no node there took up is handed back by the asking side at
+          // its deadline: a stand-in escalation by the opener, only while no session of the target holds it.
+          if (op.body.effect === 'escalate' && op.body.substituted && t.target.kind === 'remote' && op.workspace === t.workspace && t.session === null) return null;
           return 'not_owner';
         case 'reopen':
         case 'none':

@@ -1,7 +1,7 @@
 // The node's dashboard in a real browser (headless Chromium via playwright-core): a real node in this
 // process serving two real workspaces, real sessions as child processes, a real relay stopped and
 // started again, and the real CLI beside the page.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -32,6 +32,11 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
   let url: string;
   let base: string;
   let escalated: string;
+  /** The operation holding b's working copy, and the commission queued behind it. */
+  let holder: string;
+  let queued: string;
+  /** The file whose existence lets b's gate persona answer (it gives up on its own after two minutes). */
+  const gate = () => join(b.root, '..', 'gate-ui');
   const nodeLog: string[] = [];
 
   const shot = (name: string, p: Page = page) => p.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -63,6 +68,11 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
   });
 
   afterAll(async () => {
+    // A test that failed half way may leave b's gate persona holding the copy: let it and what waits behind it finish.
+    if (b && node) {
+      writeFileSync(gate(), '');
+      await b.waitIdle().catch(() => undefined);
+    }
     await browser?.close();
     await node?.close();
     await Promise.all([a?.cleanup(), b?.cleanup()]);
@@ -299,5 +309,33 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     } finally {
       await dark.close();
     }
+  });
+
+  it('a commission queued for the working copy appears in Needs you with its place in line and the operation holding the copy', async () => {
+    b.persona('coder', { mode: 'gate', arg: gate(), extra: 'working_tree: exclusive' });
+    b.persona('rival', { mode: 'reply', extra: 'working_tree: exclusive' });
+    await go('/');
+    const held = await b.nxc(['send', 'coder', '--subject', 'build the parser', '--json', 'build it']);
+    expect(held.code, held.stderr).toBe(0);
+    holder = held.json.thread;
+    const sent = await b.nxc(['send', 'rival', '--subject', 'tidy the docs', '--json', 'when the copy is free']);
+    expect(sent.code, sent.stderr).toBe(0);
+    queued = sent.json.thread;
+    expect(sent.json.queued).toEqual({ position: 1, holder: { operation: holder, thread: holder } });
+    // It arrives over the event stream, and says what nxc status --json says about the lease.
+    const item = page.locator(`li[data-kind=queued][data-thread="${queued}"]`);
+    await item.waitFor();
+    const lease = (await b.status(true)).operations.find((o: { operation: string }) => o.operation === queued).lease;
+    expect(lease).toMatchObject({ state: 'queued', position: 1, behind: holder });
+    await expect(item.getAttribute('data-position')).resolves.toBe(String(lease.position));
+    await expect(item.getAttribute('data-behind')).resolves.toBe(lease.behind);
+    await expect(item.getAttribute('data-holder')).resolves.toBe(holder);
+    await expect(item.locator(`a[href="/w/${b.id}/t/${holder}"]`).textContent()).resolves.toBe('build the parser');
+    await shot('needs-you-queued');
+
+    // The holder answers; the copy moves on, the queued commission runs, and the item leaves the page.
+    writeFileSync(gate(), '');
+    await item.waitFor({ state: 'detached', timeout: 60_000 });
+    await b.waitIdle();
   });
 });

@@ -2,7 +2,8 @@
 // pure functions over snapshots, so each rule is one row of a table.
 import { describe, expect, it } from 'vitest';
 import type { SyncReport } from '../../protocol/commands.js';
-import type { StatusRow, ThreadView } from '../../protocol/receipts.js';
+import type { OperationLease, StatusOperation, StatusRow, ThreadView } from '../../protocol/receipts.js';
+import type { RoundStatus, RoundStepStatus } from '../../protocol/round.js';
 import { needsOf, renderNeeds, renderOperations, syncProblems, type Snapshot } from '../../node-agent/host/ui/index.js';
 
 const WS = 'aaaaaaaaaaaaaaaaaaaaaaaaaa';
@@ -62,6 +63,46 @@ function snap(r: StatusRow, messages: Msg[], extra: Partial<Snapshot> = {}): Sna
   };
 }
 
+/** A lease line as `nxc status --json` prints it; `over` sets what the case is about. */
+function lease(over: Partial<OperationLease>): OperationLease {
+  return {
+    state: 'holds',
+    text: '',
+    token: null,
+    bound: null,
+    position: null,
+    behind: null,
+    parked: null,
+    park_refused: null,
+    held_for_handback: null,
+    contention_deadline: null,
+    withdrawn: false,
+    ...over,
+  };
+}
+
+/** An operation of one open root thread (its id is the operation's), opened by alice. */
+function op(id: string, over: Partial<StatusOperation> = {}, rowOver: Partial<StatusRow> = {}): StatusOperation {
+  const r = row({ thread: id, subject: `subject of ${id}`, state: 'open', awaiting_human: false, awaiting_workspace: null, answered_by: null, ...rowOver });
+  return { operation: id, subject: r.subject, opener: 'alice', finished: false, threads: [r], open: 1, turns: { used: 1, budget: 500 }, lease: null, ...over };
+}
+
+/** A snapshot of one workspace holding `operations`, with the thread views given. */
+function snapOf(operations: StatusOperation[], views: Array<[StatusRow, Msg[]]> = []): Snapshot {
+  const s = snap(row(), []);
+  s.workspaces[0]!.status!.operations = operations;
+  s.views = new Map(views.map(([r, messages]) => [`${WS}/${r.thread}`, snap(r, messages).views.get(`${WS}/${r.thread}`)!]));
+  return s;
+}
+
+function step(over: Partial<RoundStepStatus>): RoundStepStatus {
+  return { name: 'review', kind: 'member', address: 'ws/reviewer', handle: 'ws/reviewer', pass: 1, state: 'answered', thread: 't-step', session: 's-2', running: false, window_ms: 60_000, deadline: '2026-01-01T00:01:00.000Z', reason: null, ...over };
+}
+
+function round(steps: RoundStepStatus[]): RoundStatus {
+  return { round: 't-r', channel: 'review', flow: 'fanout', state: 'running', reason: null, requester: 'alice', pass: 1, passes_used: 1, passes_limit: 3, steps, next_deadline: null, holds_hand_back: false, boundary: null };
+}
+
 describe('Needs you', () => {
   it.each([
     ['a hand-back to the person who opened it', row({ escalated: true }), [by.alice('commission'), by.boss('escalate', 'decide')], ['escalated']],
@@ -95,6 +136,84 @@ describe('Needs you', () => {
       ['service', 'STORE_FAILED'],
       ['service', 'NOT_SERVED'],
     ]);
+  });
+});
+
+describe('Needs you: the working copy and channel steps', () => {
+  it('lists commissions queued for the working copy by position, each naming the operation that holds it', () => {
+    const s = snapOf([
+      op('t-hold', { lease: lease({ state: 'holds', token: 1, text: 'holds working tree (token 1)' }) }),
+      op('t-second', { lease: lease({ state: 'queued', position: 2, behind: 't-hold' }) }),
+      op('t-first', { lease: lease({ state: 'queued', position: 1, behind: 't-hold' }) }),
+    ]);
+    expect(needsOf(s)).toMatchObject([
+      { kind: 'queued', thread: 't-first', operation: 't-first', position: 1, behind: 't-hold', holder: { thread: 't-hold', subject: 'subject of t-hold' } },
+      { kind: 'queued', thread: 't-second', position: 2, holder: { thread: 't-hold' } },
+    ]);
+  });
+
+  it('a queue with nobody holding the copy (its turn not handed out yet) names the one ahead, and no holder', () => {
+    const s = snapOf([op('t-q', { lease: lease({ state: 'queued', position: 1, behind: null }) })]);
+    expect(needsOf(s)).toMatchObject([{ kind: 'queued', position: 1, behind: null, holder: null }]);
+  });
+
+  it('lists PARK REFUSED with what must be finished, and nothing for a lease that holds, is parked or held for a hand-back', () => {
+    const what = 'a merge is in progress in the working copy: finish it (git commit) or abort it (git merge --abort)';
+    const s = snapOf([
+      op('t-stuck', { lease: lease({ state: 'holds', park_refused: what }) }),
+      op('t-parked', { finished: true, lease: lease({ state: 'parked', parked: { branch: 'nexus/park/t-parked', commit: 'a'.repeat(40), from_branch: 'main', work: true } }) }),
+      op('t-handback', { lease: lease({ state: 'holds', held_for_handback: 't-handback' }) }),
+    ]);
+    expect(needsOf(s)).toMatchObject([{ kind: 'park_refused', thread: 't-stuck', what }]);
+  });
+
+  it('lists a step whose window lapsed unanswered while its operation runs, naming the channel, step and its thread', () => {
+    const r = round([step({ name: 'security', state: 'lapsed', thread: 't-sec' }), step({ name: 'style', state: 'answered' }), step({ name: 'perf', state: 'running' })]);
+    const s = snapOf([op('t-r', {}, { round: r })]);
+    expect(needsOf(s)).toMatchObject([{ kind: 'lapsed', thread: 't-r', channel: 'review', step: 'security', step_thread: 't-sec', deadline: '2026-01-01T00:01:00.000Z' }]);
+  });
+
+  it('a lapsed step of a finished operation shows beside the result while that waits on the person, and goes once they wrote back', () => {
+    const r = round([step({ name: 'security', state: 'lapsed' })]);
+    const root = row({ thread: 't-r', round: { ...r, state: 'answered', reason: 'nobody_answered' } });
+    const finished = (): StatusOperation => ({ ...op('t-r'), finished: true, threads: [root], open: 0 });
+    const waiting = snapOf([finished()], [[root, [by.alice('commission'), by.boss('answer', 'nobody answered')]]]);
+    expect(needsOf(waiting).map((i) => i.kind)).toEqual(['awaiting', 'lapsed']);
+    const read = snapOf([finished()], [[root, [by.alice('commission'), by.boss('answer'), by.alice('none', 'thanks')]]]);
+    expect(needsOf(read)).toEqual([]);
+  });
+
+  it('a commission its sender withdrew waits on nobody (the withdrawal, in their name, is the answer); another person\'s answer still does', () => {
+    const r = row();
+    expect(needsOf(snapOf([{ ...op(r.thread), finished: true, threads: [r] }], [[r, [by.alice('commission'), by.alice('answer', 'withdrawn by alice')]]]))).toEqual([]);
+    const bob = { author: 'bob', session: null, effect: 'answer', text: 'looks good' };
+    expect(needsOf(snapOf([{ ...op(r.thread), finished: true, threads: [r] }], [[r, [by.alice('commission'), bob]]])).map((i) => i.kind)).toEqual(['awaiting']);
+  });
+
+  it('orders everything: hand-backs, answers, refused parks, lapsed steps, refusals, the queue, then the machinery', () => {
+    const esc = row({ thread: 't-esc', escalated: true });
+    const ans = row({ thread: 't-ans' });
+    const s = snapOf(
+      [
+        op('t-q', { lease: lease({ state: 'queued', position: 1, behind: 't-stuck' }) }),
+        op('t-rej', {}, { rejected_code: 'STAMP_UNTRUSTED' }),
+        op('t-r', {}, { round: round([step({ state: 'lapsed' })]) }),
+        op('t-stuck', { lease: lease({ state: 'holds', park_refused: 'finish the rebase' }) }),
+        { ...op('t-ans'), finished: true, threads: [ans] },
+        { ...op('t-esc'), finished: true, threads: [esc] },
+      ],
+      [
+        [esc, [by.alice('commission'), by.boss('escalate')]],
+        [ans, [by.alice('commission'), by.boss('answer')]],
+      ],
+    );
+    s.workspaces[0]!.sync = bound({ connected: false });
+    expect(needsOf(s).map((i) => i.kind)).toEqual(['escalated', 'awaiting', 'park_refused', 'lapsed', 'rejected', 'queued', 'sync']);
+    const html = renderNeeds(needsOf(s), { actor: 'alice', workspaces: 1 });
+    expect(html).toContain('PARK REFUSED');
+    expect(html).toContain('finish the rebase');
+    expect(html).toMatch(/data-kind="queued"[^>]* data-position="1" data-behind="t-stuck" data-holder="t-stuck"/);
+    expect(html).toContain('data-step="review"');
   });
 });
 

@@ -191,9 +191,14 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     expect(text.stdout).toContain('The price is 10.');
   });
 
-  it('Operations shows, field for field, what nxc status --all --json prints', async () => {
+  /** Every operation and thread on the Operations page against `nxc status --all --json` of both workspaces, field for field. */
+  const expectOperationsAsStatus = async () => {
     await go('/operations');
     const rows = await inPage<Array<Record<string, string>>>(page, `[...document.querySelectorAll('li[data-thread]')].map((e) => ({ ...e.dataset }))`);
+    const ops = await inPage<Array<Record<string, string>>>(page, `[...document.querySelectorAll('details.op')].map((e) => ({ ...e.dataset }))`);
+    const byThread = (x: { thread?: string }, y: { thread?: string }) => (x.thread! < y.thread! ? -1 : 1);
+    const byOperation = (x: { operation?: string }, y: { operation?: string }) => (x.operation! < y.operation! ? -1 : 1);
+    const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
     for (const w of [a, b]) {
       const status = await w.status(true);
       const expected = status.operations.flatMap((op: any) =>
@@ -211,14 +216,37 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
           sessionRunning: r.session === null ? '' : String(r.session.running),
           sessionTurn: r.session === null ? '' : String(r.session.turn),
           sessionDepth: r.session === null ? '' : String(r.session.depth),
+          sessionDeclaration: r.session === null ? '' : text(r.session.declaration_hash),
           rejectedCode: r.rejected_code ?? '',
+          wcCommit: text(r.working_copy?.commit),
+          wcBranch: text(r.working_copy?.branch),
+          wcDirty: text(r.working_copy?.dirty),
         })),
       );
       expect(expected.length).toBeGreaterThan(0);
-      const shown = rows.filter((r) => r['workspace'] === w.id);
-      const byThread = (x: { thread?: string }, y: { thread?: string }) => (x.thread! < y.thread! ? -1 : 1);
-      expect(shown.sort(byThread)).toEqual(expected.sort(byThread));
+      expect(rows.filter((r) => r['workspace'] === w.id).sort(byThread)).toEqual(expected.sort(byThread));
+      const expectedOps = status.operations.map((op: any) => ({
+        operation: op.operation,
+        finished: String(op.finished),
+        leaseState: text(op.lease?.state),
+        leaseToken: text(op.lease?.token),
+        leasePosition: text(op.lease?.position),
+        leaseBehind: text(op.lease?.behind),
+        leaseHeldForHandback: text(op.lease?.held_for_handback),
+        leaseParkRefused: text(op.lease?.park_refused),
+        leaseWithdrawn: text(op.lease?.withdrawn),
+        leaseParkedBranch: text(op.lease?.parked?.branch),
+      }));
+      const ids = new Set(expectedOps.map((o: { operation: string }) => o.operation));
+      expect(ops.filter((o) => ids.has(o['operation']!)).sort(byOperation)).toEqual(expectedOps.sort(byOperation));
     }
+  };
+
+  it('Operations shows, field for field, what nxc status --all --json prints', async () => {
+    await expectOperationsAsStatus();
+    // Sessions ran here, so declarations and working-copy records are on the page, not only empty fields.
+    await expect(page.locator('li[data-session-declaration^="sha256:"]').count()).resolves.toBeGreaterThan(0);
+    await expect(page.locator('li[data-wc-commit]:not([data-wc-commit=""])').count()).resolves.toBeGreaterThan(0);
     await inPage(page, `document.querySelectorAll('details.op').forEach((d) => (d.open = true))`);
     await shot('operations');
     // A finished operation is folded away: on a fresh page, open it as a person would, then follow its thread's link.
@@ -332,6 +360,13 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     await expect(item.getAttribute('data-holder')).resolves.toBe(holder);
     await expect(item.locator(`a[href="/w/${b.id}/t/${holder}"]`).textContent()).resolves.toBe('build the parser');
     await shot('needs-you-queued');
+    // Operations: the holder and the queued commission, each with its lease as status prints it.
+    await expectOperationsAsStatus();
+    await expect(page.locator(`#op-${holder}`).getAttribute('data-lease-state')).resolves.toBe('holds');
+    await expect(page.locator(`#op-${queued}`).getAttribute('data-lease-position')).resolves.toBe('1');
+    await expect(page.locator(`#op-${holder} .lease`).textContent()).resolves.toMatch(/^working copy: holds working tree \(token \d+\)/);
+    await shot('operations-lease');
+    await go('/');
 
     // The holder answers; the copy moves on, the queued commission runs, and the item leaves the page.
     writeFileSync(gate(), '');

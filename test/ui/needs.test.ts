@@ -262,6 +262,41 @@ describe('rendering', () => {
     }
   });
 
+  it('Operations shows each operation\'s lease: its line as status prints it, marks, and data attributes', () => {
+    const text = 'holds working tree (token 3) · bound 2026-01-01T02:00:00.000Z · held for the hand-back in t-hold · PARK REFUSED: finish the merge';
+    const s = snapOf([
+      op('t-hold', { lease: lease({ state: 'holds', token: 3, held_for_handback: 't-hold', park_refused: 'finish the merge', text }) }),
+      op('t-q', { lease: lease({ state: 'queued', position: 1, behind: 't-hold', text: 'queued (position 1 behind t-hold)' }) }),
+      op('t-none'),
+    ]);
+    const html = renderOperations(s.workspaces);
+    expect(html).toContain(`<p class="meta lease">working copy: ${text}</p>`);
+    expect(html).toMatch(/id="op-t-hold"[^>]* data-lease-state="holds" data-lease-token="3" data-lease-position="" data-lease-behind="" data-lease-held-for-handback="t-hold" data-lease-park-refused="finish the merge" data-lease-withdrawn="false"/);
+    expect(html).toMatch(/id="op-t-q"[^>]* data-lease-state="queued"[^>]* data-lease-position="1" data-lease-behind="t-hold"/);
+    expect(html).toMatch(/id="op-t-none"[^>]* data-lease-state=""/);
+    for (const mark of ['holds the working copy', 'held for its hand-back', 'PARK REFUSED', 'queued for the working copy, position 1']) expect(html).toContain(mark);
+    // The lease is rendered, not dumped as an unknown field.
+    expect(html).not.toContain('data-field="lease"');
+  });
+
+  it('Operations shows per thread the working copy of its newest message (short commit on its branch, clean or dirty) and the declaration a session ran under', () => {
+    const commit = '0123456789abcdef0123456789abcdef01234567';
+    const hash = `sha256:${'ab'.repeat(32)}`;
+    const session = { id: 's-1', handle: 'ws/boss', depth: 1, turn: 2, running: false, declaration_hash: hash };
+    const html = renderOperations(
+      snapOf([
+        op('t-clean', {}, { session, working_copy: { commit, branch: 'main', dirty: false, fingerprint: `sha256:${'c'.repeat(64)}` } }),
+        op('t-dirty', {}, { working_copy: { commit: null, branch: null, dirty: true, fingerprint: `sha256:${'d'.repeat(64)}` } }),
+      ]).workspaces,
+    );
+    expect(html).toContain(`<code title="${commit}">0123456789</code> on <code>main</code> <span class="tag plain">clean</span>`);
+    expect(html).toContain('no commit yet on detached HEAD <span class="tag warn">dirty</span>');
+    expect(html).toMatch(/data-thread="t-clean"[^>]* data-session-declaration="sha256:(ab){32}"[^>]* data-wc-commit="0123456789abcdef0123456789abcdef01234567" data-wc-branch="main" data-wc-dirty="false"/);
+    expect(html).toMatch(/data-thread="t-dirty"[^>]* data-wc-commit="" data-wc-branch="" data-wc-dirty="true"/);
+    expect(html).toContain(`declaration <code title="${hash}">abababababab</code>`);
+    expect(html).not.toContain('data-field="declaration_hash"');
+  });
+
   it('shows fields it does not know (a lease, a round) generically', () => {
     const r = { ...row(), lease: { holder: 'ws/boss', position: 2 } } as StatusRow;
     const html = renderOperations(snap(r, []).workspaces);

@@ -83,8 +83,10 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     for (const path of ['/', '/operations', '/sync', '/events', `/w/${a.id}/t/t-x`, '/?k=wrong-secret']) {
       expect((await fetch(base + path, { redirect: 'manual' })).status, path).toBe(403);
     }
-    const post = await fetch(`${base}/w/${a.id}/t/t-x/reply`, { method: 'POST', body: new URLSearchParams({ text: 'hi', actor: 'alice' }) });
-    expect(post.status).toBe(403);
+    for (const action of ['reply', 'withdraw']) {
+      const post = await fetch(`${base}/w/${a.id}/t/t-x/${action}`, { method: 'POST', body: new URLSearchParams({ text: 'hi', actor: 'alice' }) });
+      expect(post.status, action).toBe(403);
+    }
     const withCookieOfAnother = await fetch(base + '/', { headers: { cookie: `nxs_ui_${new URL(base).port}=not-the-secret` } });
     expect(withCookieOfAnother.status).toBe(403);
   });
@@ -366,11 +368,55 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     await expect(page.locator(`#op-${queued}`).getAttribute('data-lease-position')).resolves.toBe('1');
     await expect(page.locator(`#op-${holder} .lease`).textContent()).resolves.toMatch(/^working copy: holds working tree \(token \d+\)/);
     await shot('operations-lease');
-    await go('/');
+  });
 
-    // The holder answers; the copy moves on, the queued commission runs, and the item leaves the page.
-    writeFileSync(gate(), '');
-    await item.waitFor({ state: 'detached', timeout: 60_000 });
+  it('withdraws the holder from its thread page: someone else is refused as the CLI refuses them, its sender stops it and the queued commission runs', async () => {
+    await go(`/w/${b.id}/t/${holder}`);
+    const form = page.locator('form.withdraw');
+    await expect(form.getAttribute('action')).resolves.toBe(`/w/${b.id}/t/${holder}/withdraw`);
+    // Reply and withdraw sit side by side on the operation's first thread.
+    await expect(page.locator('form.reply').count()).resolves.toBe(1);
+
+    await form.locator('input[name=actor]').fill('bob');
+    const [refused] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), form.locator('button').click()]);
+    expect(refused.status()).toBe(403);
+    await expect(page.locator('[data-error]').getAttribute('data-error')).resolves.toBe('WITHDRAW_NOT_SENDER');
+    const cli = await b.nxc(['withdraw', '--thread', holder, '--json'], { env: { NXC_ACTOR: 'bob' } });
+    expect([cli.code, cli.json.error.code]).toEqual([2, 'WITHDRAW_NOT_SENDER']);
+    // Refused: nothing moved.
+    const before = (await b.status(true)).operations.find((o: { operation: string }) => o.operation === holder);
+    expect(before.lease).toMatchObject({ state: 'holds', withdrawn: false });
+    expect(before.finished).toBe(false);
+    await shot('withdraw-refused');
+
+    await go(`/w/${b.id}/t/${holder}`);
+    await page.locator('form.withdraw input[name=actor]').fill('alice');
+    const key = await page.locator('form.withdraw input[name=request]').getAttribute('value');
+    const [done] = await Promise.all([page.waitForURL(/withdrawn=/), page.locator('form.withdraw button').click()]);
+    void done;
+    await expect(page.locator('[data-withdrawn]').getAttribute('data-withdrawn')).resolves.toBe(holder);
+    const withdrawnAt = page.url();
+    // The withdrawal is written in the sender's name, as nxc withdraw writes it.
+    const view = await b.nxc(['threads', 'show', holder, '--json']);
+    expect(view.json.messages.at(-1)).toMatchObject({ author: 'alice', session: null, effect: 'answer' });
+    expect(view.json.messages.at(-1).text).toContain('withdrawn by alice');
+
+    // The same form posted again (a reload that posts twice) gets the first answer and writes nothing.
+    const again = await page.request.post(`${base}/w/${b.id}/t/${holder}/withdraw`, {
+      form: { actor: 'alice', back: `/w/${b.id}/t/${holder}`, request: key! },
+      maxRedirects: 0,
+    });
+    expect(again.status()).toBe(303);
+    expect(new URL(again.headers()['location']!, base).href).toBe(withdrawnAt);
+    expect((await b.nxc(['threads', 'show', holder, '--json'])).json.messages).toHaveLength(view.json.messages.length);
+
+    // The copy moves on: the queued commission starts and answers, and leaves Needs you.
+    await go('/');
+    await page.locator(`li[data-kind=queued][data-thread="${queued}"]`).waitFor({ state: 'detached', timeout: 60_000 });
     await b.waitIdle();
+    const after = await b.nxc(['threads', 'show', queued, '--json']);
+    expect(after.json.thread.state).toBe('answered');
+    // Nothing waits on alice for the operation she withdrew herself.
+    await expect(page.locator(`li[data-thread="${holder}"]`).count()).resolves.toBe(0);
   });
 });

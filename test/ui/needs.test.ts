@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { SyncReport } from '../../protocol/commands.js';
 import type { OperationLease, StatusOperation, StatusRow, ThreadView } from '../../protocol/receipts.js';
 import type { RoundStatus, RoundStepStatus } from '../../protocol/round.js';
-import { needsOf, renderNeeds, renderOperations, syncProblems, type Snapshot } from '../../node-agent/host/ui/index.js';
+import { needsOf, renderNeeds, renderOperations, renderThread, syncProblems, withdrawable, type Snapshot } from '../../node-agent/host/ui/index.js';
 
 const WS = 'aaaaaaaaaaaaaaaaaaaaaaaaaa';
 
@@ -295,6 +295,36 @@ describe('rendering', () => {
     expect(html).toMatch(/data-thread="t-dirty"[^>]* data-wc-commit="" data-wc-branch="" data-wc-dirty="true"/);
     expect(html).toContain(`declaration <code title="${hash}">abababababab</code>`);
     expect(html).not.toContain('data-field="declaration_hash"');
+  });
+
+  it('offers to withdraw only on the first thread of an operation a person sent, while something is left to take back', () => {
+    const first = row({ thread: 't-op', state: 'open', awaiting_human: false });
+    const view = (r: StatusRow, messages: Msg[], operation = 't-op'): ThreadView => ({ ...snap(r, messages).views.get(`${WS}/${r.thread}`)!, operation });
+    const running = op('t-op');
+    const finished = { ...op('t-op'), finished: true };
+    const cases: Array<[string, ThreadView, StatusOperation | undefined, boolean]> = [
+      ['a running operation, its first thread', view(first, [by.alice('commission')]), running, true],
+      ['a finished one whose lease still holds the copy (for its hand-back)', view(first, [by.alice('commission')]), { ...finished, lease: lease({ state: 'holds', held_for_handback: 't-op' }) }, true],
+      ['a finished one still queued', view(first, [by.alice('commission')]), { ...finished, lease: lease({ state: 'queued', position: 1 }) }, true],
+      ['a finished one, nothing held', view(first, [by.alice('commission')]), finished, false],
+      ['a finished one whose work is parked', view(first, [by.alice('commission')]), { ...finished, lease: lease({ state: 'parked' }) }, false],
+      ['a thread below the first', view(row({ thread: 't-sub', parent: 't-op' }), [by.boss('commission')]), running, false],
+      ['a first thread a session opened', view(first, [by.boss('commission')]), running, false],
+      ['an operation status does not list', view(first, [by.alice('commission')]), undefined, false],
+    ];
+    for (const [name, v, o, offered] of cases) {
+      expect(withdrawable(v, o), name).toBe(offered);
+      const html = renderThread({ id: WS, name: 'web' }, v, { actor: 'alice', back: '/', withdrawable: withdrawable(v, o) });
+      expect(html.includes(`action="/w/${WS}/t/${v.thread.thread}/withdraw"`), name).toBe(offered);
+    }
+  });
+
+  it('every form carries a request key of its own, so a form posted twice is applied once', () => {
+    const v: ThreadView = { ...snap(row({ thread: 't-op', state: 'open' }), [by.alice('commission')]).views.get(`${WS}/t-op`)!, operation: 't-op' };
+    const html = renderThread({ id: WS, name: 'web' }, v, { actor: 'alice', back: '/', withdrawable: true });
+    const keys = [...html.matchAll(/name="request" value="(r-[0-9A-HJKMNP-TV-Z]{26})"/g)].map((m) => m[1]);
+    expect(keys).toHaveLength(2);
+    expect(new Set(keys).size).toBe(2);
   });
 
   it('shows fields it does not know (a lease, a round) generically', () => {

@@ -419,4 +419,35 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     // Nothing waits on alice for the operation she withdrew herself.
     await expect(page.locator(`li[data-thread="${holder}"]`).count()).resolves.toBe(0);
   });
+
+  it('Sync lists each trusted workspace with its id, alias and key history, as nxs sync trust list --json and nxs key show --json print them', async () => {
+    const bKeys = (await b.nxs(['key', 'show', '--json'])).json;
+    const added = await a.nxs(['sync', 'trust', 'add', '--workspace', b.id, '--key', JSON.stringify(bKeys.public_jwk), '--name', 'partner', '--json']);
+    expect(added.code, added.stdout + added.stderr).toBe(0);
+    // A rotation, so the own history has more than its genesis key.
+    const rotated = await a.nxs(['key', 'rotate', '--json']);
+    expect(rotated.code, rotated.stdout + rotated.stderr).toBe(0);
+    const trust = (await a.nxs(['sync', 'trust', 'list', '--json'])).json;
+    const keys = (await a.nxs(['key', 'show', '--json'])).json;
+    expect(trust.trusted).toHaveLength(1);
+    expect(keys.history).toHaveLength(2);
+
+    await go('/sync');
+    const section = page.locator(`section[data-workspace="${a.id}"]`);
+    const tableRows = (scope: string) =>
+      inPage<string[][]>(page, `[...document.querySelectorAll('section[data-workspace="${a.id}"] ${scope} tr[data-key]')].map((e) => [e.dataset.key, e.dataset.signedBy, e.dataset.op])`);
+    const asRows = (history: Array<{ key: string; signed_by: string | null; op: string | null }>) => history.map((h) => [h.key, h.signed_by ?? '', h.op ?? '']);
+    const cards = await inPage<string[][]>(page, `[...document.querySelectorAll('section[data-workspace="${a.id}"] [data-trusted]')].map((e) => [e.dataset.trusted, e.dataset.alias])`);
+    expect(cards).toEqual(trust.trusted.map((e: { workspace: string; name: string | null }) => [e.workspace, e.name ?? '']));
+    await expect(section.locator(`[data-trusted="${b.id}"] h4`).textContent()).resolves.toBe(`partner ${b.id}`);
+    // The trusted key heads the history, and the chain is the one the trusted workspace itself reports.
+    const trusted = await tableRows(`[data-trusted="${b.id}"]`);
+    expect(trusted[0]![0]).toBe(trust.trusted[0].key.x);
+    expect(trusted).toEqual(asRows(bKeys.history));
+    // This workspace's own keys: genesis, then the rotation signed by it.
+    expect(await tableRows(`[data-keys="${a.id}"]`)).toEqual(asRows(keys.history));
+    expect(keys.history[1]).toMatchObject({ key: rotated.json.key, signed_by: rotated.json.previous_key, op: rotated.json.op });
+    await expect(section.locator(`[data-keys="${a.id}"]`).getAttribute('data-generation')).resolves.toBe(String(keys.generation));
+    await shot('sync-trust');
+  });
 });

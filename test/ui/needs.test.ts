@@ -1,10 +1,10 @@
 // What "Needs you" lists, what counts as sync trouble, and how the views render what they are given:
 // pure functions over snapshots, so each rule is one row of a table.
 import { describe, expect, it } from 'vitest';
-import type { SyncReport } from '../../protocol/commands.js';
+import type { KeyReport, SyncReport, TrustReport } from '../../protocol/commands.js';
 import type { OperationLease, StatusOperation, StatusRow, ThreadView } from '../../protocol/receipts.js';
 import type { RoundStatus, RoundStepStatus } from '../../protocol/round.js';
-import { needsOf, renderNeeds, renderOperations, renderThread, syncProblems, withdrawable, type Snapshot } from '../../node-agent/host/ui/index.js';
+import { needsOf, renderNeeds, renderOperations, renderSync, renderThread, syncProblems, withdrawable, type Snapshot } from '../../node-agent/host/ui/index.js';
 
 const WS = 'aaaaaaaaaaaaaaaaaaaaaaaaaa';
 
@@ -332,5 +332,58 @@ describe('rendering', () => {
     const html = renderOperations(snap(r, []).workspaces);
     expect(html).toContain('data-field="lease"');
     expect(html).toContain('&quot;position&quot;:2');
+  });
+});
+
+describe('the Sync view', () => {
+  const P = 'pppppppppppppppppppppppppp';
+  const Q = 'qqqqqqqqqqqqqqqqqqqqqqqqqq';
+  const jwk = (x: string) => ({ kty: 'OKP' as const, crv: 'Ed25519' as const, x });
+  const genesis = (key: string) => ({ key, signed_by: null, op: null, lamport: null, ts: null });
+  const rotated = (key: string, by: string, op: string) => ({ key, signed_by: by, op, lamport: 7, ts: '2026-01-02T00:00:00.000Z' });
+
+  const keys: KeyReport = {
+    workspace: WS,
+    short: 'aaaa',
+    public_jwk: jwk('K0'),
+    key: 'K1-own-key-now-0123456789',
+    signing_jwk: jwk('K1-own-key-now-0123456789'),
+    generation: 1,
+    history: [genesis('K0-own-genesis-0123456789'), rotated('K1-own-key-now-0123456789', 'K0-own-genesis-0123456789', 'op-own-rotation')],
+    archived_keys: 1,
+    rotation_in_progress: false,
+  };
+  const trust: TrustReport = {
+    workspace: WS,
+    trusted: [
+      { workspace: P, name: 'partner<b>', key: jwk('P0'), added_at: '2026-01-01T00:00:00.000Z', history: [genesis('P0-genesis-0123456789'), rotated('P1-now-0123456789ab', 'P0-genesis-0123456789', 'op-p-rotation')] },
+      { workspace: Q, name: null, key: jwk('Q0'), added_at: '2026-01-01T00:00:00.000Z', history: [genesis('Q0-genesis-0123456789')] },
+    ],
+  };
+  const ws = () => snap(row(), []).workspaces[0]!;
+
+  it('shows per trusted workspace its id, alias and key history (genesis first, each rotation with the key that signed it), and its own keys', () => {
+    const html = renderSync([{ workspace: ws(), keys, trust }]);
+    expect(html).toContain(`data-trusted="${P}" data-alias="partner&lt;b&gt;"`);
+    expect(html).toContain(`partner&lt;b&gt; <code>${P}</code>`);
+    expect(html).toContain(`data-trusted="${Q}" data-alias=""`);
+    expect(html).toContain(`(no alias)</span> <code>${Q}</code>`);
+    expect(html).toContain('1 rotation(s) seen');
+    expect(html).toContain('0 rotation(s) seen');
+    const rows = [...html.matchAll(/<tr data-key="([^"]*)" data-signed-by="([^"]*)" data-op="([^"]*)">/g)].map((m) => m.slice(1));
+    expect(rows).toEqual([
+      ['K0-own-genesis-0123456789', '', ''],
+      ['K1-own-key-now-0123456789', 'K0-own-genesis-0123456789', 'op-own-rotation'],
+      ['P0-genesis-0123456789', '', ''],
+      ['P1-now-0123456789ab', 'P0-genesis-0123456789', 'op-p-rotation'],
+      ['Q0-genesis-0123456789', '', ''],
+    ]);
+    expect(html).toContain(`data-keys="${WS}" data-generation="1"`);
+    expect(html).not.toContain('<b>');
+  });
+
+  it('says so when nothing is trusted, and shows a refusal to read trust instead of hiding it', () => {
+    expect(renderSync([{ workspace: ws(), keys, trust: { workspace: WS, trusted: [] } }])).toContain('No workspace is trusted here');
+    expect(renderSync([{ workspace: ws(), keys, trust: { code: 'TRUST_FILE_INVALID', message: 'trust.json is not JSON' } }])).toContain('<code>TRUST_FILE_INVALID</code> trust.json is not JSON');
   });
 });

@@ -368,6 +368,19 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     await expect(page.locator(`#op-${queued}`).getAttribute('data-lease-position')).resolves.toBe('1');
     await expect(page.locator(`#op-${holder} .lease`).textContent()).resolves.toMatch(/^working copy: holds working tree \(token \d+\)/);
     await shot('operations-lease');
+    // The lease lines, the queued item and the withdraw form reflow at 200% zoom like the rest.
+    const zoomed = await browser.newContext({ viewport: { width: 640, height: 800 }, deviceScaleFactor: 2 });
+    try {
+      const p = await zoomed.newPage();
+      await p.goto(url);
+      for (const path of ['/', '/operations', `/w/${b.id}/t/${holder}`]) {
+        await p.goto(base + path);
+        const [scroll, width] = await inPage<number[]>(p, '[document.documentElement.scrollWidth, document.documentElement.clientWidth]');
+        expect(scroll, path).toBeLessThanOrEqual(width!);
+      }
+    } finally {
+      await zoomed.close();
+    }
   });
 
   it('withdraws the holder from its thread page: someone else is refused as the CLI refuses them, its sender stops it and the queued commission runs', async () => {

@@ -38,7 +38,7 @@ function thread(i: number, j: number, parent: string | null, waiting: boolean): 
     awaiting_human: waiting && parent === null,
     awaiting_workspace: waiting && parent === null ? WS : null,
     answered_by: waiting ? 'ws/lead' : null,
-    session: { id: `s-${i}-${j}`, handle: j === 0 ? 'ws/lead' : `ws/worker${j}`, depth: j === 0 ? 1 : 2, turn: 1 + (i % 3), running: !waiting && j === 0 },
+    session: { id: `s-${i}-${j}`, handle: j === 0 ? 'ws/lead' : `ws/worker${j}`, depth: j === 0 ? 1 : 2, turn: 1 + (i % 3), running: !waiting && j === 0, declaration_hash: `sha256:${'c'.repeat(64)}` },
     messages: 2 + (i % 4),
     updated: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(),
     working_copy: WC,

@@ -93,7 +93,15 @@ export const StatusRowSchema = z.object({
   awaiting_workspace: z.string().nullable(),
   answered_by: z.string().nullable(),
   session: z
-    .object({ id: z.string(), handle: z.string(), depth: z.number().int(), turn: z.number().int(), running: z.boolean() })
+    .object({
+      id: z.string(),
+      handle: z.string(),
+      depth: z.number().int(),
+      turn: z.number().int(),
+      running: z.boolean(),
+      /** The persona declaration its newest turn started under (`sha256:` + hex, as spec.json records it); null before a turn. */
+      declaration_hash: z.string().nullable(),
+    })
     .nullable(),
   messages: z.number().int(),
   updated: z.string(),

@@ -92,6 +92,11 @@ describe('a persona that starts under a changed declaration', () => {
     await ws.waitIdle();
     expect(spec(ws, first.woke.session).declaration.hash).toBe(hash1);
     expect(spec(ws, r.json.woke.session).declaration.hash).toBe(hash2);
+    // Status names the declaration each session's newest turn ran under, the same hash as its spec.json.
+    const rows = (await ws.status(true)).operations.flatMap((o: any) => o.threads);
+    const sessionOf = (id: string) => rows.find((row: any) => row.session?.id === id).session;
+    expect(sessionOf(first.woke.session).declaration_hash).toBe(hash1);
+    expect(sessionOf(r.json.woke.session).declaration_hash).toBe(hash2);
 
     // Unchanged since its last run: no warning.
     const third = await send(ws, 'drafter', 'third draft');

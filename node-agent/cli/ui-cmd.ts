@@ -41,7 +41,7 @@ export const UI_VERBS: readonly Verb[] = [
       port: { type: 'string', value: 'P', help: 'listen on port P (0: any free one)' },
       'no-open': { type: 'boolean', help: 'only print the URL' },
     },
-    details: 'The URL carries a secret kept in NEXUS_HOME/node/ui-secret (mode 600); whoever holds it can read every workspace the node serves and reply as a person.',
+    details: 'The URL carries a secret kept in NEXUS_HOME/node/ui-secret (mode 600); whoever holds it can read every workspace the node serves, and reply and withdraw as a person.',
     run: async (io: Io, a) => {
       const host = str(a, 'host') ?? null;
       const port = portOption(str(a, 'port'));

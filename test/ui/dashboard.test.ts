@@ -1,7 +1,7 @@
 // The node's dashboard in a real browser (headless Chromium via playwright-core): a real node in this
 // process serving two real workspaces, real sessions as child processes, a real relay stopped and
 // started again, and the real CLI beside the page.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -32,6 +32,11 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
   let url: string;
   let base: string;
   let escalated: string;
+  /** The operation holding b's working copy, and the commission queued behind it. */
+  let holder: string;
+  let queued: string;
+  /** The file whose existence lets b's gate persona answer (it gives up on its own after two minutes). */
+  const gate = () => join(b.root, '..', 'gate-ui');
   const nodeLog: string[] = [];
 
   const shot = (name: string, p: Page = page) => p.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -63,6 +68,11 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
   });
 
   afterAll(async () => {
+    // A test that failed half way may leave b's gate persona holding the copy: let it and what waits behind it finish.
+    if (b && node) {
+      writeFileSync(gate(), '');
+      await b.waitIdle().catch(() => undefined);
+    }
     await browser?.close();
     await node?.close();
     await Promise.all([a?.cleanup(), b?.cleanup()]);
@@ -73,8 +83,10 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     for (const path of ['/', '/operations', '/sync', '/events', `/w/${a.id}/t/t-x`, '/?k=wrong-secret']) {
       expect((await fetch(base + path, { redirect: 'manual' })).status, path).toBe(403);
     }
-    const post = await fetch(`${base}/w/${a.id}/t/t-x/reply`, { method: 'POST', body: new URLSearchParams({ text: 'hi', actor: 'alice' }) });
-    expect(post.status).toBe(403);
+    for (const action of ['reply', 'withdraw']) {
+      const post = await fetch(`${base}/w/${a.id}/t/t-x/${action}`, { method: 'POST', body: new URLSearchParams({ text: 'hi', actor: 'alice' }) });
+      expect(post.status, action).toBe(403);
+    }
     const withCookieOfAnother = await fetch(base + '/', { headers: { cookie: `nxs_ui_${new URL(base).port}=not-the-secret` } });
     expect(withCookieOfAnother.status).toBe(403);
   });
@@ -181,9 +193,14 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     expect(text.stdout).toContain('The price is 10.');
   });
 
-  it('Operations shows, field for field, what nxc status --all --json prints', async () => {
+  /** Every operation and thread on the Operations page against `nxc status --all --json` of both workspaces, field for field. */
+  const expectOperationsAsStatus = async () => {
     await go('/operations');
     const rows = await inPage<Array<Record<string, string>>>(page, `[...document.querySelectorAll('li[data-thread]')].map((e) => ({ ...e.dataset }))`);
+    const ops = await inPage<Array<Record<string, string>>>(page, `[...document.querySelectorAll('details.op')].map((e) => ({ ...e.dataset }))`);
+    const byThread = (x: { thread?: string }, y: { thread?: string }) => (x.thread! < y.thread! ? -1 : 1);
+    const byOperation = (x: { operation?: string }, y: { operation?: string }) => (x.operation! < y.operation! ? -1 : 1);
+    const text = (v: unknown) => (v === null || v === undefined ? '' : String(v));
     for (const w of [a, b]) {
       const status = await w.status(true);
       const expected = status.operations.flatMap((op: any) =>
@@ -201,14 +218,37 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
           sessionRunning: r.session === null ? '' : String(r.session.running),
           sessionTurn: r.session === null ? '' : String(r.session.turn),
           sessionDepth: r.session === null ? '' : String(r.session.depth),
+          sessionDeclaration: r.session === null ? '' : text(r.session.declaration_hash),
           rejectedCode: r.rejected_code ?? '',
+          wcCommit: text(r.working_copy?.commit),
+          wcBranch: text(r.working_copy?.branch),
+          wcDirty: text(r.working_copy?.dirty),
         })),
       );
       expect(expected.length).toBeGreaterThan(0);
-      const shown = rows.filter((r) => r['workspace'] === w.id);
-      const byThread = (x: { thread?: string }, y: { thread?: string }) => (x.thread! < y.thread! ? -1 : 1);
-      expect(shown.sort(byThread)).toEqual(expected.sort(byThread));
+      expect(rows.filter((r) => r['workspace'] === w.id).sort(byThread)).toEqual(expected.sort(byThread));
+      const expectedOps = status.operations.map((op: any) => ({
+        operation: op.operation,
+        finished: String(op.finished),
+        leaseState: text(op.lease?.state),
+        leaseToken: text(op.lease?.token),
+        leasePosition: text(op.lease?.position),
+        leaseBehind: text(op.lease?.behind),
+        leaseHeldForHandback: text(op.lease?.held_for_handback),
+        leaseParkRefused: text(op.lease?.park_refused),
+        leaseWithdrawn: text(op.lease?.withdrawn),
+        leaseParkedBranch: text(op.lease?.parked?.branch),
+      }));
+      const ids = new Set(expectedOps.map((o: { operation: string }) => o.operation));
+      expect(ops.filter((o) => ids.has(o['operation']!)).sort(byOperation)).toEqual(expectedOps.sort(byOperation));
     }
+  };
+
+  it('Operations shows, field for field, what nxc status --all --json prints', async () => {
+    await expectOperationsAsStatus();
+    // Sessions ran here, so declarations and working-copy records are on the page, not only empty fields.
+    await expect(page.locator('li[data-session-declaration^="sha256:"]').count()).resolves.toBeGreaterThan(0);
+    await expect(page.locator('li[data-wc-commit]:not([data-wc-commit=""])').count()).resolves.toBeGreaterThan(0);
     await inPage(page, `document.querySelectorAll('details.op').forEach((d) => (d.open = true))`);
     await shot('operations');
     // A finished operation is folded away: on a fresh page, open it as a person would, then follow its thread's link.
@@ -299,5 +339,128 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     } finally {
       await dark.close();
     }
+  });
+
+  it('a commission queued for the working copy appears in Needs you with its place in line and the operation holding the copy', async () => {
+    b.persona('coder', { mode: 'gate', arg: gate(), extra: 'working_tree: exclusive' });
+    b.persona('rival', { mode: 'reply', extra: 'working_tree: exclusive' });
+    await go('/');
+    const held = await b.nxc(['send', 'coder', '--subject', 'build the parser', '--json', 'build it']);
+    expect(held.code, held.stderr).toBe(0);
+    holder = held.json.thread;
+    const sent = await b.nxc(['send', 'rival', '--subject', 'tidy the docs', '--json', 'when the copy is free']);
+    expect(sent.code, sent.stderr).toBe(0);
+    queued = sent.json.thread;
+    expect(sent.json.queued).toEqual({ position: 1, holder: { operation: holder, thread: holder } });
+    // It arrives over the event stream, and says what nxc status --json says about the lease.
+    const item = page.locator(`li[data-kind=queued][data-thread="${queued}"]`);
+    await item.waitFor();
+    const lease = (await b.status(true)).operations.find((o: { operation: string }) => o.operation === queued).lease;
+    expect(lease).toMatchObject({ state: 'queued', position: 1, behind: holder });
+    await expect(item.getAttribute('data-position')).resolves.toBe(String(lease.position));
+    await expect(item.getAttribute('data-behind')).resolves.toBe(lease.behind);
+    await expect(item.getAttribute('data-holder')).resolves.toBe(holder);
+    await expect(item.locator(`a[href="/w/${b.id}/t/${holder}"]`).textContent()).resolves.toBe('build the parser');
+    await shot('needs-you-queued');
+    // Operations: the holder and the queued commission, each with its lease as status prints it.
+    await expectOperationsAsStatus();
+    await expect(page.locator(`#op-${holder}`).getAttribute('data-lease-state')).resolves.toBe('holds');
+    await expect(page.locator(`#op-${queued}`).getAttribute('data-lease-position')).resolves.toBe('1');
+    await expect(page.locator(`#op-${holder} .lease`).textContent()).resolves.toMatch(/^working copy: holds working tree \(token \d+\)/);
+    await shot('operations-lease');
+    // The lease lines, the queued item and the withdraw form reflow at 200% zoom like the rest.
+    const zoomed = await browser.newContext({ viewport: { width: 640, height: 800 }, deviceScaleFactor: 2 });
+    try {
+      const p = await zoomed.newPage();
+      await p.goto(url);
+      for (const path of ['/', '/operations', `/w/${b.id}/t/${holder}`]) {
+        await p.goto(base + path);
+        const [scroll, width] = await inPage<number[]>(p, '[document.documentElement.scrollWidth, document.documentElement.clientWidth]');
+        expect(scroll, path).toBeLessThanOrEqual(width!);
+      }
+    } finally {
+      await zoomed.close();
+    }
+  });
+
+  it('withdraws the holder from its thread page: someone else is refused as the CLI refuses them, its sender stops it and the queued commission runs', async () => {
+    await go(`/w/${b.id}/t/${holder}`);
+    const form = page.locator('form.withdraw');
+    await expect(form.getAttribute('action')).resolves.toBe(`/w/${b.id}/t/${holder}/withdraw`);
+    // Reply and withdraw sit side by side on the operation's first thread.
+    await expect(page.locator('form.reply').count()).resolves.toBe(1);
+
+    await form.locator('input[name=actor]').fill('bob');
+    const [refused] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), form.locator('button').click()]);
+    expect(refused.status()).toBe(403);
+    await expect(page.locator('[data-error]').getAttribute('data-error')).resolves.toBe('WITHDRAW_NOT_SENDER');
+    const cli = await b.nxc(['withdraw', '--thread', holder, '--json'], { env: { NXC_ACTOR: 'bob' } });
+    expect([cli.code, cli.json.error.code]).toEqual([2, 'WITHDRAW_NOT_SENDER']);
+    // Refused: nothing moved.
+    const before = (await b.status(true)).operations.find((o: { operation: string }) => o.operation === holder);
+    expect(before.lease).toMatchObject({ state: 'holds', withdrawn: false });
+    expect(before.finished).toBe(false);
+    await shot('withdraw-refused');
+
+    await go(`/w/${b.id}/t/${holder}`);
+    await page.locator('form.withdraw input[name=actor]').fill('alice');
+    const key = await page.locator('form.withdraw input[name=request]').getAttribute('value');
+    const [done] = await Promise.all([page.waitForURL(/withdrawn=/), page.locator('form.withdraw button').click()]);
+    void done;
+    await expect(page.locator('[data-withdrawn]').getAttribute('data-withdrawn')).resolves.toBe(holder);
+    const withdrawnAt = page.url();
+    // The withdrawal is written in the sender's name, as nxc withdraw writes it.
+    const view = await b.nxc(['threads', 'show', holder, '--json']);
+    expect(view.json.messages.at(-1)).toMatchObject({ author: 'alice', session: null, effect: 'answer' });
+    expect(view.json.messages.at(-1).text).toContain('withdrawn by alice');
+
+    // The same form posted again (a reload that posts twice) gets the first answer and writes nothing.
+    const again = await page.request.post(`${base}/w/${b.id}/t/${holder}/withdraw`, {
+      form: { actor: 'alice', back: `/w/${b.id}/t/${holder}`, request: key! },
+      maxRedirects: 0,
+    });
+    expect(again.status()).toBe(303);
+    expect(new URL(again.headers()['location']!, base).href).toBe(withdrawnAt);
+    expect((await b.nxc(['threads', 'show', holder, '--json'])).json.messages).toHaveLength(view.json.messages.length);
+
+    // The copy moves on: the queued commission starts and answers, and leaves Needs you.
+    await go('/');
+    await page.locator(`li[data-kind=queued][data-thread="${queued}"]`).waitFor({ state: 'detached', timeout: 60_000 });
+    await b.waitIdle();
+    const after = await b.nxc(['threads', 'show', queued, '--json']);
+    expect(after.json.thread.state).toBe('answered');
+    // Nothing waits on alice for the operation she withdrew herself.
+    await expect(page.locator(`li[data-thread="${holder}"]`).count()).resolves.toBe(0);
+  });
+
+  it('Sync lists each trusted workspace with its id, alias and key history, as nxs sync trust list --json and nxs key show --json print them', async () => {
+    const bKeys = (await b.nxs(['key', 'show', '--json'])).json;
+    const added = await a.nxs(['sync', 'trust', 'add', '--workspace', b.id, '--key', JSON.stringify(bKeys.public_jwk), '--name', 'partner', '--json']);
+    expect(added.code, added.stdout + added.stderr).toBe(0);
+    // A rotation, so the own history has more than its genesis key.
+    const rotated = await a.nxs(['key', 'rotate', '--json']);
+    expect(rotated.code, rotated.stdout + rotated.stderr).toBe(0);
+    const trust = (await a.nxs(['sync', 'trust', 'list', '--json'])).json;
+    const keys = (await a.nxs(['key', 'show', '--json'])).json;
+    expect(trust.trusted).toHaveLength(1);
+    expect(keys.history).toHaveLength(2);
+
+    await go('/sync');
+    const section = page.locator(`section[data-workspace="${a.id}"]`);
+    const tableRows = (scope: string) =>
+      inPage<string[][]>(page, `[...document.querySelectorAll('section[data-workspace="${a.id}"] ${scope} tr[data-key]')].map((e) => [e.dataset.key, e.dataset.signedBy, e.dataset.op])`);
+    const asRows = (history: Array<{ key: string; signed_by: string | null; op: string | null }>) => history.map((h) => [h.key, h.signed_by ?? '', h.op ?? '']);
+    const cards = await inPage<string[][]>(page, `[...document.querySelectorAll('section[data-workspace="${a.id}"] [data-trusted]')].map((e) => [e.dataset.trusted, e.dataset.alias])`);
+    expect(cards).toEqual(trust.trusted.map((e: { workspace: string; name: string | null }) => [e.workspace, e.name ?? '']));
+    await expect(section.locator(`[data-trusted="${b.id}"] h4`).textContent()).resolves.toBe(`partner ${b.id}`);
+    // The trusted key heads the history, and the chain is the one the trusted workspace itself reports.
+    const trusted = await tableRows(`[data-trusted="${b.id}"]`);
+    expect(trusted[0]![0]).toBe(trust.trusted[0].key.x);
+    expect(trusted).toEqual(asRows(bKeys.history));
+    // This workspace's own keys: genesis, then the rotation signed by it.
+    expect(await tableRows(`[data-keys="${a.id}"]`)).toEqual(asRows(keys.history));
+    expect(keys.history[1]).toMatchObject({ key: rotated.json.key, signed_by: rotated.json.previous_key, op: rotated.json.op });
+    await expect(section.locator(`[data-keys="${a.id}"]`).getAttribute('data-generation')).resolves.toBe(String(keys.generation));
+    await shot('sync-trust');
   });
 });

@@ -54,7 +54,7 @@ function statusRow(state: OperationState, t: ThreadState, finished: boolean, hom
     awaiting_human: awaiting,
     awaiting_workspace: awaiting ? (homes.get(t.id) ?? null) : null,
     answered_by: t.answered_by,
-    session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn } : null,
+    session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn, declaration_hash: s.declaration_hash ?? null } : null,
     messages: t.messages,
     updated: t.updated_ts,
     working_copy: t.last_message?.working_copy ?? null,

@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
-import { parseInput } from '../../../protocol/commands.js';
+import { parseInput, RequestKeySchema, type RunOptions } from '../../../protocol/commands.js';
 import { ERROR_TABLE, NexusError, type ErrorCode } from '../../../protocol/errors.js';
 import { Handle } from '../../../protocol/ids.js';
 import { failureOf, snapshot, type Caches, type Failure, type Snapshot, type UiBackend } from './data.js';
@@ -19,7 +19,7 @@ import { cookieName, secretMatches } from './secret.js';
 import { renderNeeds } from './views/needs.js';
 import { renderOperations } from './views/operations.js';
 import { renderSync, type SyncPageEntry } from './views/sync.js';
-import { renderThread } from './views/thread.js';
+import { renderThread, withdrawable } from './views/thread.js';
 
 export type UiAppOptions = {
   backend: UiBackend;
@@ -64,6 +64,21 @@ function withParam(path: string, key: string, value: string): string {
   return `${base}${base.includes('?') ? '&' : '?'}${key}=${encodeURIComponent(value)}${hash === undefined ? '' : `#${hash}`}`;
 }
 
+/** The form's request key, when it carries a well-formed one: a second post of the same form gets the first answer. */
+function requestOf(form: Record<string, unknown>): RunOptions {
+  const key = form['request'];
+  return typeof key === 'string' && RequestKeySchema.safeParse(key).success ? { request: key } : {};
+}
+
+/** The person a form acts as, checked as NXC_ACTOR is. */
+function formActor(form: Record<string, unknown>): string {
+  const actor = typeof form['actor'] === 'string' ? form['actor'].trim() : '';
+  if (!isPersonHandle(actor)) {
+    throw new NexusError('BAD_REQUEST', `${JSON.stringify(actor)} is not a person's handle (lowercase letters, digits, . _ -; as NXC_ACTOR takes it)`);
+  }
+  return actor;
+}
+
 function failureNotice(f: Failure): string {
   return `<div class="notice bad" role="alert" data-error="${esc(f.code)}"><strong>Refused: <code>${esc(f.code)}</code></strong> ${esc(f.message)}</div>`;
 }
@@ -88,10 +103,16 @@ export function uiApp(o: UiAppOptions): Hono {
   };
 
   const postedNotice = (c: Context): string => {
+    const id = (v: string | undefined) => v !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(v);
+    const count = (v: string | undefined) => (v !== undefined && /^\d{1,6}$/.test(v) ? Number(v) : 0);
     const posted = c.req.query('posted');
-    return posted !== undefined && /^[A-Za-z0-9_-]{1,64}$/.test(posted)
-      ? `<p class="notice ok" role="status" data-posted="${esc(posted)}">Reply posted (message <code>${esc(posted)}</code>).</p>`
-      : '';
+    const withdrawn = c.req.query('withdrawn');
+    let out = id(posted) ? `<p class="notice ok" role="status" data-posted="${esc(posted)}">Reply posted (message <code>${esc(posted)}</code>).</p>` : '';
+    if (id(withdrawn)) {
+      const warned = (c.req.query('warned') ?? '').split(',').filter((w) => /^[a-z_]{1,40}$/.test(w));
+      out += `<p class="notice ok" role="status" data-withdrawn="${esc(withdrawn)}">Withdrawn: operation <code>${esc(withdrawn)}</code>, ${count(c.req.query('discharged'))} thread(s) discharged, ${count(c.req.query('stopping'))} session(s) asked to stop. What they leave uncommitted is parked on a branch once they are gone, and the working copy moves on.${warned.length > 0 ? ` Warnings: ${warned.map((w) => `<code>${esc(w)}</code>`).join(', ')} (see <code>nxc status</code>).` : ''}</p>`;
+    }
+    return out;
   };
 
   // Headers first, so even a refusal carries them.
@@ -164,7 +185,14 @@ export function uiApp(o: UiAppOptions): Hono {
     try {
       if (!w) throw new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`);
       const view = await o.backend.run('threads.show', workspace, { thread });
-      const body = renderThread(w, view, { actor: actorOf(c), back, notice: (extra.notice ?? '') + postedNotice(c), ...(extra.text === undefined ? {} : { text: extra.text }) });
+      const op = w.status?.operations.find((x) => x.operation === view.operation);
+      const body = renderThread(w, view, {
+        actor: actorOf(c),
+        back,
+        notice: (extra.notice ?? '') + postedNotice(c),
+        withdrawable: withdrawable(view, op),
+        ...(extra.text === undefined ? {} : { text: extra.text }),
+      });
       return render(c, null, view.thread.subject ?? 'Thread', body, needsCount(s), extra.status ?? 200);
     } catch (err) {
       const f = failureOf(err);
@@ -181,16 +209,13 @@ export function uiApp(o: UiAppOptions): Hono {
       const ws = c.req.param('ws');
       const thread = c.req.param('thread');
       const form = await c.req.parseBody();
-      const actor = typeof form['actor'] === 'string' ? form['actor'].trim() : '';
       // Browsers send CRLF line ends; a terminal sends LF. The message is the same either way.
       const text = typeof form['text'] === 'string' ? form['text'].replace(/\r\n?/g, '\n') : '';
       const back = safeBack(form['back']);
       try {
-        if (!isPersonHandle(actor)) {
-          throw new NexusError('BAD_REQUEST', `${JSON.stringify(actor)} is not a person's handle (lowercase letters, digits, . _ -; as NXC_ACTOR takes it)`);
-        }
+        const actor = formActor(form);
         const input = parseInput('reply', { thread, escalate: false, text, caller: { actor, session: null, hop: null } });
-        const receipt = await o.backend.run('reply', ws, input);
+        const receipt = await o.backend.run('reply', ws, input, requestOf(form));
         setCookie(c, ACTOR_COOKIE, actor, { httpOnly: true, sameSite: 'Strict', path: '/' });
         return c.redirect(withParam(back, 'posted', receipt.message), 303);
       } catch (err) {
@@ -199,6 +224,28 @@ export function uiApp(o: UiAppOptions): Hono {
       }
     },
   );
+
+  // nxc withdraw --thread <first thread>, as the person the form names: the command decides, and refuses as on the CLI.
+  app.post('/w/:ws/t/:thread/withdraw', bodyLimit({ maxSize: 16 * 1024, onError: (c) => c.text('413: the form is too large\n', 413) }), async (c) => {
+    const ws = c.req.param('ws');
+    const thread = c.req.param('thread');
+    const form = await c.req.parseBody();
+    const back = safeBack(form['back']);
+    try {
+      const actor = formActor(form);
+      const input = parseInput('withdraw', { thread, caller: { actor, session: null, hop: null } });
+      const r = await o.backend.run('withdraw', ws, input, requestOf(form));
+      setCookie(c, ACTOR_COOKIE, actor, { httpOnly: true, sameSite: 'Strict', path: '/' });
+      let to = withParam(back, 'withdrawn', r.operation);
+      to = withParam(to, 'discharged', String(r.discharged.length));
+      to = withParam(to, 'stopping', String(r.stopping.length));
+      if (r.warnings.length > 0) to = withParam(to, 'warned', [...new Set(r.warnings.map((w) => w.class))].join(','));
+      return c.redirect(to, 303);
+    } catch (err) {
+      const f = failureOf(err);
+      return threadPage(c, ws, thread, { notice: failureNotice(f), status: statusOf(f.code as ErrorCode) });
+    }
+  });
 
   app.get('/events', (c) =>
     streamSSE(c, async (stream) => {

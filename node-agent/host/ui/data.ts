@@ -1,13 +1,13 @@
 // What the dashboard shows, read through the node's own command path (the commands of
 // protocol/commands.ts, exactly as `nxc ... --json` reads them), so the page and the CLI never disagree.
-import type { CommandInput, CommandName, CommandOutput, NodeInfo, SyncReport } from '../../../protocol/commands.js';
+import type { CommandInput, CommandName, CommandOutput, NodeInfo, RunOptions, SyncReport } from '../../../protocol/commands.js';
 import { isNexusError, userMessage } from '../../../protocol/errors.js';
 import type { StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 
 /** What the dashboard needs from the node that serves it. */
 export type UiBackend = {
-  /** Runs a command exactly as the node's RPC route runs it; `workspace` is null for node commands. */
-  run: <K extends CommandName>(name: K, workspace: string | null, input: CommandInput<K>) => Promise<CommandOutput<K>>;
+  /** Runs a command exactly as the node's RPC route runs it; `workspace` is null for node commands. `opts.request`: its idempotency key. */
+  run: <K extends CommandName>(name: K, workspace: string | null, input: CommandInput<K>, opts?: RunOptions) => Promise<CommandOutput<K>>;
   /** Subscribes to "ops appended" (a command ran, or a synced page was taken in); returns the unsubscribe. */
   onAppended: (listener: (workspace: string) => void) => () => void;
   /** The workspaces registered with this node (its registry file), served or not. */

@@ -6,5 +6,5 @@ export { needsOf, syncProblems, type NeedItem, type SyncProblem } from './needs.
 export { page } from './layout.js';
 export { renderNeeds } from './views/needs.js';
 export { renderOperations } from './views/operations.js';
-export { renderThread } from './views/thread.js';
+export { renderThread, withdrawable } from './views/thread.js';
 export { renderSync } from './views/sync.js';

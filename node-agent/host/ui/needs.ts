@@ -1,7 +1,7 @@
 // "Needs you": what waits on a person, across every workspace the node serves. Pure: a snapshot in,
 // the list out, so the rules read (and are tested) without a node.
 import type { SyncReport } from '../../../protocol/commands.js';
-import type { StatusRow, ThreadView } from '../../../protocol/receipts.js';
+import type { StatusOperation, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 import { mayNeedPerson, type Snapshot } from './data.js';
 
 type Where = { workspace: string; workspace_name: string };
@@ -14,6 +14,18 @@ export type NeedItem =
   | (Thread & { kind: 'awaiting'; by: string; text: string; ts: string })
   /** The workspace a commission was addressed to refused it. */
   | (Thread & { kind: 'rejected'; code: string; ts: string })
+  /**
+   * The working copy was due to move on and its holder's work cannot be parked until a person finishes
+   * something in the tree (a merge, a rebase): `what` is the lease's PARK REFUSED text, as status prints it.
+   */
+  | (Thread & { kind: 'park_refused'; what: string; ts: string })
+  /** A channel step whose window ran out unanswered: the round went on without it. The thread is the round's. */
+  | (Thread & { kind: 'lapsed'; channel: string; step: string; address: string; step_thread: string | null; deadline: string | null; ts: string })
+  /**
+   * A commission posted and waiting for the working copy, which another operation holds: its place in line
+   * and the first thread of the operation ahead of it (`holder`: the one holding the copy, when status names one).
+   */
+  | (Thread & { kind: 'queued'; position: number; behind: string | null; holder: { thread: string; subject: string | null } | null; ts: string })
   /** A workspace cannot be read, or is registered and not served. */
   | (Where & { kind: 'service'; code: string; message: string })
   | (Where & { kind: 'sync'; problems: SyncProblem[] });
@@ -44,6 +56,57 @@ function discharge(view: ThreadView) {
   return null;
 }
 
+/** The operation's first thread (its id is the operation's), or its first row. */
+function rootRow(op: StatusOperation): StatusRow | undefined {
+  return op.threads.find((r) => r.thread === op.operation) ?? op.threads[0];
+}
+
+function threadOf(where: Where, operation: string, row: StatusRow): Thread {
+  return { ...where, thread: row.thread, operation, subject: row.subject, to: row.to, opener: row.opener };
+}
+
+/** What the working-copy lease asks of a person, or tells them: a refused park, a queued commission. */
+function leaseItems(where: Where, ops: readonly StatusOperation[]): { refused: NeedItem[]; queued: NeedItem[] } {
+  const refused: NeedItem[] = [];
+  const queued: NeedItem[] = [];
+  const holding = ops.find((o) => o.lease?.state === 'holds');
+  const holderRoot = holding ? rootRow(holding) : undefined;
+  for (const op of ops) {
+    const lease = op.lease;
+    const root = rootRow(op);
+    if (lease === null || root === undefined) continue;
+    const base = threadOf(where, op.operation, root);
+    if (lease.park_refused !== null) refused.push({ kind: 'park_refused', ...base, what: lease.park_refused, ts: root.updated });
+    if (lease.state === 'queued' && lease.position !== null) {
+      const holder = holding && holderRoot ? { thread: holderRoot.thread, subject: holderRoot.subject } : null;
+      queued.push({ kind: 'queued', ...base, position: lease.position, behind: lease.behind, holder, ts: root.updated });
+    }
+  }
+  queued.sort((a, b) => (a.kind === 'queued' && b.kind === 'queued' ? a.position - b.position : 0));
+  return { refused, queued };
+}
+
+/** The steps of the operation's rounds whose window ran out unanswered. */
+function lapsedSteps(where: Where, op: StatusOperation): NeedItem[] {
+  const out: NeedItem[] = [];
+  for (const row of op.threads) {
+    for (const step of row.round?.steps ?? []) {
+      if (step.state !== 'lapsed') continue;
+      out.push({
+        kind: 'lapsed',
+        ...threadOf(where, op.operation, row),
+        channel: row.round!.channel,
+        step: step.name,
+        address: step.address,
+        step_thread: step.thread,
+        deadline: step.deadline,
+        ts: step.deadline ?? row.updated,
+      });
+    }
+  }
+  return out;
+}
+
 function personItem(s: Snapshot, where: Where, operation: string, row: StatusRow): NeedItem | null {
   const view = s.views.get(`${where.workspace}/${row.thread}`);
   if (!view || view.thread.state !== 'answered') return null;
@@ -53,28 +116,44 @@ function personItem(s: Snapshot, where: Where, operation: string, row: StatusRow
   if (d === null) return null;
   // A person has written since the answer or the hand-back: it no longer waits on anyone.
   if (view.messages.slice(d.index + 1).some((m) => m.session === null)) return null;
+  // Its sender withdrew it: the withdrawal (written in their name) is the answer, and they know it.
+  if (d.message.session === null && d.message.author === row.opener) return null;
   const base = { ...where, thread: row.thread, operation, subject: row.subject, to: row.to, opener: row.opener, by: d.message.author, text: d.message.text, ts: d.message.ts };
   return row.escalated ? { kind: 'escalated', ...base } : { kind: 'awaiting', ...base };
 }
 
-/** Needs you, most pressing first: hand-backs, answers waiting, refusals, then the machinery's trouble. */
+/**
+ * Needs you, most pressing first: hand-backs, answers waiting, parks refused, lapsed channel steps,
+ * refusals, commissions queued for the working copy, then the machinery's trouble.
+ */
 export function needsOf(s: Snapshot): NeedItem[] {
   const people: NeedItem[] = [];
+  const refusedParks: NeedItem[] = [];
+  const lapsed: NeedItem[] = [];
   const rejected: NeedItem[] = [];
+  const queued: NeedItem[] = [];
   const machinery: NeedItem[] = [];
   for (const w of s.workspaces) {
     const where = { workspace: w.id, workspace_name: w.name };
     if (w.error) machinery.push({ kind: 'service', ...where, code: w.error.code, message: w.error.message });
-    for (const op of w.status?.operations ?? []) {
+    const ops = w.status?.operations ?? [];
+    const lease = leaseItems(where, ops);
+    refusedParks.push(...lease.refused);
+    queued.push(...lease.queued);
+    for (const op of ops) {
+      const before = people.length;
       for (const row of op.threads) {
         if (mayNeedPerson(row, w.id)) {
           const item = personItem(s, where, op.operation, row);
           if (item) people.push(item);
         }
         if (row.rejected_code !== null) {
-          rejected.push({ kind: 'rejected', ...where, thread: row.thread, operation: op.operation, subject: row.subject, to: row.to, opener: row.opener, code: row.rejected_code, ts: row.updated });
+          rejected.push({ kind: 'rejected', ...threadOf(where, op.operation, row), code: row.rejected_code, ts: row.updated });
         }
       }
+      // A lapsed step matters while its operation runs, and beside the result it shaped while that waits on a
+      // person here; once the person has read and written back, it is history (Operations still shows it).
+      if (!op.finished || people.length > before) lapsed.push(...lapsedSteps(where, op));
     }
     const problems = syncProblems(w.sync);
     if (problems.length > 0) machinery.push({ kind: 'sync', ...where, problems });
@@ -84,6 +163,8 @@ export function needsOf(s: Snapshot): NeedItem[] {
   }
   const newest = (a: NeedItem, b: NeedItem) => ('ts' in b ? b.ts : '').localeCompare('ts' in a ? a.ts : '');
   people.sort((a, b) => (a.kind === b.kind ? newest(a, b) : a.kind === 'escalated' ? -1 : 1));
+  refusedParks.sort(newest);
+  lapsed.sort(newest);
   rejected.sort(newest);
-  return [...people, ...rejected, ...machinery];
+  return [...people, ...refusedParks, ...lapsed, ...rejected, ...queued, ...machinery];
 }

@@ -32,9 +32,11 @@ h3{font-size:1.05rem;margin:1rem 0 .4rem}
 ol.needs,ul.plain{list-style:none;margin:0;padding:0}
 .card{background:var(--card);border:1px solid var(--line);border-radius:.5rem;padding:.75rem 1rem;margin:0 0 .9rem}
 .card h2{margin:0 0 .25rem;font-size:1.1rem}
+.card h4{margin:0 0 .25rem;font-size:1rem}
 .text{white-space:pre-wrap;margin:.5rem 0;padding:.5rem .75rem;border-left:.25rem solid var(--line);background:var(--bg)}
-form.reply{display:grid;gap:.35rem;margin-top:.6rem;max-width:48rem}
-form.reply .as{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+form.reply,form.withdraw{display:grid;gap:.35rem;margin-top:.6rem;max-width:48rem}
+form.reply .as,form.withdraw .as{display:flex;flex-wrap:wrap;gap:.5rem;align-items:center}
+button.danger{border-color:var(--bad);background:var(--bad)}
 label{font-weight:600}
 textarea,input[type=text]{font:inherit;color:inherit;background:var(--bg);border:1px solid var(--muted);border-radius:.3rem;padding:.4rem .5rem;max-width:100%}
 textarea{width:100%;min-height:4.5rem}

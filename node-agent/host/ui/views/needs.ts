@@ -30,6 +30,29 @@ ${replyForm({ workspace: i.workspace, thread: i.thread, actor, back: '/' })}
 <h2 id="${h}"><span class="tag bad">Refused</span> ${threadLink(i)}</h2>
 <p class="meta">${where(i)} · the commission to ${esc(i.to)} was refused with <code>${esc(i.code)}</code> · ${time(i.ts)}</p>
 </article></li>`;
+    case 'park_refused':
+      return `<li class="card"${dataAttrs({ kind: i.kind, workspace: i.workspace, thread: i.thread })}><article aria-labelledby="${h}">
+<h2 id="${h}"><span class="tag bad">PARK REFUSED</span> ${threadLink(i)}</h2>
+<p class="meta">${where(i)} · the working copy is due to move on, and this operation's work cannot be parked until this is finished in the tree:</p>
+<div class="text" data-what>${esc(i.what)}</div>
+<p class="meta">The node tries again on every tick; the copy moves on by itself once the tree is fixed (or <code>nxc withdraw --thread ${esc(i.thread)}</code>).</p>
+</article></li>`;
+    case 'lapsed':
+      return `<li class="card"${dataAttrs({ kind: i.kind, workspace: i.workspace, thread: i.thread, step: i.step, 'step-thread': i.step_thread })}><article aria-labelledby="${h}">
+<h2 id="${h}"><span class="tag warn">Step unanswered</span> ${threadLink(i)}</h2>
+<p class="meta">${where(i)} · channel <code>#${esc(i.channel)}</code>, step <strong>${esc(i.step)}</strong> (${esc(i.address)}) ${i.deadline ? `lapsed at ${time(i.deadline)}` : 'lapsed'} without an answer; the round went on without it${i.step_thread ? ` · <a href="/w/${seg(i.workspace)}/t/${seg(i.step_thread)}">the step's thread</a>` : ''}</p>
+</article></li>`;
+    case 'queued': {
+      const ahead = i.holder !== null
+        ? `the working copy is held by <a href="/w/${seg(i.workspace)}/t/${seg(i.holder.thread)}">${esc(i.holder.subject ?? '(no subject)')}</a> (<code>${esc(i.holder.thread)}</code>)`
+        : i.behind !== null
+          ? `behind <code>${esc(i.behind)}</code>`
+          : 'next for the working copy';
+      return `<li class="card"${dataAttrs({ kind: i.kind, workspace: i.workspace, thread: i.thread, position: i.position, behind: i.behind, holder: i.holder?.thread ?? null })}><article aria-labelledby="${h}">
+<h2 id="${h}"><span class="tag plain">Queued</span> ${threadLink(i)}</h2>
+<p class="meta">${where(i)} · waiting for the working copy, position <strong>${i.position}</strong> · ${ahead} · to ${esc(i.to)}, sent by ${esc(i.opener)}</p>
+</article></li>`;
+    }
     case 'service':
       return `<li class="card"${dataAttrs({ kind: i.kind, workspace: i.workspace, code: i.code })}><article aria-labelledby="${h}">
 <h2 id="${h}"><span class="tag bad">Service</span> ${where(i)}</h2>

@@ -1,7 +1,7 @@
 // Operations: per workspace, each operation's thread tree with state, marks, session and the
 // working copy its newest message named. Rows carry their status fields as data-* attributes,
 // the same values `nxc status --all --json` prints.
-import type { StatusOperation, StatusRow } from '../../../../protocol/receipts.js';
+import type { OperationLease, StatusOperation, StatusRow } from '../../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../../protocol/working-copy.js';
 import { dataAttrs, esc, extras, seg, time } from '../html.js';
 import type { WorkspaceSnapshot } from '../data.js';
@@ -10,13 +10,53 @@ const ROW_FIELDS = new Set([
   'thread', 'parent', 'subject', 'opener', 'to', 'state', 'escalated', 'substituted', 'waiting_on_sub_round',
   'awaiting_human', 'answered_by', 'session', 'messages', 'updated', 'working_copy', 'rejected_code',
 ]);
-const SESSION_FIELDS = new Set(['id', 'handle', 'depth', 'turn', 'running']);
-const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns']);
+const SESSION_FIELDS = new Set(['id', 'handle', 'depth', 'turn', 'running', 'declaration_hash']);
+const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns', 'lease']);
 
+/** Where the working copy stood: the short commit on its branch, and whether anything was uncommitted. */
 export function workingCopy(wc: WorkingCopy | null): string {
   if (wc === null) return '';
-  const at = wc.commit === null ? 'no commit yet' : `<code>${esc(wc.commit.slice(0, 10))}</code>`;
-  return `${esc(wc.branch ?? 'detached')} @ ${at}${wc.dirty ? ' <span class="tag warn">dirty</span>' : ''}`;
+  const at = wc.commit === null ? 'no commit yet' : `<code title="${esc(wc.commit)}">${esc(wc.commit.slice(0, 10))}</code>`;
+  const on = wc.branch === null ? 'detached HEAD' : `<code>${esc(wc.branch)}</code>`;
+  return `<span class="wc">${at} on ${on} ${wc.dirty ? '<span class="tag warn">dirty</span>' : '<span class="tag plain">clean</span>'}</span>`;
+}
+
+/** A declaration hash as a person compares them: the first 12 hex digits (as the declaration_changed warning prints them), the whole in the title. */
+export function declaration(hash: string | null): string {
+  if (hash === null) return '';
+  const hex = hash.startsWith('sha256:') ? hash.slice(7) : hash;
+  return ` · declaration <code title="${esc(hash)}">${esc(hex.slice(0, 12))}</code>`;
+}
+
+/** Short marks for an operation's working-copy lease: what it does with the copy, and what is wrong. */
+export function leaseMarks(l: OperationLease | null): string {
+  if (l === null) return '';
+  const m: string[] = [];
+  if (l.state === 'holds') m.push('<span class="tag ok">holds the working copy</span>');
+  else if (l.state === 'queued') m.push(`<span class="tag plain">queued for the working copy, position ${l.position ?? '?'}</span>`);
+  else m.push('<span class="tag plain">parked</span>');
+  if (l.held_for_handback !== null) m.push('<span class="tag warn">held for its hand-back</span>');
+  if (l.withdrawn) m.push('<span class="tag plain">withdrawn</span>');
+  if (l.park_refused !== null) m.push('<span class="tag bad">PARK REFUSED</span>');
+  return ` <span class="marks">${m.join(' ')}</span>`;
+}
+
+/** The lease line `nxc status` prints under the operation, word for word. */
+function leaseLine(l: OperationLease | null): string {
+  return l === null ? '' : `<p class="meta lease">working copy: ${esc(l.text)}</p>`;
+}
+
+function leaseAttrs(l: OperationLease | null): string {
+  return dataAttrs({
+    'lease-state': l?.state ?? null,
+    'lease-token': l?.token ?? null,
+    'lease-position': l?.position ?? null,
+    'lease-behind': l?.behind ?? null,
+    'lease-held-for-handback': l?.held_for_handback ?? null,
+    'lease-park-refused': l?.park_refused ?? null,
+    'lease-withdrawn': l === null ? null : l.withdrawn,
+    'lease-parked-branch': l?.parked?.branch ?? null,
+  });
 }
 
 export function marks(row: StatusRow): string {
@@ -34,24 +74,26 @@ export function sessionText(row: StatusRow): string {
   const s = row.session;
   if (s === null) return '';
   const rest = extras(s as Record<string, unknown>, SESSION_FIELDS);
-  return ` · session <span title="${esc(s.id)}">${esc(s.handle)}</span> depth ${s.depth} turn ${s.turn} ${s.running ? '<span class="tag ok">running</span>' : '<span class="tag plain">idle</span>'}${rest}`;
+  return ` · session <span title="${esc(s.id)}">${esc(s.handle)}</span> depth ${s.depth} turn ${s.turn} ${s.running ? '<span class="tag ok">running</span>' : '<span class="tag plain">idle</span>'}${declaration(s.declaration_hash)}${rest}`;
 }
 
 /** Written out by hand: this runs for every thread of every operation on the page. */
 function rowAttrs(workspace: string, row: StatusRow): string {
   const s = row.session;
+  const wc = row.working_copy;
   return (
     ` data-workspace="${esc(workspace)}" data-thread="${esc(row.thread)}" data-parent="${esc(row.parent)}" data-state="${esc(row.state)}"` +
     ` data-escalated="${row.escalated}" data-substituted="${row.substituted}" data-waiting-on-sub-round="${row.waiting_on_sub_round}"` +
     ` data-awaiting-human="${row.awaiting_human}" data-answered-by="${esc(row.answered_by)}" data-messages="${row.messages}"` +
     ` data-session-running="${s ? s.running : ''}" data-session-turn="${s ? s.turn : ''}" data-session-depth="${s ? s.depth : ''}"` +
-    ` data-rejected-code="${esc(row.rejected_code)}"`
+    ` data-session-declaration="${esc(s?.declaration_hash)}" data-rejected-code="${esc(row.rejected_code)}"` +
+    ` data-wc-commit="${esc(wc?.commit)}" data-wc-branch="${esc(wc?.branch)}" data-wc-dirty="${wc ? wc.dirty : ''}"`
   );
 }
 
 function threadLine(workspace: string, row: StatusRow): string {
   return `<div class="row"><a href="/w/${seg(workspace)}/t/${seg(row.thread)}">${esc(row.subject ?? '(no subject)')}</a> ${marks(row)}
-<span class="meta">${esc(row.opener)} → ${esc(row.to)} · ${row.messages} message(s) · ${time(row.updated)}${sessionText(row)}${row.working_copy ? ` · ${workingCopy(row.working_copy)}` : ''}</span>${extras(row as Record<string, unknown>, ROW_FIELDS)}</div>`;
+<span class="meta">${esc(row.opener)} → ${esc(row.to)} · ${row.messages} message(s) · ${time(row.updated)}${sessionText(row)}${row.working_copy ? ` · working copy ${workingCopy(row.working_copy)}` : ''}</span>${extras(row as Record<string, unknown>, ROW_FIELDS)}</div>`;
 }
 
 /** The rows (already in depth-first order) as nested lists, so the tree reads to a screen reader too. */
@@ -82,9 +124,9 @@ function tree(out: string[], workspace: string, rows: StatusRow[]): void {
 export function operation(out: string[], workspace: string, op: StatusOperation): void {
   const state = op.finished ? '<span class="tag ok">finished</span>' : `<span class="tag plain">${op.open} open</span>`;
   out.push(
-    `<details class="op" id="op-${esc(op.operation)}"${op.finished ? '' : ' open'}${dataAttrs({ operation: op.operation, finished: op.finished })}>
-<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s) · turns ${op.turns.used} of ${op.turns.budget}</span>${op.turns.used >= op.turns.budget ? ' <span class="tag warn">budget used up</span>' : ''}</summary>
-${extras(op as Record<string, unknown>, OPERATION_FIELDS)}`,
+    `<details class="op" id="op-${esc(op.operation)}"${op.finished ? '' : ' open'}${dataAttrs({ operation: op.operation, finished: op.finished })}${leaseAttrs(op.lease)}>
+<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state}${leaseMarks(op.lease)} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s) · turns ${op.turns.used} of ${op.turns.budget}</span>${op.turns.used >= op.turns.budget ? ' <span class="tag warn">budget used up</span>' : ''}</summary>
+${leaseLine(op.lease)}${extras(op as Record<string, unknown>, OPERATION_FIELDS)}`,
   );
   tree(out, workspace, op.threads);
   out.push('</details>\n');

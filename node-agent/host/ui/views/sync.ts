@@ -30,15 +30,21 @@ function stream(r: SyncReport | null): string {
 <dl class="kv">${kv.map(([k, label, v]) => `<dt>${label}</dt><dd${dataAttrs({ field: k })}>${v}</dd>`).join('')}</dl>`;
 }
 
+/** A key history, oldest first: the genesis key (from which the id derives), then each rotation and the key that signed it. */
 function history(rows: KeyReport['history'], caption: string): string {
-  return `<div class="scroll" role="region" aria-label="${esc(caption)}" tabindex="0"><table><caption class="vh">${esc(caption)}</caption>
+  return `<div class="scroll" role="region" aria-label="${esc(caption)}" tabindex="0"><table class="keys"><caption class="vh">${esc(caption)}</caption>
 <thead><tr><th scope="col">#</th><th scope="col">Key</th><th scope="col">Signed by</th><th scope="col">Op</th><th scope="col">When</th></tr></thead>
-<tbody>${rows.map((h, i) => `<tr><td>${i}</td><td>${short(h.key, 16)}</td><td>${h.signed_by ? short(h.signed_by, 16) : 'genesis'}</td><td>${short(h.op, 16)}</td><td>${time(h.ts)}</td></tr>`).join('')}</tbody></table></div>`;
+<tbody>${rows
+    .map(
+      (h, i) =>
+        `<tr${dataAttrs({ key: h.key, 'signed-by': h.signed_by, op: h.op })}><td>${i}</td><td>${short(h.key, 16)}${i === rows.length - 1 ? ' <span class="tag ok">signs now</span>' : ''}</td><td>${h.signed_by ? short(h.signed_by, 16) : 'genesis'}</td><td>${short(h.op, 16)}</td><td>${time(h.ts)}</td></tr>`,
+    )
+    .join('')}</tbody></table></div>`;
 }
 
 function keys(k: KeyReport | Failure): string {
   if (failed(k)) return `<p class="notice bad"><code>${esc(k.code)}</code> ${esc(k.message)}</p>`;
-  return `<p>Signing key ${short(k.key, 16)}, generation ${k.generation}${k.rotation_in_progress ? ' <span class="tag warn">rotation unfinished</span>' : ''}.</p>${history(k.history, `key history of ${k.workspace}`)}`;
+  return `<div${dataAttrs({ keys: k.workspace, generation: k.generation })}><p>Signing key ${short(k.key, 16)}, generation ${k.generation} (${k.generation} rotation(s))${k.rotation_in_progress ? ' <span class="tag warn">rotation unfinished</span>' : ''}. <code>nxs key show</code> prints the public key to give a workspace that should trust this one.</p>${history(k.history, `key history of ${k.workspace}`)}</div>`;
 }
 
 function trust(t: TrustReport | Failure): string {
@@ -46,8 +52,8 @@ function trust(t: TrustReport | Failure): string {
   if (t.trusted.length === 0) return '<p class="meta">No workspace is trusted here (<code>nxs sync trust add</code>).</p>';
   return t.trusted
     .map(
-      (e) => `<div class="card"${dataAttrs({ trusted: e.workspace })}><h4>${esc(e.name ?? '(no alias)')} <code>${esc(e.workspace)}</code></h4>
-<p class="meta">trusted since ${time(e.added_at)} · ${e.history.length - 1} rotation(s) seen</p>${history(e.history, `key history of ${e.workspace}`)}</div>`,
+      (e) => `<div class="card"${dataAttrs({ trusted: e.workspace, alias: e.name })}><h4>${e.name === null ? '<span class="meta">(no alias)</span>' : esc(e.name)} <code>${esc(e.workspace)}</code></h4>
+<p class="meta">trusted since ${time(e.added_at)} · ${e.history.length - 1} rotation(s) seen${e.history.length > 0 ? ` · signs with ${short(e.history[e.history.length - 1]!.key, 16)}` : ''}</p>${history(e.history, `key history of ${e.name ?? e.workspace}`)}</div>`,
     )
     .join('');
 }

@@ -1,7 +1,7 @@
 // One thread: its status, every message with its working-copy record, and the reply form.
-import type { ThreadView } from '../../../../protocol/receipts.js';
+import type { StatusOperation, ThreadView } from '../../../../protocol/receipts.js';
 import { dataAttrs, esc, seg, time } from '../html.js';
-import { replyForm } from './forms.js';
+import { replyForm, withdrawForm } from './forms.js';
 import { marks, sessionText, workingCopy } from './operations.js';
 
 const EFFECTS: Record<string, string> = {
@@ -12,10 +12,21 @@ const EFFECTS: Record<string, string> = {
   none: 'wrote',
 };
 
+/**
+ * Whether the page offers to withdraw from this thread: it is its operation's first thread, a person sent
+ * it, and something is left to take back (the operation runs, or the working-copy lease still holds or
+ * queues it). Who may do it is the command's to decide, and it refuses as it does on the CLI.
+ */
+export function withdrawable(view: ThreadView, op: StatusOperation | undefined): boolean {
+  if (op === undefined || view.operation !== view.thread.thread || view.messages[0]?.session !== null) return false;
+  return !op.finished || op.lease?.state === 'holds' || op.lease?.state === 'queued';
+}
+
 export function renderThread(
   w: { id: string; name: string },
   view: ThreadView,
-  opts: { actor: string; back: string; notice?: string; text?: string },
+  /** `withdrawable`: this is an operation's first thread, sent by a person, with something left to take back. */
+  opts: { actor: string; back: string; notice?: string; text?: string; withdrawable?: boolean },
 ): string {
   const row = view.thread;
   const parent = row.parent === null ? '' : ` · part of <a href="/w/${seg(w.id)}/t/${seg(row.parent)}">its parent thread</a>`;
@@ -35,5 +46,6 @@ export function renderThread(
 <ol class="messages">${messages}</ol>
 <h2 id="reply-h">Reply</h2>
 <p class="meta">Posts as <code>nxc reply --thread ${esc(row.thread)}</code> would, as the person named below.</p>
-${replyForm({ workspace: w.id, thread: row.thread, actor: opts.actor, back: opts.back, ...(opts.text === undefined ? {} : { text: opts.text }) })}`;
+${replyForm({ workspace: w.id, thread: row.thread, actor: opts.actor, back: opts.back, ...(opts.text === undefined ? {} : { text: opts.text }) })}
+${opts.withdrawable ? `<h2 id="withdraw-h">Withdraw</h2>\n${withdrawForm({ workspace: w.id, thread: row.thread, actor: opts.actor, back: opts.back })}` : ''}`;
 }

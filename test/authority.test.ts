@@ -339,6 +339,10 @@ describe('workspaces taking in forged ops', () => {
     expect(again.code, again.stderr).toBe(3);
     expect(again.json.warnings.map((w: { reason: string }) => w.reason)).toEqual(['foreign_session']);
     await settle();
+    // The follow-up crossed the border: B reads who wrote it and from where, as it read the commission.
+    const seen = await b.nxc(['threads', 'show', sent.json.thread, '--json']);
+    expect(seen.json.messages.map((m: { author: string }) => m.author)).toContain(`alice@${a.short}`);
+    expect(seen.json.messages.find((m: { text: string }) => m.text === 'one more thing').author).toBe(`alice@${a.short}`);
     expect(starts(b, 'coder')).toBe(2);
     expect(await row(b, sent.json.thread)).toMatchObject({ state: 'answered', session: { turn: 2 } });
   });

@@ -1,4 +1,5 @@
 // nxc reply: an answer, a hand-back (--escalate), a follow-up, or a message that moves nothing.
+import { qualifyHandle } from '../../../protocol/ids.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Receipt} from '../../../protocol/receipts.js';
 import { loadOperation, operationOfThread } from './operations.js';
@@ -43,7 +44,8 @@ export function replyOf(core: EngineCore, rounds: Rounds) {
         });
       }
       const plan = emptyPlan();
-      const author = authorOf(caller);
+      // A thread between two workspaces is read on both sides: a person there is named with this workspace's short.
+      const author = thread.target.kind === 'remote' ? { ...authorOf(caller), handle: qualifyHandle(caller.handle, core.workspace.short) } : authorOf(caller);
       const intents: LeaseIntent[] = [];
       const answering =
         (caller.session !== null && caller.session.id === thread.session) ||

@@ -1,12 +1,9 @@
 // Reads persona declaration files from a workspace, validates them, and gives each a stable hash.
-import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
-import type { z } from 'zod';
 import { readCapped } from '../../../infra/index.js';
+import { meaningHash, parseDeclaration } from '../declarations/index.js';
 import { NexusError } from '../../../protocol/errors.js';
-import { findBadText } from '../../../protocol/storable.js';
 import {
   PERSONA_DIR,
   PERSONA_MAX_BYTES,
@@ -19,22 +16,7 @@ import {
 
 const EXTENSIONS = ['.yaml', '.yml'] as const;
 
-// Legitimate declarations have no use for aliases; a handful is tolerated, a bomb is not.
-const MAX_ALIAS_COUNT = 10;
-
 type Outcome = { persona: Persona } | { problems: PersonaProblem[] };
-
-/** Serialises with object keys sorted at every depth, so key order and formatting cannot matter. */
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
 
 /**
  * `sha256:<hex>` of the canonical JSON of a normalised declaration, role included.
@@ -42,8 +24,7 @@ function canonicalJson(value: unknown): string {
  * `.yaml` to `.yml` is not a change of persona.
  */
 export function declarationHash(normalised: NormalisedPersona & { role: string }): string {
-  const { file: _file, hash: _hash, ...semantic } = normalised as Partial<Persona>;
-  return `sha256:${createHash('sha256').update(canonicalJson(semantic)).digest('hex')}`;
+  return meaningHash(normalised);
 }
 
 /** The message every host shows; tests assert `details`, people read this. */
@@ -55,74 +36,10 @@ function invalid(p: PersonaProblem): NexusError {
   return new NexusError('PERSONA_INVALID', problemMessage(p), { file: p.file, field: p.field, reason: p.reason });
 }
 
-/** Finds the dotted path of the map key starting at `offset`, so a duplicate key names its field. */
-function keyPathAt(node: unknown, offset: number, trail: string[]): string[] | null {
-  if (isMap(node)) {
-    for (const pair of node.items) {
-      const key = isScalar(pair.key) ? String(pair.key.value) : '?';
-      if (isNode(pair.key) && pair.key.range?.[0] === offset) return [...trail, key];
-      const found = keyPathAt(pair.value, offset, [...trail, key]);
-      if (found !== null) return found;
-    }
-  } else if (isSeq(node)) {
-    for (const [i, item] of node.items.entries()) {
-      const found = keyPathAt(item, offset, [...trail, String(i)]);
-      if (found !== null) return found;
-    }
-  }
-  return null;
-}
-
-function zodProblems(file: string, issues: z.core.$ZodIssue[]): PersonaProblem[] {
-  return issues.map((issue) => {
-    const trail = issue.path.map(String);
-    if (issue.code === 'unrecognized_keys') {
-      const keys = issue.keys.map((k) => `"${k}"`).join(', ');
-      const noun = issue.keys.length > 1 ? 'keys' : 'key';
-      const field = [...trail, issue.keys[0] ?? '?'].join('.');
-      return { file, field, reason: `unknown ${noun} ${keys}; check the spelling` };
-    }
-    return { file, field: trail.length === 0 ? null : trail.join('.'), reason: issue.message };
-  });
-}
-
 /** Parses and validates one file's text. Pure apart from the hash, so it is easy to reason about. */
-function parseDeclaration(file: string, role: string, text: string): Outcome {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
-  if (doc.errors.length > 0) {
-    return {
-      problems: doc.errors.map((err) => {
-        const line = lineCounter.linePos(err.pos[0]).line;
-        const keyPath = err.code === 'DUPLICATE_KEY' ? keyPathAt(doc.contents, err.pos[0], []) : null;
-        const what = err.code === 'DUPLICATE_KEY' ? 'duplicate key' : 'YAML syntax error';
-        return { file, field: keyPath?.join('.') ?? null, reason: `${what} at line ${line}: ${err.message}` };
-      }),
-    };
-  }
-  let data: unknown;
-  try {
-    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
-  } catch (err) {
-    return { problems: [{ file, field: null, reason: `YAML could not be expanded: ${(err as Error).message}` }] };
-  }
-  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-    const reason =
-      data == null ? 'the file is empty; expected a mapping of fields' : 'expected a mapping of fields at the top level';
-    return { problems: [{ file, field: null, reason }] };
-  }
-  // A YAML escape can write a NUL ("\0") or a lone surrogate: no store keeps it and no process takes it as an argument.
-  const bad = findBadText(data);
-  if (bad !== null) {
-    const field = bad.path.length === 0 ? null : bad.path.join('.');
-    const what = bad.reason === 'nul' ? 'a NUL character (U+0000)' : 'an unpaired UTF-16 surrogate';
-    return { problems: [{ file, field, reason: `holds ${what}, which no store can keep; remove it` }] };
-  }
-  const parsed = PersonaDeclarationSchema.safeParse(data, {
-    // Zod's default for a missing key reads "expected string, received undefined".
-    error: (iss) => (iss.code === 'invalid_type' && iss.input === undefined ? 'is required' : undefined),
-  });
-  if (!parsed.success) return { problems: zodProblems(file, parsed.error.issues) };
+function parsePersona(file: string, role: string, text: string): Outcome {
+  const parsed = parseDeclaration(file, text, PersonaDeclarationSchema);
+  if ('problems' in parsed) return parsed;
   const normalised = { ...parsed.data, role };
   return { persona: { ...normalised, file, hash: declarationHash(normalised) } };
 }
@@ -137,7 +54,7 @@ async function readDeclaration(workspaceRoot: string, file: string, role: string
   // while reading, and never waited on.
   const read = await readCapped(absolute, PERSONA_MAX_BYTES);
   if ('reason' in read) return { problems: [{ file, field: null, reason: read.reason }] };
-  return parseDeclaration(file, role, read.text);
+  return parsePersona(file, role, read.text);
 }
 
 /** Declaration files grouped by role (file stem), from a directory listing rather than path joins,

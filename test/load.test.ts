@@ -3,6 +3,7 @@
 // escalate, several at once, and a 32-deep chain unwinds. Nothing may be lost and nothing may be STORE_BUSY.
 // (`npm run test:load` runs the longer core files the same way.)
 import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
@@ -12,8 +13,16 @@ let burners: ChildProcess[] = [];
 beforeAll(() => {
   burners = Array.from({ length: BURNERS }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
 });
-afterAll(() => {
-  for (const b of burners) b.kill('SIGKILL');
+afterAll(async () => {
+  // Waited for, so the suite's leak check never finds one still dying.
+  await Promise.all(
+    burners.map(async (b) => {
+      if (b.exitCode !== null || b.signalCode !== null) return;
+      const gone = once(b, 'exit');
+      b.kill('SIGKILL');
+      await gone;
+    }),
+  );
 });
 
 describe(`with ${BURNERS} CPU-burning processes beside it`, () => {

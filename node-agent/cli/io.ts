@@ -1,5 +1,5 @@
 // The CLI's edge: argument parsing, stdin, output and the mapping of errors to exit codes.
-import { guardOutput, writeOutput } from '../../infra/index.js';
+import { guardOutput, outputGone, writeOutput } from '../../infra/index.js';
 import { internalError, isNexusError, NexusError } from '../../protocol/errors.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
@@ -127,4 +127,20 @@ export function routerOf(io: Io): Router {
   if (io.route) return io.route;
   const onWait = io.stderrIsTty ? (line: string) => io.stderr(`${line}\n`) : undefined;
   return (workspace, fn, env) => routed(workspace, fn, env, onWait ? { onWait } : {});
+}
+
+/**
+ * Resolves at the first SIGINT or SIGTERM, or once the reader of our output has gone (`| head`), so a
+ * watcher ends cleanly; `dispose` removes the listeners.
+ */
+export function untilStopped(): { stopped: Promise<void>; dispose: () => void } {
+  let resolve!: () => void;
+  const stopped = new Promise<void>((r) => (resolve = r));
+  const on = () => resolve();
+  // `on`, not `once`: signal-exit (loaded with the store's lock) re-raises a signal when only its own
+  // listeners are left, which a `once` listener is not, by the time the listeners run.
+  process.on('SIGINT', on);
+  process.on('SIGTERM', on);
+  void outputGone().then(on);
+  return { stopped, dispose: () => (process.off('SIGINT', on), process.off('SIGTERM', on)) };
 }

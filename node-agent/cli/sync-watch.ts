@@ -1,8 +1,7 @@
 // `nxs sync status --watch` and bind's follow-up: the node's sync of one workspace, followed live.
-import { outputGone } from '../../infra/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { callNode } from '../host/rpc/client.js';
-import type { Io } from './io.js';
+import { untilStopped, type Io } from './io.js';
 
 export type Progress = { connected?: boolean; caught_up?: boolean; cursor?: number; head?: number; lag?: number; last_error?: string | null; refused?: boolean };
 
@@ -18,26 +17,13 @@ export type WatchOptions = {
   everyMs?: number;
 };
 
-function untilSignal(): { stopped: Promise<void>; dispose: () => void } {
-  let resolve!: () => void;
-  const stopped = new Promise<void>((r) => (resolve = r));
-  const on = () => resolve();
-  // `on`, not `once`: signal-exit (loaded with the store's lock) re-raises a signal when only its own
-  // listeners are left, which a `once` listener is not, by the time the listeners run.
-  process.on('SIGINT', on);
-  process.on('SIGTERM', on);
-  // The reader of our output has gone (`| head`): nobody is watching any more.
-  void outputGone().then(on);
-  return { stopped, dispose: () => (process.off('SIGINT', on), process.off('SIGTERM', on)) };
-}
-
 /**
  * Follows the node's sync of `ws`: one line rewritten in place on a terminal; elsewhere a line when
  * it changes (and at most every few seconds while catching up). Ends early when sync is refused.
  */
 export async function watchSync(io: Io, ws: Workspace, socket: string, opts: WatchOptions): Promise<Progress> {
   const limitMs = opts.limitMs ?? (opts.untilCaughtUp ? 30 * 60_000 : Infinity);
-  const signal = opts.stop === undefined ? untilSignal() : null;
+  const signal = opts.stop === undefined ? untilStopped() : null;
   let stopped = false;
   void (opts.stop ?? signal!.stopped).then(() => (stopped = true));
   const started = Date.now();

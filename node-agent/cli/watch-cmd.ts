@@ -2,11 +2,10 @@
 // thread is answered (its exit code says how), and `nxc status --watch` redraws when anything changes.
 // Both ask the workspace's existing commands (threads.show, status) every so often: through the node
 // that is one small request; without a node, a short store open.
-import { outputGone } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { StatusReport, StatusRow } from '../../protocol/receipts.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
-import { Outcome, printJson, routerOf, type Io } from './io.js';
+import { Outcome, printJson, routerOf, untilStopped, type Io } from './io.js';
 import { str, type Verb } from './spec.js';
 
 /** The exit codes of `nxc wait`, beside 0 (answered) and the usual 1 and 2. */
@@ -27,20 +26,6 @@ export function timeoutOption(raw: string | undefined): number | null {
   const s = /^\d+(\.\d+)?$/.test(raw) ? Number(raw) : NaN;
   if (!(s > 0)) throw new NexusError('USAGE', `--timeout needs a number of seconds above 0 (got ${JSON.stringify(raw)})`);
   return s * 1000;
-}
-
-/** Resolves at the first SIGINT or SIGTERM, so a watcher ends cleanly; `dispose` removes the listeners. */
-function untilStopped(): { stopped: Promise<void>; dispose: () => void } {
-  let resolve!: () => void;
-  const stopped = new Promise<void>((r) => (resolve = r));
-  const on = () => resolve();
-  // `on`, not `once`: signal-exit (loaded with the store's lock) re-raises a signal when only its own
-  // listeners are left, which a `once` listener is not, by the time the listeners run.
-  process.on('SIGINT', on);
-  process.on('SIGTERM', on);
-  // The reader of our output has gone (`| head`): nobody is watching any more.
-  void outputGone().then(on);
-  return { stopped, dispose: () => (process.off('SIGINT', on), process.off('SIGTERM', on)) };
 }
 
 /** How often to ask: a node answers a request cheaply; without one, each look opens the store (PGlite). */

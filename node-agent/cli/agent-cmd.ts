@@ -3,7 +3,6 @@
 // there (and refused when nobody can answer). The run's files go to .nxs/runs/<run id>/.
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline/promises';
 import { NexusError } from '../../protocol/errors.js';
 import { RUN_NOT_COMPLETED_EXIT } from '../../protocol/runs.js';
 import { findWorkspace } from '../adapters/workspace/index.js';
@@ -12,19 +11,6 @@ import { messageText, printJson, type Io } from './io.js';
 import { str, type Verb } from './spec.js';
 
 const RUN_ID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
-
-/** Asks yes or no on this process's terminal; only when stdin is one (nobody answers a pipe). */
-function terminalAsk(io: Io): Terminal['ask'] {
-  if (!io.stdinIsTty) return undefined;
-  return async (question: string) => {
-    const rl = createInterface({ input: process.stdin, output: process.stderr });
-    try {
-      return /^y(es)?$/i.test((await rl.question(`\n${question} [y/N] `)).trim());
-    } finally {
-      rl.close();
-    }
-  };
-}
 
 function words(r: { status: string; reason: string | null; usage: { model_calls: number; tool_calls: number; tokens_in?: number; tokens_out?: number }; run_id: string }): string {
   const usage = `${r.usage.model_calls} model call(s), ${r.usage.tool_calls} tool call(s)`;
@@ -61,7 +47,7 @@ export const AGENT_VERBS: readonly Verb[] = [
       // With --resume the task is the one the journal holds; TEXT is then not read.
       const task = resumeDir !== undefined ? '' : await messageText(io, given);
       if (resumeDir === undefined && task.trim() === '') throw new NexusError('EMPTY_MESSAGE', 'the task is empty: give TEXT, or `-` and the task on stdin');
-      const { runForeground } = await import('../capabilities/runtime/index.js');
+      const { processTerminal, runForeground } = await import('../capabilities/runtime/index.js');
       const stop = new AbortController();
       let interrupts = 0;
       const onSigint = () => {
@@ -75,7 +61,8 @@ export const AGENT_VERBS: readonly Verb[] = [
         // With --json stdout carries the result alone; the streamed text is in the journal.
         out: a.json ? () => undefined : (s) => io.stdout(s),
         err: (s) => io.stderr(s),
-        ask: terminalAsk(io),
+        // Approvals are asked on this process's terminal, and only when stdin is one (nobody answers a pipe).
+        ask: io.stdinIsTty ? processTerminal().ask : undefined,
       };
       try {
         const r = await runForeground({ workspaceRoot: ws.paths.root, role, task, env: io.env, terminal, signal: stop.signal, resumeDir });

@@ -7,6 +7,8 @@ import { declareChannel } from '../channels/scenario.js';
 import { exclusive, gate, leaseOf, leaseWorkspace, open, reply, send, shared, starts, until } from './engine-kit.js';
 
 let ws: TestWorkspace;
+/** An ordered review that needs the working copy to itself. */
+const REVIEW = 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n';
 afterEach(async () => {
   await ws?.cleanup();
 });
@@ -17,7 +19,7 @@ describe('channel rounds under the lease', () => {
     exclusive(ws, 'holder', 'gate:' + gate(ws, 'h') + '+reply');
     shared(ws, 'coder', 'reply');
     shared(ws, 'reviewer', 'reply');
-    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    declareChannel(ws, 'review', REVIEW);
     const a = await send(ws, 'holder');
     await until('the holder to run', () => starts(ws, 'holder').length === 1);
     const r = await send(ws, '#review', 'change the build');
@@ -45,7 +47,7 @@ describe('channel rounds under the lease', () => {
     shared(ws, 'coder', 'gate:' + gate(ws, 'c') + '+reply');
     shared(ws, 'reviewer', 'reply');
     exclusive(ws, 'rival', 'reply');
-    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    declareChannel(ws, 'review', REVIEW);
     const r = await send(ws, '#review', 'change the build');
     await until('the first step to run', () => starts(ws, 'coder').length === 1);
     expect(starts(ws, 'coder')[0].lease_token).toBe('1');
@@ -70,7 +72,7 @@ describe('a hand-back inside an exclusive round', () => {
     shared(ws, 'coder', 'reply');
     ws.persona('reviewer', { mode: 'escalate-first' });
     exclusive(ws, 'rival', 'reply');
-    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    declareChannel(ws, 'review', REVIEW);
     const r = await send(ws, '#review', 'change the build');
     await ws.waitIdle();
     // The ordered run stopped at the reviewer's hand-back: the result goes up as an escalation, and it holds the copy.
@@ -96,7 +98,7 @@ describe('withdrawing an operation with a round running', () => {
     shared(ws, 'coder', 'gate:' + gate(ws, 'c') + '+reply');
     shared(ws, 'reviewer', 'reply');
     exclusive(ws, 'rival', 'reply');
-    declareChannel(ws, 'review', 'steps:\n  - role: coder\n  - role: reviewer\nworking_tree: exclusive\n');
+    declareChannel(ws, 'review', REVIEW);
     const r = await send(ws, '#review', 'change the build');
     await until('the first step to run', () => starts(ws, 'coder').length === 1);
     const b = await send(ws, 'rival');

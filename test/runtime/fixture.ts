@@ -18,16 +18,10 @@ import {
   type RunResult,
 } from '../../node-agent/capabilities/runtime/index.js';
 import type { FakeProvider } from '../helpers/fake-provider/index.js';
-
-export const GIT_ENV = {
-  GIT_AUTHOR_NAME: 'Test',
-  GIT_AUTHOR_EMAIL: 'test@example.com',
-  GIT_COMMITTER_NAME: 'Test',
-  GIT_COMMITTER_EMAIL: 'test@example.com',
-};
+import { gitEnv } from '../helpers/git-env.js';
 
 export function git(root: string, ...args: string[]): string {
-  return execFileSync('git', args, { cwd: root, env: { ...process.env, ...GIT_ENV }, encoding: 'utf8' });
+  return execFileSync('git', args, { cwd: root, env: gitEnv(), encoding: 'utf8' });
 }
 
 /** A git repository with one commit and a .nxs/ folder git ignores, as a workspace has. */

@@ -62,6 +62,6 @@ export type { RoundEffects } from './drive.js';
 export type { StepGate } from './start.js';
 export { dueRounds, loadRound, roundsOfOperations, roundsProjection } from './projection.js';
 export { withRound, withRounds } from './rows.js';
-export { channelHandle } from './records.js';
+export { channelHandle, roundDraft } from './records.js';
 export * from '../../../protocol/channel.js';
 export * from '../../../protocol/round.js';

@@ -18,6 +18,20 @@ export function stepSkippedWarning(b: Board, s: StepRef, reason: string, message
   };
 }
 
+/** `tick_unscheduled` for a round whose window `deadline` is open and nothing keeps this workspace's clock. */
+function unscheduled(round: string, channel: string, step: string | undefined, deadline: string, clock: { registered: boolean }): Warning {
+  const missing = clock.registered
+    ? 'no node is running (start one with `nxs node start`)'
+    : 'this workspace is not registered with a node (`nxs node register`, then `nxs node start`)';
+  return {
+    class: 'tick_unscheduled',
+    reason: clock.registered ? 'no_node' : 'not_registered',
+    round,
+    ...(step === undefined ? {} : { step }),
+    message: `#${channel} has a step window open until ${deadline}, and nothing keeps this workspace's clock: ${missing}; the deadline is recorded, and \`nxc tick --thread ${round}\` checks it by hand`,
+  };
+}
+
 /**
  * tick_unscheduled when a window of this round is open and nothing keeps the clock: the call did
  * what it was asked, the deadline is recorded, but nothing will lapse the step until a tick runs.
@@ -27,16 +41,7 @@ export function tickUnscheduled(b: Board, clock: { registered: boolean; running:
   const deadline = nextDeadline(b);
   if (deadline === null || (clock.registered && clock.running)) return null;
   const open = Object.values(b.steps).find((r) => (r.state === 'running' || r.state === 'on_hold') && r.deadline === deadline)!;
-  const missing = clock.registered
-    ? 'no node is running (start one with `nxs node start`)'
-    : 'this workspace is not registered with a node (`nxs node register`, then `nxs node start`)';
-  return {
-    class: 'tick_unscheduled',
-    reason: clock.registered ? 'no_node' : 'not_registered',
-    round: b.round,
-    step: stepName(b, open.step),
-    message: `#${b.channel.name} has a step window open until ${deadline}, and nothing keeps this workspace's clock: ${missing}; the deadline is recorded, and \`nxc tick --thread ${b.round}\` checks it by hand`,
-  };
+  return unscheduled(b.round, b.channel.name, stepName(b, open.step), deadline, clock);
 }
 
 /**
@@ -47,14 +52,5 @@ export function tickUnscheduled(b: Board, clock: { registered: boolean; running:
 export function windowUnscheduled(s: RoundStatus, clock: { registered: boolean; running: boolean }): Warning | null {
   if (s.next_deadline === null || s.state !== 'running' || (clock.registered && clock.running)) return null;
   const open = s.steps.find((x) => (x.state === 'running' || x.state === 'on_hold') && x.deadline === s.next_deadline);
-  const missing = clock.registered
-    ? 'no node is running (start one with `nxs node start`)'
-    : 'this workspace is not registered with a node (`nxs node register`, then `nxs node start`)';
-  return {
-    class: 'tick_unscheduled',
-    reason: clock.registered ? 'no_node' : 'not_registered',
-    round: s.round,
-    ...(open === undefined ? {} : { step: open.name }),
-    message: `#${s.channel} has a step window open until ${s.next_deadline}, and nothing keeps this workspace's clock: ${missing}; the deadline is recorded, and \`nxc tick --thread ${s.round}\` checks it by hand`,
-  };
+  return unscheduled(s.round, s.channel, open?.name, s.next_deadline, clock);
 }

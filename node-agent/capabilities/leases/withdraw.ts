@@ -7,7 +7,7 @@ import type { LeaseEffect } from '../../../protocol/leases.js';
 import type { Author } from '../../../protocol/ops.js';
 import type { Warning, WithdrawResult } from '../../../protocol/receipts.js';
 import { appendOps, type Exec, type OpDraft } from '../../kernel/index.js';
-import { loadRound } from '../channels/index.js';
+import { loadRound, roundCompleted, roundDraft } from '../channels/index.js';
 import { loadOperation, operationOfThread } from '../threads/operations.js';
 import { messageDraft } from '../threads/turns.js';
 import { factDrafts, type HookEnv, type LeaseAfter, type LeaseHook } from './hook.js';
@@ -63,8 +63,8 @@ export function withdrawOf(env: HookEnv & { hook: LeaseHook; reap: () => Promise
         if (state.threads[thread]?.target.kind !== 'channel') continue;
         const row = await loadRound(tx, thread);
         if (row === null || row.board.workspace !== deps.workspace.id || row.board.completed !== null) continue;
-        const body = { round: thread, pass: row.board.pass, outcome: 'answered' as const, reason: 'withdrawn' as const, message: (message.body as { message: string }).message, boundary: '' };
-        drafts.push({ operation, thread, session: null, kind: 'round.completed', body });
+        const completed = roundCompleted(row.board, { outcome: 'answered', reason: 'withdrawn' }, { message: (message.body as { message: string }).message, boundary: '' });
+        drafts.push(roundDraft(operation, thread, completed));
       }
       await appendOps(tx, writer, drafts);
       const after: LeaseAfter = { appended: [], effects: d.effects, planned: new Map(), running: new Map(), followed: new Set(Object.keys(d.state.areas)), warnings: [] };

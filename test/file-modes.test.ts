@@ -11,26 +11,11 @@ import { uiSecret } from '../node-agent/host/ui/secret.js';
 import { makeWorkspace } from './helpers/workspace.js';
 import { createStore, homeTemplateDir, makeTemplate, openStore, packagedTemplateDir, templateProblem } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
+import { modes, notPrivate } from './helpers/file-modes.js';
 
 const base = mkdtempSync(join(tmpdir(), 'nexus-store-modes-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-/** Every entry under `root` (itself included) as `d700` / `f600` style: kind and permission bits. */
-function modes(root: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (path: string) => {
-    const st = lstatSync(path);
-    out.set(path, `${st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'f'}${(st.mode & 0o777).toString(8)}`);
-    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
-  };
-  walk(root);
-  return out;
-}
-
-/** The entries whose mode is not private: folders 0700, files 0600. */
-function notPrivate(root: string): string[] {
-  return [...modes(root)].filter(([, m]) => m !== 'd700' && m !== 'f600').map(([p, m]) => `${m} ${p}`);
-}
 
 /** Sets every folder 0755 and every file 0666, as PGlite and older versions left them. */
 function loosen(root: string): void {

@@ -1,11 +1,12 @@
 // The relay's StreamStore suite, run against PGlite and PostgreSQL alike.
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId } from '../protocol/ids.js';
 import { openPgliteStore, openPostgresStore, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
+import { modes, notPrivate } from './helpers/file-modes.js';
 
 const PG_URL = process.env['TEST_DATABASE_URL'];
 
@@ -251,22 +252,6 @@ describe.each(backends)('the $name stream store', (backend) => {
   });
 });
 
-/** Every entry under `root` (itself included) as `d700` / `f600` style: kind and permission bits. */
-function modes(root: string): Map<string, string> {
-  const out = new Map<string, string>();
-  const walk = (path: string) => {
-    const st = lstatSync(path);
-    out.set(path, `${st.isDirectory() ? 'd' : st.isSymbolicLink() ? 'l' : 'f'}${(st.mode & 0o777).toString(8)}`);
-    if (st.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
-  };
-  walk(root);
-  return out;
-}
-
-/** The entries whose mode is not private: folders 0700, files 0600. */
-function notPrivate(root: string): string[] {
-  return [...modes(root)].filter(([, m]) => m !== 'd700' && m !== 'f600').map(([p, m]) => `${m} ${p}`);
-}
 
 describe('the PGlite relay data folder', () => {
   it('is created private: folders 0700, files 0600, and stays so after ops were written', async () => {

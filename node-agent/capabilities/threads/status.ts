@@ -4,7 +4,7 @@ import { NexusError } from '../../../protocol/errors.js';
 import type { OperationLease, StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 import { leaseStatus } from '../leases/status.js';
 import { loadOperation, operationOfThread, threadOps } from './operations.js';
-import { isFinished, openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
+import { FOLD_VERSION, isFinished, openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
 import { operationBudget } from './brakes.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
@@ -21,23 +21,8 @@ function awaitingRoot(state: OperationState, finished: boolean): ThreadState | u
   return root !== undefined && root.opener.session === null ? root : undefined;
 }
 
-/**
- * The workspace each awaiting root's person belongs to: the author of its `thread.opened`. A synced log
- * carries other workspaces' operations, whose people are named bare there; this says whose they are.
- */
-async function homesOf(db: EngineDeps['db'], roots: readonly string[]): Promise<Map<string, string>> {
-  const homes = new Map<string, string>();
-  if (roots.length === 0) return homes;
-  const rows = await db
-    .select({ thread: tables.ops.thread, workspace: tables.ops.workspace })
-    .from(tables.ops)
-    .where(and(eq(tables.ops.kind, 'thread.opened'), inArray(tables.ops.thread, [...roots])))
-    .orderBy(asc(tables.ops.lamport), asc(tables.ops.workspace), asc(tables.ops.id));
-  for (const r of rows) if (r.thread !== null && !homes.has(r.thread)) homes.set(r.thread, r.workspace);
-  return homes;
-}
 
-function statusRow(state: OperationState, t: ThreadState, finished: boolean, homes: ReadonlyMap<string, string>): StatusRow {
+function statusRow(state: OperationState, t: ThreadState, finished: boolean): StatusRow {
   const s = t.session === null ? undefined : state.sessions[t.session];
   const awaiting = awaitingRoot(state, finished)?.id === t.id;
   return {
@@ -52,7 +37,8 @@ function statusRow(state: OperationState, t: ThreadState, finished: boolean, hom
     waiting_on_sub_round: t.state === 'open' && s !== undefined && !s.in_turn && openSubRounds(state, s.id).length > 0,
     // Nobody waits inside the flow: only the root of a finished operation, opened by a person, awaits one.
     awaiting_human: awaiting,
-    awaiting_workspace: awaiting ? (homes.get(t.id) ?? null) : null,
+    // The person it awaits belongs to the workspace that opened the root (a synced log names people bare).
+    awaiting_workspace: awaiting ? t.workspace : null,
     answered_by: t.answered_by,
     session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn, declaration_hash: s.declaration_hash ?? null } : null,
     messages: t.messages,
@@ -81,9 +67,9 @@ function treeOrder(state: OperationState): ThreadState[] {
   return out;
 }
 
-export function operationReport(state: OperationState, finished: boolean, budget: number, lease: OperationLease | null = null, homes: ReadonlyMap<string, string> = new Map()): StatusOperation {
+export function operationReport(state: OperationState, finished: boolean, budget: number, lease: OperationLease | null = null): StatusOperation {
   const root = rootOf(state);
-  const threads = treeOrder(state).map((t) => statusRow(state, t, finished, homes));
+  const threads = treeOrder(state).map((t) => statusRow(state, t, finished));
   return {
     operation: state.id,
     subject: root?.subject ?? null,
@@ -113,10 +99,15 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   notes.push(...lease.notes);
   const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
   const budget = operationBudget(deps);
-  const homes = await homesOf(deps.db, rows.flatMap((r) => awaitingRoot(r.state as OperationState, r.finished)?.id ?? []));
+  // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.
+  const states: OperationState[] = [];
+  for (const r of rows) {
+    const state = r.state as OperationState;
+    states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, r.id));
+  }
   return {
     workspace: { id: deps.workspace.id, name: deps.workspace.name },
-    operations: rows.map((r) => withRounds(operationReport(r.state as OperationState, r.finished, budget, lease.of(r.id), homes), boards)),
+    operations: rows.map((r, i) => withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards)),
     worker_names_a_working_copy: wc !== null,
     // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
     worker_answers_liveness: lease.answersLiveness,
@@ -147,6 +138,5 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
         ]
       : [],
   );
-  const homes = await homesOf(deps.db, awaitingRoot(state, finished)?.id === thread ? [thread] : []);
-  return { thread: withRound(statusRow(state, t, finished, homes), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
+  return { thread: withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
 }

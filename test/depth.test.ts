@@ -116,8 +116,9 @@ describe('an orchestrator commissioning round after round', () => {
 describe('a self-commissioning chain', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
+    // In process: the cap is the engine's rule, anchored in the store; what real processes add (a session's
+    // environment, its nxc reaching the node) the round-after-round case above proves through a node.
     ws = await makeWorkspace();
-    await ws.startNode();
     ws.persona('looper', { mode: 'chain', arg: 'looper' });
   });
   afterAll(() => ws.cleanup());

@@ -69,19 +69,9 @@ export function workspaceOfKey(key: string): string | null {
 
 /** The signed text of an op: its members in SIGNED_FIELDS order, compact, no `sig`. */
 export function signedText(op: Op): string {
-  return JSON.stringify({
-    id: op.id,
-    workspace: op.workspace,
-    origin: op.origin,
-    lamport: op.lamport,
-    ts: op.ts,
-    kind: op.kind,
-    operation: op.operation,
-    thread: op.thread,
-    session: op.session,
-    body: op.body,
-    key: op.key,
-  });
+  const members: Record<string, unknown> = {};
+  for (const field of SIGNED_FIELDS) members[field] = op[field];
+  return JSON.stringify(members);
 }
 
 /** The wire text of a signed text and its signature. */

@@ -1,6 +1,7 @@
 // The relay's StreamStore suite, run against PGlite and PostgreSQL alike.
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -291,5 +292,42 @@ describe('the PGlite relay data folder', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the PGlite relay data folder lock', () => {
+  // One folder for both cases: creating a PGlite data folder (initdb) takes seconds.
+  let dir: string;
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'nexus-relay-lock-'));
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('refuses a second opener with STORE_BUSY naming the holder, and frees the folder at close', async () => {
+    const first = await openPgliteStore({ dataDir: dir, log: silentLog });
+    try {
+      const refused = await openPgliteStore({ dataDir: dir, log: silentLog, lockWaitMs: 0 }).catch((err: unknown) => err);
+      expect(refused).toMatchObject({ code: 'STORE_BUSY' });
+      expect((refused as Error).message).toContain(`pid ${process.pid} (a relay)`);
+    } finally {
+      await first.close();
+    }
+    expect(existsSync(join(dir, 'pgdata.lock'))).toBe(false);
+  });
+
+  it('takes the folder over at once from a relay that died holding it, however recent its lock', async () => {
+    // A lock written a moment ago by a process that is gone (a pid that has exited).
+    const dead = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+    const lock = join(dir, 'pgdata.lock');
+    mkdirSync(lock);
+    writeFileSync(join(lock, 'owner.json'), JSON.stringify({ pid: Number(dead.stdout), start: null, host: hostname(), since: new Date().toISOString(), purpose: 'a relay' }));
+    const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+    try {
+      await store.createStream('taken-over', 'h');
+      expect((await store.getStream('taken-over'))?.head).toBe(0);
+    } finally {
+      await store.close();
+    }
+    expect(existsSync(lock)).toBe(false);
   });
 });

@@ -1,7 +1,7 @@
 // Appends ops to the store and keeps each operation's fold current, in the same transaction.
 import { inArray, max } from 'drizzle-orm';
 import { ulid } from 'ulidx';
-import { signOp, type OpSigner } from '../../crypto/index.js';
+import { SIGNED_FIELDS, signOp, type OpSigner } from '../../crypto/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { Op, OpPayload } from '../../protocol/ops.js';
 import { badTextError, findBadText, MAX_LAMPORT } from '../../protocol/storable.js';
@@ -77,21 +77,9 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
 
 /** The stored row of an op; its signature and exact text travel with it when it has them. */
 function opRow(op: Op & { key?: string | null; sig?: string | null; raw?: string | null }): typeof tables.ops.$inferInsert {
-  return {
-    id: op.id,
-    workspace: op.workspace,
-    origin: op.origin,
-    lamport: op.lamport,
-    ts: op.ts,
-    kind: op.kind,
-    operation: op.operation,
-    thread: op.thread,
-    session: op.session,
-    body: op.body,
-    key: op.key ?? null,
-    sig: op.sig ?? null,
-    raw: op.raw ?? null,
-  };
+  const row: Record<string, unknown> = {};
+  for (const field of SIGNED_FIELDS) row[field] = op[field] ?? null;
+  return { ...(row as Omit<typeof tables.ops.$inferInsert, 'sig' | 'raw'>), sig: op.sig ?? null, raw: op.raw ?? null };
 }
 
 /**

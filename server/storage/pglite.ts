@@ -1,22 +1,18 @@
 // The StreamStore on PGlite: one data directory, held by this process alone under a file lock.
 import { PGlite, type Transaction } from '@electric-sql/pglite';
 import { join } from 'node:path';
-import lockfile from 'proper-lockfile';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { makePrivateDir, tightenTree, withPrivateUmask, type Logger } from '../../infra/index.js';
+import { acquireLock, describeOwner, makePrivateDir, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
 import { CommitEmitter, migrate, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
-
-/** A lock not refreshed for this long belongs to a dead process and is taken over. */
-const LOCK_STALE_MS = 10_000;
 
 /** Options of {@link openPgliteStore}. */
 export type PgliteStoreOptions = {
   /** The relay's data folder; the database lives in `<dataDir>/pgdata`. */
   dataDir: string;
   log: Logger;
-  /** How long to wait for a lock held by another process (default 12 s, just past staleness). */
+  /** How long to wait while another live process holds the folder (default 5 s: a relay still closing). */
   lockWaitMs?: number;
 };
 
@@ -46,32 +42,21 @@ function adapt(db: PGlite | Transaction): Sql {
 
 /**
  * Opens (creating on first use) the PGlite store in `dataDir`, migrated. PGlite has no lock of its
- * own, so a proper-lockfile lock is held until `close()`; a second relay on the folder gets STORE_BUSY.
+ * own, so the folder's lock is held until `close()`: a second relay on the folder gets STORE_BUSY while
+ * the first one's process lives, however slow or starved it is, and takes the folder over at once when
+ * that process is gone (the lock names its holder's pid and start time; nothing needs refreshing).
  * The folder is private: made under umask 077, and every folder set 0700 and file 0600 once open
  * (PGlite writes its initial files 0666 whatever the umask) and again at close.
  */
 export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamStore> {
   const target = join(opts.dataDir, 'pgdata');
   makePrivateDir(opts.dataDir);
-  const waitMs = opts.lockWaitMs ?? LOCK_STALE_MS + 2_000;
   let pg: PGlite | undefined;
-  let release: () => Promise<void>;
-  try {
-    release = await lockfile.lock(target, {
-      realpath: false,
-      lockfilePath: `${target}.lock`,
-      stale: LOCK_STALE_MS,
-      update: LOCK_STALE_MS / 4,
-      retries: { retries: Math.ceil(waitMs / 100), minTimeout: 50, maxTimeout: 100, factor: 1.2 },
-      onCompromised: (err) => {
-        // Someone took the folder over: two writers would corrupt it, so this one stops using it.
-        opts.log.error('relay data lock lost; closing the store', { dir: opts.dataDir, error: err });
-        void pg?.close().catch(() => undefined);
-      },
-    });
-  } catch (err) {
-    throw new NexusError('STORE_BUSY', `the relay data folder ${opts.dataDir} is held by another process`, { cause: String(err) });
-  }
+  const release: Release = await acquireLock(`${target}.lock`, {
+    waitMs: opts.lockWaitMs ?? 5_000,
+    purpose: 'a relay',
+    busy: (owner) => new NexusError('STORE_BUSY', `the relay data folder ${opts.dataDir} is held by ${describeOwner(owner)}`),
+  });
   try {
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: target }));
     const client = pg;
@@ -99,13 +84,13 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
           // Files PGlite wrote while open (its relation cache, new segments) come out of the umask.
           tightenTree(opts.dataDir);
         } finally {
-          await release().catch(() => undefined);
+          release();
         }
       },
     });
   } catch (err) {
     await pg?.close().catch(() => undefined);
-    await release().catch(() => undefined);
+    release();
     throw new NexusError('STORE_FAILED', `the relay store in ${opts.dataDir} could not be opened: ${userMessage(err)}`);
   }
 }

@@ -5,3 +5,4 @@ export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type TreeModes } from './private-dir.js';
 export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedRead } from './read.js';
 export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
+export { packageRoot, packageVersion } from './package.js';

@@ -1,0 +1,25 @@
+// The installed package's own folder and version, for the node and the relay alike.
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+let cachedRoot: string | undefined;
+let cachedVersion: string | undefined;
+
+/** The installed package's root, found by walking up from this file (source and dist sit at different depths). */
+export function packageRoot(): string {
+  if (cachedRoot) return cachedRoot;
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'nexus') return (cachedRoot = dir);
+    const up = dirname(dir);
+    if (up === dir) throw new TypeError('nexus package root not found above ' + fileURLToPath(import.meta.url));
+    dir = up;
+  }
+}
+
+/** The installed package's version, from its package.json (as /v1/info, the build-info metric and `--version` report it). */
+export function packageVersion(): string {
+  return (cachedVersion ??= String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown }).version ?? '0.0.0'));
+}

@@ -1,9 +1,13 @@
 // Stream and operator tokens: made random, stored only as their sha256, compared in constant time.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
-/** A fresh token: 32 random bytes, base64url. */
+/**
+ * A fresh token: `nxr_` and 32 random bytes, base64url. The prefix keeps a token from ever starting
+ * with `-` (one in 64 bare base64url strings does), which a command line would read as an option
+ * (`nxs sync bind --token -x...` was refused as USAGE); it also makes a leaked token easy to search for.
+ */
 export function newToken(): string {
-  return randomBytes(32).toString('base64url');
+  return `nxr_${randomBytes(32).toString('base64url')}`;
 }
 
 /** What is stored for a token: its sha256, hex. */

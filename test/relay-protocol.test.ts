@@ -88,3 +88,22 @@ describe('error codes and URLs', () => {
     expect(syncUrl(base)).toBe(url);
   });
 });
+
+describe('tokens', () => {
+  it('no fresh token can be read as an option on a command line, and each still matches only its own hash', async () => {
+    const { newToken, hashToken, tokenMatches } = await import('../server/tokens.js');
+    const { parseArgs } = await import('node:util');
+    const seen = new Set<string>();
+    for (let i = 0; i < 2_000; i++) {
+      const t = newToken();
+      expect(t).toMatch(/^nxr_[A-Za-z0-9_-]{43}$/);
+      // What `nxs sync bind --token T` does with it: parsed as the option's value, not refused.
+      expect(parseArgs({ args: ['--token', t], options: { token: { type: 'string' } }, strict: true }).values.token).toBe(t);
+      seen.add(t);
+    }
+    expect(seen.size).toBe(2_000);
+    const [a, b] = [newToken(), newToken()];
+    expect(tokenMatches(a, hashToken(a))).toBe(true);
+    expect(tokenMatches(b, hashToken(a))).toBe(false);
+  });
+});

@@ -16,6 +16,7 @@ import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { packageRoot } from '../node-agent/paths.js';
 import { openStore } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
+import { silentLogger } from '../infra/index.js';
 import { row, sample } from './stats.js';
 
 const run = promisify(execFile);
@@ -105,7 +106,7 @@ async function main(): Promise<void> {
   // The same commands with a node serving the workspace: each one is a request on its socket.
   // The node runs in this process, which only awaits the CLI children, so it is free to answer.
   addToRegistry(nodePaths(home), workspace.id, root);
-  const node = await startNode({ home, log: () => undefined });
+  const node = await startNode({ home, log: silentLogger });
   const nodeRound = await sample(CLI_N, async (i) => {
     const sent = JSON.parse((await nxc(['send', '@bob', '--subject', `node ${i}`, '--json', 'ping'], 'alice')).stdout) as { thread: string };
     await nxc(['reply', '--thread', sent.thread, '--json', 'pong'], 'bob');

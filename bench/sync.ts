@@ -32,6 +32,7 @@ import { AckPolicy, connect, DeliverPolicy, StorageType, type ConsumerMessages, 
 import pg from 'pg';
 import { WebSocket } from 'ws';
 import { checkOps, opSigner, signOp, workspaceOfKey, type CheckedOp } from '../crypto/index.js';
+import { createLogger } from '../infra/index.js';
 import { newMessageId, newOpId, newThreadId } from '../protocol/ids.js';
 import { OpPayloadSchema, type Op } from '../protocol/ops.js';
 import { rawElements, rawMember, SYNC_PROTOCOL, syncUrl, WireOpSchema } from '../protocol/sync.js';
@@ -884,7 +885,7 @@ async function oursSyncClient(relay: RelayProc, stream: string, token: string, t
     origin: 'bench-reader',
     projections: PROJECTIONS,
     run,
-    log: (line) => progress(`  ${line}`),
+    log: createLogger({ component: 'sync', sink: (line) => progress(`  ${line.trimEnd()}`) }),
   });
   const t0 = performance.now();
   await client.start();

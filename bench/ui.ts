@@ -14,6 +14,7 @@ import { findWorkspace, initWorkspace } from '../node-agent/adapters/workspace/i
 import { hostFor, realDeps } from '../node-agent/host/index.js';
 import { addToRegistry, nodePaths, startNode } from '../node-agent/host/node/index.js';
 import { needsOf, page, renderNeeds, renderOperations, type Snapshot } from '../node-agent/host/ui/index.js';
+import { silentLogger } from '../infra/index.js';
 import { ms, row, sample } from './stats.js';
 
 const OPERATIONS = Number(process.env['BENCH_UI_OPERATIONS'] ?? 1_000);
@@ -119,7 +120,7 @@ async function throughNode(): Promise<void> {
     console.log(`through a node: ${E2E_OPERATIONS} operations written by the engine in ${ms(performance.now() - t0)} (BENCH_UI_E2E_OPERATIONS to change)`);
     await store.close();
     addToRegistry(nodePaths(home), workspace.id, root);
-    const node = await startNode({ home, log: () => undefined });
+    const node = await startNode({ home, log: silentLogger });
     try {
       const url = new URL(node.ui()!.url);
       const secret = url.searchParams.get('k')!;

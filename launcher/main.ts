@@ -13,6 +13,7 @@ import { writeBinding } from '../node-agent/host/sync/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { storeTemplateReady } from '../node-agent/adapters/store/index.js';
 import { startRelay, type Relay } from '../server/index.js';
+import { silentLogger } from '../infra/index.js';
 import { addressInUse, preferredPort } from './ports.js';
 
 const home = nexusHome();
@@ -129,7 +130,7 @@ async function main(): Promise<void> {
   const { workspace } = await initWorkspace(dir, { name: 'demo', home });
   writeBinding(workspace.paths, { relay: relay.url, stream: STREAM, token: streamToken, bound_at: new Date().toISOString() });
   addToRegistry(paths, workspace.id, dir);
-  const node = await startNode({ home, log: () => undefined });
+  const node = await startNode({ home, log: silentLogger });
   say(`node ${node.pid} serving workspace ${workspace.id} at ${dir}`);
 
   // People here are named as anywhere else: NXC_ACTOR, else the login name.

@@ -13,7 +13,7 @@ import { SyncClient } from '../node-agent/host/sync/client.js';
 import { positionKey, readPosition, writePosition } from '../node-agent/host/sync/state.js';
 import { appendOps, type Projection } from '../node-agent/kernel/index.js';
 import { newThreadId } from '../protocol/ids.js';
-import { silentLog, startRelay, type Relay } from '../server/index.js';
+import { createLogger, silentLog, startRelay, type Relay } from '../server/index.js';
 import { Forger } from './helpers/forge.js';
 import { until } from './helpers/until.js';
 
@@ -70,7 +70,7 @@ class Node {
       origin: this.origin,
       projections: this.projections,
       run: this.run,
-      log: (line) => this.log.push(line),
+      log: createLogger({ component: 'sync', sink: (line) => this.log.push(line) }),
     });
     clients.push(this.client);
     await this.client.start();

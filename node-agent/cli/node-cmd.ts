@@ -3,6 +3,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
+import { createLogger } from '../../infra/index.js';
 import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
 import { packageRoot } from '../paths.js';
 import { callNode, isUnreachable } from '../host/rpc/client.js';
@@ -29,7 +30,7 @@ async function run(io: Io, tickMs: number | undefined): Promise<void> {
   const { startNode } = await import('../host/node/index.js');
   const node = await startNode({
     home: homeOf(io).home,
-    log: (l) => io.stderr(`${new Date().toISOString()} ${l}\n`),
+    log: createLogger({ component: 'node', env: io.env, sink: io.stderr }),
     ...(tickMs === undefined ? {} : { tickMs }),
   });
   let stopping = false;

@@ -8,7 +8,7 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addToRegistry, nodePaths, startNode, type RunningNode } from '../../node-agent/host/node/index.js';
-import { silentLog, startRelay, type Relay } from '../../server/index.js';
+import { createLogger, silentLog, startRelay, type Relay } from '../../server/index.js';
 import { until } from '../helpers/until.js';
 import { makeWorkspace, REPO, type TestWorkspace } from '../helpers/workspace.js';
 
@@ -58,7 +58,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     // Sessions the node starts inherit this environment: they find `nxc` and this node through it.
     process.env['NEXUS_HOME'] = home;
     process.env['PATH'] = `${join(REPO, 'bin')}:${process.env['PATH'] ?? ''}`;
-    node = await startNode({ home, log: (l) => nodeLog.push(l) });
+    node = await startNode({ home, log: createLogger({ component: 'node', sink: (l) => nodeLog.push(l) }) });
     url = node.ui()!.url;
     base = new URL(url).origin;
     browser = await chromium.launch({ executablePath: CHROMIUM!, args: ['--no-sandbox'] });

@@ -4,7 +4,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { EventEmitter } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
-import { acquireLock, describeOwner } from '../../../infra/index.js';
+import { acquireLock, createLogger, describeOwner, type Logger } from '../../../infra/index.js';
 import { mkdirSync } from 'node:fs';
 import { and, asc, eq, gt, inArray, isNotNull } from 'drizzle-orm';
 import { checkOps } from '../../../crypto/index.js';
@@ -41,7 +41,14 @@ type Served = {
 /** How many own ops one local delivery pass reads at a time. */
 const DELIVERY_PAGE = 500;
 
-export type NodeOptions = { home?: string; tickMs?: number; log?: (line: string) => void; /** false: no web dashboard. */ ui?: boolean };
+export type NodeOptions = {
+  home?: string;
+  tickMs?: number;
+  /** Where the node, its sync clients and its dashboard report (default: JSON lines on stderr, component `node`). */
+  log?: Logger;
+  /** false: no web dashboard. */
+  ui?: boolean;
+};
 
 export type RunningNode = {
   paths: NodePaths;
@@ -63,7 +70,7 @@ const DEFAULT_TICK_MS = 30_000;
 
 export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   const paths = nodePaths(opts.home);
-  const log = opts.log ?? ((line: string) => process.stderr.write(`${new Date().toISOString()} ${line}\n`));
+  const log = opts.log ?? createLogger({ component: 'node' });
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
   // One node per home: the lock's holder is known by pid, so a node killed a moment ago frees it at
   // once, and a live one is refused at once (a node still starting gets a few seconds to show up).
@@ -96,7 +103,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     if (existing) return existing;
     const store = await openStore(workspace.paths.store, { waitMs: 30_000, purpose: NODE_PURPOSE, home: paths.home });
     // A move of the working copy that a crash interrupted is finished or rolled back before anything else.
-    await recover(workspace.paths.root).catch((err: unknown) => log(`${workspace.id}: recovering the working copy failed: ${String(err)}`));
+    await recover(workspace.paths.root).catch((err: unknown) => log.error('recovering the working copy failed', { workspace: workspace.id, err }));
     const entry: Served = {
       workspace,
       store,
@@ -116,7 +123,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       }),
     );
     served.set(workspace.id, entry);
-    log(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`);
+    log.info(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`, { workspace: workspace.id });
     await startSync(entry);
     for (const other of served.values()) deliverFrom(other);
     return entry;
@@ -154,13 +161,13 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
           const ops = rows.map((r) => ({ op: rowToOp(r), raw: r.raw! }));
           for (const to of [...served.values()]) {
             if (to === from) continue;
-            await deliverTo(to, await withPast(from, to, ops)).catch((err: unknown) => log(`delivery from ${from.workspace.id} to ${to.workspace.id} failed: ${String(err)}`));
+            await deliverTo(to, await withPast(from, to, ops)).catch((err: unknown) => log.error('local delivery failed', { from: from.workspace.id, to: to.workspace.id, err }));
           }
           from.delivered = Math.max(from.delivered, rows[rows.length - 1]!.localSeq);
           if (rows.length < DELIVERY_PAGE) break;
         }
       } catch (err) {
-        log(`delivery from ${from.workspace.id} failed: ${String(err)}`);
+        log.error('local delivery failed', { from: from.workspace.id, err });
       } finally {
         from.delivering = false;
         if (from.deliverAgain) {
@@ -209,7 +216,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       if (wanted.length === 0) return false;
       const checked = await checkOps(wanted.map((o) => o.raw));
       const report = await to.store.db.transaction((tx) => ingestChecked(tx, checked, { projections: to.host.deps.projections }));
-      if (report.refusals.length > 0) log(`local delivery to ${to.workspace.id}: ${report.refusals.length} op(s) refused or held`);
+      if (report.refusals.length > 0) log.warn(`local delivery: ${report.refusals.length} op(s) refused or held`, { to: to.workspace.id, refused: report.refusals.length });
       if (report.fresh.length === 0) return false;
       await to.host.engine.react(report.fresh);
       return true;
@@ -241,7 +248,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       const now = Date.now();
       for (const at of entry.leaseTicks) if (at <= now + 10) entry.leaseTicks.delete(at);
       void withHost(entry.workspace.id, (h) => h.run('tick', {}))
-        .catch((err: unknown) => log(`lease tick of ${entry.workspace.id} failed: ${String(err)}`))
+        .catch((err: unknown) => log.error('lease tick failed', { workspace: entry.workspace.id, err }))
         .finally(() => armLeaseTimer(entry));
     }, Math.max(0, Math.min(next - Date.now(), 2 ** 31 - 1)));
     entry.leaseTimer.unref();
@@ -275,16 +282,16 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
             entry.sync?.kick();
             deliverFrom(entry);
           })
-          .catch((err: unknown) => log(`${entry.workspace.id}: reacting to synced ops failed: ${String(err)}`));
+          .catch((err: unknown) => log.error('reacting to synced ops failed', { workspace: entry.workspace.id, err }));
       },
-      log: (line) => log(`${entry.workspace.id}: ${line}`),
+      log: log.child({ component: 'sync', workspace: entry.workspace.id, stream: binding.stream }),
     });
     await entry.sync.start();
-    log(`${entry.workspace.id} syncs with stream ${binding.stream} at ${binding.relay}`);
+    log.info(`syncs with stream ${binding.stream} at ${binding.relay}`, { workspace: entry.workspace.id, stream: binding.stream, relay: binding.relay });
   }
 
   for (const w of readRegistry(paths).workspaces) {
-    await serve(w.root).catch((err: unknown) => log(`cannot serve ${w.id} at ${w.root}: ${String(err)}`));
+    await serve(w.root).catch((err: unknown) => log.error(`cannot serve ${w.id} at ${w.root}`, { workspace: w.id, err }));
   }
 
   /** Commands on one workspace run one at a time, exactly as the store lock orders them without a node. */
@@ -315,7 +322,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       rmSync(paths.socket, { force: true });
       rmSync(paths.info, { force: true });
       releaseNodeLock();
-      log('node stopped');
+      log.info('node stopped');
       resolveClosed();
     })();
     return stopping;
@@ -392,8 +399,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       events.on('ops', listener);
       return () => void events.off('ops', listener);
     };
-    ui = await startUi({ nodeDir: paths.dir, backend: { run, onAppended, registered: () => readRegistry(paths).workspaces }, log }).catch((err: unknown) => {
-      log(`the dashboard could not start: ${String(err)}`);
+    ui = await startUi({ nodeDir: paths.dir, backend: { run, onAppended, registered: () => readRegistry(paths).workspaces }, log: log.child({ component: 'ui' }) }).catch((err: unknown) => {
+      log.error('the dashboard could not start', { err });
       return null;
     });
   }
@@ -406,12 +413,17 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       ticking.add(id);
       void withHost(id, (h) => h.run('tick', {}))
         .then((r) => void (r.settled > 0 && events.emit('ops', id)))
-        .catch((err: unknown) => log(`tick of ${id} failed: ${String(err)}`))
+        .catch((err: unknown) => log.error('tick failed', { workspace: id, err }))
         .finally(() => ticking.delete(id));
     }
   }, opts.tickMs ?? DEFAULT_TICK_MS);
   ticker.unref();
-  log(`node ${process.pid} listening on ${paths.socket}; ${served.size} workspace(s); tick every ${opts.tickMs ?? DEFAULT_TICK_MS} ms`);
+  log.info(`node ${process.pid} listening on ${paths.socket}; ${served.size} workspace(s); tick every ${opts.tickMs ?? DEFAULT_TICK_MS} ms`, {
+    pid: process.pid,
+    socket: paths.socket,
+    workspaces: served.size,
+    tick_ms: opts.tickMs ?? DEFAULT_TICK_MS,
+  });
   if (!existsSync(paths.socket)) throw new NexusError('INTERNAL', 'the node socket vanished');
   return { paths, socket: paths.socket, pid: process.pid, ui: () => ui?.info() ?? null, events, close, closed };
 }

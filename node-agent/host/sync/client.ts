@@ -1,6 +1,7 @@
 // The node's sync client for one workspace: pushes its outbox, takes in the stream, and keeps going
 // across disconnects (backoff with jitter; unacknowledged ops are pushed again after every reconnect).
 import WebSocket from 'ws';
+import type { Logger } from '../../../infra/index.js';
 import { checkOps, type CheckedOp, type OpSigner } from '../../../crypto/index.js';
 import {
   DEFAULT_LIMITS,
@@ -58,7 +59,8 @@ export type SyncClientOptions = {
   projections: readonly Projection[];
   /** Runs store work in the workspace's command queue, so sync never interleaves with a command. */
   run: <T>(fn: (db: Db) => Promise<T>) => Promise<T>;
-  log: (line: string) => void;
+  /** Where the client reports (the node gives a child carrying the workspace and the stream). */
+  log: Logger;
   /** Called (outside the store work) with the ops each page newly stored, so the node can react to them. */
   onIngested?: (ops: Op[]) => void;
   /** Batches in flight before waiting for acks. */
@@ -195,7 +197,7 @@ export class SyncClient {
    */
   private setError(message: string, always = false): void {
     this.lastError = message;
-    if (always || message !== this.lastLogged) this.opts.log(`sync ${this.opts.binding.stream}: ${message}`);
+    if (always || message !== this.lastLogged) this.opts.log.warn(message);
     this.lastLogged = message;
   }
 
@@ -214,7 +216,7 @@ export class SyncClient {
     this.position = { ...this.position, cursor: Math.min(head, this.position.cursor), acked: 0, acked_seq: 0 };
     this.sentUpTo = 0;
     this.inFlight.clear();
-    this.opts.log(`sync ${this.opts.binding.stream}: ${why}; following the relay from seq ${this.position.cursor} and pushing this node's ops again`);
+    this.opts.log.warn(`${why}; following the relay from seq ${this.position.cursor} and pushing this node's ops again`, { cursor: this.position.cursor });
     this.ingest = this.ingest
       .then(async () => {
         const pos = this.position;
@@ -297,7 +299,7 @@ export class SyncClient {
         if (frame.code === 'BAD_CURSOR' && frame.resume_from !== undefined) this.resume(frame.resume_from, `the relay's stream ends at seq ${frame.resume_from}, before this node's cursor ${this.position.cursor}`);
         else if (!SYNC_ERROR_TABLE[frame.code].retry) {
           this.refused = true;
-          this.opts.log(`sync ${this.opts.binding.stream}: refused by the relay for good: ${this.lastError}`);
+          this.opts.log.error(`refused by the relay for good: ${this.lastError}`, { code: frame.code });
         }
         break;
       }
@@ -356,10 +358,12 @@ export class SyncClient {
     this.received += checked.length;
     if (next.cursor > before.cursor) this.progressed();
     if (report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
-    const line = refusalLine(this.opts.binding.stream, report);
-    if (line !== null) this.opts.log(line);
-    if (report.released > 0) this.opts.log(`sync ${this.opts.binding.stream}: ${report.released} pending op(s) taken in after a key rotation`);
-    if (this.received % 10_000 < checked.length) this.opts.log(`sync ${this.opts.binding.stream}: ${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`);
+    const line = refusalLine(report);
+    if (line !== null) this.opts.log.warn(line, { refused: report.refusals.length - report.held, held: report.held });
+    if (report.released > 0) this.opts.log.info(`${report.released} pending op(s) taken in after a key rotation`, { released: report.released });
+    if (this.received % 10_000 < checked.length) {
+      this.opts.log.info(`${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`, { received: this.received, cursor: this.position.cursor, head: this.head });
+    }
   }
 
   /** A relay that refuses single ops of a push (ops no store could keep) says so per op: each one is logged. */
@@ -367,7 +371,7 @@ export class SyncClient {
     const results = (json as { results?: unknown }).results;
     if (!Array.isArray(results)) return;
     for (const r of results as Array<{ op?: unknown; refused?: unknown }>) {
-      if (typeof r?.refused === 'string') this.opts.log(`sync ${this.opts.binding.stream}: the relay refused op ${String(r.op)}: ${r.refused}`);
+      if (typeof r?.refused === 'string') this.opts.log.warn(`the relay refused op ${String(r.op)}: ${r.refused}`, { op: String(r.op) });
     }
   }
 
@@ -408,7 +412,7 @@ export class SyncClient {
         for (const r of rows) {
           if (r.raw === null) {
             // Not signed and not ours to sign: no receiver would take it in, so it is never pushed.
-            this.opts.log(`sync ${this.opts.binding.stream}: op ${r.id} has no signed text; not pushed`);
+            this.opts.log.warn(`op ${r.id} has no signed text; not pushed`, { op: r.id });
             last = r.localSeq;
             continue;
           }

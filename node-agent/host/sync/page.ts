@@ -30,8 +30,8 @@ export async function storePage(
 }
 
 /** One log line for a page's refusals (the first few named), or null when there were none. */
-export function refusalLine(stream: string, report: IngestReport): string | null {
+export function refusalLine(report: IngestReport): string | null {
   if (report.refusals.length === 0) return null;
   const shown = report.refusals.slice(0, 5).map((r) => `${r.id ?? '?'} ${r.reason}: ${r.why}`);
-  return `sync ${stream}: ${report.refusals.length - report.held} op(s) refused, ${report.held} held pending; ${shown.join('; ')}${report.refusals.length > 5 ? '; ...' : ''}`;
+  return `${report.refusals.length - report.held} op(s) refused, ${report.held} held pending; ${shown.join('; ')}${report.refusals.length > 5 ? '; ...' : ''}`;
 }

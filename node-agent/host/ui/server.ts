@@ -10,6 +10,7 @@ import { z } from 'zod';
 import type { UiInfo } from '../../../protocol/commands.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { writeFileAtomic } from '../../../infra/index.js';
+import type { Logger } from '../../../infra/index.js';
 import { uiApp } from './app.js';
 import { StatusCache, ViewCache, type UiBackend } from './data.js';
 import { LiveHub } from './live.js';
@@ -21,7 +22,7 @@ export type UiOptions = {
   backend: UiBackend;
   host?: string;
   port?: number;
-  log?: (line: string) => void;
+  log?: Logger;
   /** How often open pages' sync state is compared (default 1 s). */
   syncEveryMs?: number;
 };
@@ -91,7 +92,7 @@ export async function startUi(opts: UiOptions): Promise<UiServer> {
     current = { server, host, port: bound };
     if (old) await stop(old);
     if (isLoopback(host)) writeFileAtomic(portFile, JSON.stringify({ port: bound }) + '\n');
-    opts.log?.(`dashboard listening on ${host}:${bound}${isLoopback(host) ? '' : ' (beyond loopback: the secret is required on every request)'}`);
+    opts.log?.info(`dashboard listening on ${host}:${bound}${isLoopback(host) ? '' : ' (beyond loopback: the secret is required on every request)'}`, { host, port: bound });
   }
 
   function stop(server: Server): Promise<void> {

@@ -1,0 +1,57 @@
+// The node reports through the shared logger: JSON lines of the relay's shape, with the node's own
+// lines, each sync client's and the dashboard's told apart by `component` and carrying their workspace.
+import { createServer } from 'node:net';
+import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, inject } from 'vitest';
+import { createLogger } from '../infra/index.js';
+import { addToRegistry, nodePaths, startNode, type RunningNode } from '../node-agent/host/node/index.js';
+import { writeBinding } from '../node-agent/host/sync/index.js';
+import { findWorkspace } from '../node-agent/adapters/workspace/index.js';
+import { until } from './helpers/until.js';
+import { makeWorkspace } from './helpers/workspace.js';
+
+type Line = { ts: string; level: string; component: string; msg: string; [k: string]: unknown };
+
+/** A loopback port nobody listens on (bound, then closed). */
+async function deadPort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as { port: number }).port;
+  await new Promise<void>((r) => srv.close(() => r()));
+  return port;
+}
+
+describe('the node log', () => {
+  let node: RunningNode | null = null;
+  afterAll(async () => {
+    await node?.close();
+  });
+
+  it('is JSON lines: the node names what it serves, the sync client of a workspace reports its failure with workspace and stream', async () => {
+    const ws = await makeWorkspace({ real: true });
+    const home = join(ws.root, '..', 'nexus-home');
+    mkdirSync(home, { recursive: true });
+    if (!existsSync(join(home, 'cache'))) symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
+    const workspace = findWorkspace(ws.root, {});
+    writeBinding(workspace.paths, { relay: `http://127.0.0.1:${await deadPort()}`, stream: 'logged', token: 'nxr_x', bound_at: new Date().toISOString() });
+    addToRegistry(nodePaths(home), workspace.id, ws.root);
+
+    const raw: string[] = [];
+    node = await startNode({ home, ui: false, log: createLogger({ component: 'node', level: 'info', sink: (l) => raw.push(l) }) });
+    const lines = () => raw.map((l) => JSON.parse(l) as Line);
+    const sync = await until('a sync failure logged', async () => lines().find((l) => l.component === 'sync'), 30_000);
+
+    for (const l of raw) expect(l.endsWith('\n')).toBe(true);
+    const all = lines();
+    for (const l of all) {
+      expect(Number.isNaN(Date.parse(l.ts))).toBe(false);
+      expect(['debug', 'info', 'warn', 'error']).toContain(l.level);
+    }
+    expect(all.find((l) => l.component === 'node' && l.msg.startsWith('serving '))).toMatchObject({ level: 'info', workspace: workspace.id });
+    expect(all.find((l) => l.component === 'node' && l.msg.includes('listening on'))).toMatchObject({ pid: process.pid, workspaces: 1 });
+    expect(sync).toMatchObject({ level: 'warn', workspace: workspace.id, stream: 'logged' });
+    // The client's own lines no longer repeat the stream in the text: it is a field.
+    expect(sync.msg.startsWith('sync logged')).toBe(false);
+  });
+});

@@ -1,7 +1,7 @@
 // The node's sync client for one workspace: pushes its outbox, takes in the stream, and keeps going
 // across disconnects (backoff with jitter; unacknowledged ops are pushed again after every reconnect).
 import WebSocket from 'ws';
-import type { Logger } from '../../../infra/index.js';
+import { backoffDelay, type Logger } from '../../../infra/index.js';
 import { checkOps, type CheckedOp, type OpSigner } from '../../../crypto/index.js';
 import {
   DEFAULT_LIMITS,
@@ -67,7 +67,12 @@ export type SyncClientOptions = {
   window?: number;
 };
 
-const MAX_BACKOFF_MS = 30_000;
+/**
+ * Reconnect delays: from 200 ms, doubling, never past 10 s. A relay back after a restart is found
+ * within 10 s (with 30 s and the old 1.5x jitter a node waited up to 45 s); the jitter spreads many
+ * nodes reconnecting together.
+ */
+const RECONNECT_BACKOFF = { baseMs: 200, maxMs: 10_000 } as const;
 /** Pages received but not yet stored before the socket stops being read. */
 const MAX_WAITING_PAGES = 8;
 
@@ -234,9 +239,8 @@ export class SyncClient {
 
   private scheduleReconnect(): void {
     if (this.stopped || this.refused) return;
-    const base = Math.min(MAX_BACKOFF_MS, 200 * 2 ** Math.min(this.attempt, 8));
+    const delay = backoffDelay(this.attempt, RECONNECT_BACKOFF);
     this.attempt++;
-    const delay = base * (0.5 + Math.random());
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
     this.reconnectTimer.unref();
   }

@@ -1,9 +1,14 @@
 // The node through the real CLI: one background process per NEXUS_HOME serving registered workspaces
 // over a Unix socket. Real processes, real sockets, real PGlite; nothing here asserts a timing.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, inject, vi } from 'vitest';
+import { acquireLock } from '../infra/index.js';
+import { NODE_PURPOSE } from '../node-agent/adapters/store/index.js';
+import { startNode } from '../node-agent/host/node/index.js';
+import { nodeLockPath, nodePaths, writeInfo } from '../node-agent/host/node/files.js';
 import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from './helpers/workspace.js';
 
 const FORBID_PGLITE = join(REPO, 'test', 'fixtures', 'forbid-pglite.mjs');
@@ -199,6 +204,72 @@ describe('one node per NEXUS_HOME', () => {
     const sent = ok(await ws.nxc(['send', '@bob', '--subject', 'still there?', '--json', 'hello']));
     expect(sent.json.posted).toBe(true);
     expect(ok(await ws.nxc(['tick', '--json'])).json.via).toBe('node');
+  });
+});
+
+describe('a second node for a home whose lock is held', () => {
+  // The node's own start, in this process, against a lock this process holds: as a starting node
+  // (no node.json yet) or as a node that is up (its node.json names the lock's holder). The clock is
+  // faked, so "at once" means before any timer fires, and the grace passes without being waited for.
+  let home: string;
+  let release: () => void;
+  beforeAll(() => {
+    home = mkdtempSync(join(tmpdir(), 'nexus-node-lock-'));
+  });
+  afterEach(() => {
+    release?.();
+    rmSync(nodePaths(home).info, { force: true });
+    vi.useRealTimers();
+  });
+  afterAll(() => rmSync(home, { recursive: true, force: true }));
+
+  async function holdLock(): Promise<void> {
+    const paths = nodePaths(home);
+    mkdirSync(paths.dir, { recursive: true });
+    release = await acquireLock(nodeLockPath(paths), { waitMs: 0, purpose: NODE_PURPOSE, home, busy: () => new Error('the lock is taken') });
+  }
+
+  /** Whether `p` has settled once every pending callback but the timers has run. */
+  async function settled(p: Promise<unknown>): Promise<boolean> {
+    let done = false;
+    p.then(
+      () => (done = true),
+      () => (done = true),
+    );
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    return done;
+  }
+
+  it('is refused with NODE_RUNNING at once, without waiting out the grace, when a node that is up holds it', async () => {
+    await holdLock();
+    writeInfo(nodePaths(home), { pid: process.pid, started_at: new Date().toISOString(), socket: nodePaths(home).socket, home });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const second = startNode({ home, ui: false, log: () => undefined });
+    second.catch(() => undefined);
+    expect(await settled(second)).toBe(true);
+    await expect(second).rejects.toMatchObject({ code: 'NODE_RUNNING', message: expect.stringContaining(`a node already runs for ${home}: pid ${process.pid}`) });
+  });
+
+  it('waits out a short grace while the holder is a node still starting, and is refused with NODE_RUNNING naming it', async () => {
+    await holdLock();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const second = startNode({ home, ui: false, log: () => undefined });
+    second.catch(() => undefined);
+    expect(await settled(second)).toBe(false);
+    await vi.advanceTimersByTimeAsync(3_000);
+    await expect(second).rejects.toMatchObject({ code: 'NODE_RUNNING', message: expect.stringContaining(`a node is starting or running for ${home}: pid ${process.pid}`) });
+  });
+
+  it('is refused as soon as the starting node shows up, before the grace is out', async () => {
+    await holdLock();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    const second = startNode({ home, ui: false, log: () => undefined });
+    second.catch(() => undefined);
+    expect(await settled(second)).toBe(false);
+    writeInfo(nodePaths(home), { pid: process.pid, started_at: new Date().toISOString(), socket: nodePaths(home).socket, home });
+    await vi.advanceTimersByTimeAsync(500);
+    expect(await settled(second)).toBe(true);
+    await expect(second).rejects.toMatchObject({ code: 'NODE_RUNNING', message: expect.stringContaining(`a node already runs for ${home}: pid ${process.pid}`) });
   });
 });
 

@@ -138,12 +138,13 @@ export class TestWorkspace {
    * the two commands that start and register it run in this process (a child process each would add
    * only its own start).
    */
-  async startNode(args: string[] = []): Promise<void> {
+  async startNode(args: string[] = [], extraEnv: Record<string, string> = {}): Promise<void> {
     // A node holds the store: a workspace served in process hands it over first.
     await this.inproc?.close();
     this.inproc = null;
     this.ownHome();
-    const env = cleanEnv({ AGENT_LOG: this.log, ...this.homeEnv() });
+    // The node passes its environment on to the sessions it starts (`extraEnv`: a runtime's keys and home).
+    const env = cleanEnv({ AGENT_LOG: this.log, ...extraEnv, ...this.homeEnv() });
     const started = await runMain('nxs', ['node', 'start', ...args, '--json'], { env, cwd: this.root });
     if (started.code !== 0) throw new Error(`nxs node start failed: ${started.stdout}${started.stderr}`);
     const reg = await runMain('nxs', ['node', 'register', '--json'], { env, cwd: this.root });

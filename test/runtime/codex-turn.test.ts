@@ -1,7 +1,7 @@
 // A commissioned persona on runtime: codex, end to end: nxc send, the sidecar, nxs-runtime, the real `codex exec`, the fake provider's Responses API.
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RunStateFileSchema } from '../../protocol/runs.js';
 import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../helpers/fake-provider/index.js';
 import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
@@ -132,13 +132,7 @@ describe('a session turn on runtime: codex', () => {
     // The node starts the sessions, so it carries codex's environment.
     const served = await makeWorkspace({ real: true });
     try {
-      served.home = join(served.root, '..', 'nexus-home');
-      mkdirSync(served.home, { recursive: true });
-      symlinkSync(join(inject('nexusHome'), 'cache'), join(served.home, 'cache'));
-      for (const args of [['node', 'start', '--json'], ['node', 'register', '--json']]) {
-        const r = await served.nxs(args, { env });
-        expect(r.code, r.stdout + r.stderr).toBe(0);
-      }
+      await served.startNode([], env);
       declare('codexnode', [], served);
       fake.setScript((req, n) => {
         const thread = /Thread: (t-[0-9A-Z]+)/.exec(sent(req))?.[1];

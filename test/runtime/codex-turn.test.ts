@@ -58,6 +58,8 @@ const sent = (req: RecordedRequest) => JSON.stringify(req.body.input);
 beforeAll(async () => {
   fake = await startFakeProvider();
   ws = await makeWorkspace({ real: true });
+  // Codex, its sandbox and its nxc calls are real processes; the test's own commands run in this one.
+  ws.cliInProcess = true;
   const home = join(ws.root, '..', 'codex-home'); // the real HOME and ~/.codex are never seen
   mkdirSync(join(home, '.codex'), { recursive: true });
   writeFileSync(join(home, '.codex', 'config.toml'), codexConfig(fake.openaiUrl));
@@ -131,6 +133,7 @@ describe('a session turn on runtime: codex', () => {
   it('with a node serving the workspace, codex\'s nxc reply cannot reach it, and its final message is posted instead', async () => {
     // The node starts the sessions, so it carries codex's environment.
     const served = await makeWorkspace({ real: true });
+    served.cliInProcess = true;
     try {
       await served.startNode([], env);
       declare('codexnode', [], served);

@@ -1,4 +1,4 @@
-// Test harness: a real workspace in a temp folder (a real git repo), driven through the real CLI as child processes.
+// Test harness: a real workspace in a temp folder (a real git repo), driven through the real CLI: as child processes, or its main in this process.
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';

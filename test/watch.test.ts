@@ -78,6 +78,8 @@ describe('nxc status --watch', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
     ws = await makeWorkspace({ git: false, real: true });
+    // The watcher is the real process; the commands beside it run in this process, on their own route.
+    ws.cliInProcess = true;
   });
   afterAll(() => ws.cleanup());
 

@@ -86,11 +86,14 @@ export function hostFor(deps: EngineDeps, handlers: Handlers<WorkspaceContext, W
   };
 }
 
-/** Opens the workspace's store, runs `fn` against the engine, and always closes the store. */
-export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>, opts: OpenOptions = {}): Promise<T> {
+/**
+ * Opens the workspace's store, runs `fn` against the engine, and always closes the store. Sessions it
+ * starts inherit `env`, the command's environment (the process's own, unless the command runs beside others in one process).
+ */
+export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>, opts: OpenOptions = {}, env: NodeJS.ProcessEnv = process.env): Promise<T> {
   const store = await openStore(workspace.paths.store, opts);
   try {
-    return await fn(hostFor(realDeps(workspace, store.db)));
+    return await fn(hostFor(realDeps(workspace, store.db, { baseEnv: () => baseEnvironment(env) })));
   } finally {
     await store.close();
   }

@@ -58,6 +58,6 @@ export const routed = async <T>(workspace: Workspace, fn: (run: Runner) => Promi
   }
   const { withDirectHost } = await import('./direct.js');
   // The lock records this NEXUS_HOME, so a command of another home waiting for it can say whose it is.
-  const result = await withDirectHost(workspace, (h) => fn(keyed(h.run)), { home: paths.home, ...(opts.onWait ? { onWait: opts.onWait } : {}) });
+  const result = await withDirectHost(workspace, (h) => fn(keyed(h.run)), { home: paths.home, ...(opts.onWait ? { onWait: opts.onWait } : {}) }, env);
   return { result, via: 'direct', serviceWarning: registered && !nodeAnswers ? SERVICE_NOT_RUNNING : null };
 };

@@ -108,32 +108,13 @@ export class InProcessWorkspace {
   };
 
   /** Runs `nxc` or `nxs` in this process, as a person at a terminal (or a session) would. */
-  async cli(bin: 'nxc' | 'nxs', args: string[], opts: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}): Promise<CliResult> {
+  cli(bin: 'nxc' | 'nxs', args: string[], opts: { env?: Record<string, string | undefined>; input?: string; cwd?: string } = {}): Promise<CliResult> {
     const env: NodeJS.ProcessEnv = { ...this.env };
     for (const [k, v] of Object.entries(opts.env ?? {})) {
       if (v === undefined) delete env[k];
       else env[k] = v;
     }
-    let stdout = '';
-    let stderr = '';
-    const io: Io = {
-      argv: args,
-      env,
-      cwd: opts.cwd ?? this.workspace.paths.root,
-      stdout: (s) => void (stdout += s),
-      stderr: (s) => void (stderr += s),
-      readStdin: async () => opts.input ?? '',
-      stdinIsTty: false,
-      route: this.route,
-    };
-    const code = await (bin === 'nxc' ? nxcMain(io) : nxsMain(io));
-    let json: any = null;
-    try {
-      json = JSON.parse(stdout);
-    } catch {
-      /* not JSON */
-    }
-    return { code, stdout, stderr, json };
+    return runMain(bin, args, { env, cwd: opts.cwd ?? this.workspace.paths.root, input: opts.input ?? '', route: this.route });
   }
 
   /** Starts a turn: writes its spec and prompt as the real launcher does, then runs its script soon after. */
@@ -264,6 +245,34 @@ export class InProcessWorkspace {
     this.store = null;
     this.host = null;
   }
+}
+
+/**
+ * Runs the real `nxc`/`nxs` main in this process with `env` and `cwd` as a command's own. Without
+ * `route` a command takes the product's way (the node's socket when a node serves the workspace, the
+ * store opened here otherwise): the binary's path, less the process start.
+ */
+export async function runMain(bin: 'nxc' | 'nxs', args: string[], opts: { env: NodeJS.ProcessEnv; cwd: string; input?: string; route?: Router }): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const io: Io = {
+    argv: args,
+    env: opts.env,
+    cwd: opts.cwd,
+    stdout: (s) => void (stdout += s),
+    stderr: (s) => void (stderr += s),
+    readStdin: async () => opts.input ?? '',
+    stdinIsTty: false,
+    ...(opts.route ? { route: opts.route } : {}),
+  };
+  const code = await (bin === 'nxc' ? nxcMain(io) : nxsMain(io));
+  let json: any = null;
+  try {
+    json = JSON.parse(stdout);
+  } catch {
+    /* not JSON */
+  }
+  return { code, stdout, stderr, json };
 }
 
 /** Finds the workspace at `root` and serves it in this process. */

@@ -1,6 +1,6 @@
-// Test harness: a real workspace in a temp folder (a real git repo), driven through the real CLI as child processes.
+// Test harness: a real workspace in a temp folder (a real git repo), driven through the real CLI: as child processes, or its main in this process.
 import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { inject } from 'vitest';
@@ -8,7 +8,8 @@ import { processAlive } from '../../infra/fs.js';
 import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import { gitEnv } from './git-env.js';
-import { serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
+import { runMain, serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
+import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from './leftovers.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
 export const AGENT = join(REPO, 'test', 'fixtures', 'agent.mjs');
@@ -58,6 +59,11 @@ export class TestWorkspace {
   home: string | undefined;
   /** Set while the workspace is served in this test's process (the default); null: real processes. */
   inproc: InProcessWorkspace | null = null;
+  /**
+   * With no in-process host: run `nxc`/`nxs` main in this process all the same, on the product's own
+   * route (a real node's socket, or the store opened here) instead of as a child process.
+   */
+  cliInProcess = false;
   readonly clock = new TestClock();
   constructor(
     readonly root: string,
@@ -96,7 +102,14 @@ export class TestWorkspace {
 
   nxc(args: string[], opts: RunOpts = {}): Promise<CliResult> {
     if (this.inproc) return this.inproc.cli('nxc', args, { ...opts, env: { NXC_ACTOR: 'alice', ...this.homeEnv(), ...opts.env } });
-    return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
+    return this.real('nxc', args, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
+  }
+
+  /** A command on the product's own route: a child process, or main in this process (`cliInProcess`) with the same environment. */
+  private real(bin: 'nxc' | 'nxs', args: string[], opts: RunOpts): Promise<CliResult> {
+    const cwd = opts.cwd ?? this.root;
+    if (!this.cliInProcess) return runCli(bin, args, cwd, opts);
+    return runMain(bin, args, { env: cleanEnv(opts.env), cwd, input: opts.input ?? '' });
   }
 
   async nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
@@ -107,24 +120,34 @@ export class TestWorkspace {
       this.inproc = null;
     }
     // A node started here passes its environment on to the sessions it runs, so the agent log goes with it.
-    return runCli('nxs', args, opts.cwd ?? this.root, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
+    return this.real('nxs', args, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }
 
-  /**
-   * Gives this workspace a node of its own: a private NEXUS_HOME (sharing the suite's store
-   * template), `nxs node start`, and `nxs node register`. Commands then go over the node's socket.
-   */
-  async startNode(args: string[] = []): Promise<void> {
-    // A node holds the store: a workspace served in process hands it over first.
-    await this.inproc?.close();
-    this.inproc = null;
+  /** Gives this workspace a NEXUS_HOME of its own (sharing the suite's store template), without starting a node. */
+  ownHome(): string {
     const home = join(this.root, '..', 'nexus-home');
     mkdirSync(home, { recursive: true });
     if (!existsSync(join(home, 'cache'))) symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
     this.home = home;
-    const started = await this.nxs(['node', 'start', ...args, '--json']);
+    return home;
+  }
+
+  /**
+   * Gives this workspace a node of its own: a private NEXUS_HOME, `nxs node start`, and `nxs node
+   * register`. Commands then go over the node's socket. The node is the real `nxs node run` process;
+   * the two commands that start and register it run in this process (a child process each would add
+   * only its own start).
+   */
+  async startNode(args: string[] = [], extraEnv: Record<string, string> = {}): Promise<void> {
+    // A node holds the store: a workspace served in process hands it over first.
+    await this.inproc?.close();
+    this.inproc = null;
+    this.ownHome();
+    // The node passes its environment on to the sessions it starts (`extraEnv`: a runtime's keys and home).
+    const env = cleanEnv({ AGENT_LOG: this.log, ...extraEnv, ...this.homeEnv() });
+    const started = await runMain('nxs', ['node', 'start', ...args, '--json'], { env, cwd: this.root });
     if (started.code !== 0) throw new Error(`nxs node start failed: ${started.stdout}${started.stderr}`);
-    const reg = await this.nxs(['node', 'register', '--json']);
+    const reg = await runMain('nxs', ['node', 'register', '--json'], { env, cwd: this.root });
     if (reg.code !== 0) throw new Error(`nxs node register failed: ${reg.stdout}${reg.stderr}`);
   }
 
@@ -197,12 +220,38 @@ export class TestWorkspace {
     return r.json;
   }
 
-  /** Closes the in-process host and stops the node, whatever state a failed test left them in. */
+  /**
+   * Closes the in-process host, stops the node and every session process still working in this
+   * workspace's folder (a sidecar, an agent), whatever state a failed test left them in.
+   */
   async cleanup(): Promise<void> {
     await this.inproc?.close().catch(() => undefined);
     await this.stopNode();
+    await stopProcesses(processesIn(join(this.root, '..')));
     rmSync(join(this.root, '..'), { recursive: true, force: true });
   }
+}
+
+/** This run's processes (by the suite's mark) whose working directory is inside `dir`: sessions run in their workspace. */
+function processesIn(dir: string): number[] {
+  const run = process.env[TEST_RUN_VARIABLE];
+  if (run === undefined) return [];
+  let base: string;
+  try {
+    base = realpathSync(dir); // what /proc/<pid>/cwd shows
+  } catch {
+    return [];
+  }
+  return leftoverProcesses(run)
+    .map((p) => p.pid)
+    .filter((pid) => {
+      try {
+        const cwd = readlinkSync(`/proc/${pid}/cwd`);
+        return cwd === base || cwd.startsWith(`${base}/`);
+      } catch {
+        return false; // gone meanwhile
+      }
+    });
 }
 
 /** True when `pid` runs `nxs node run` (a pid record may outlive its node and name another process). */

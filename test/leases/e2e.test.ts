@@ -1,5 +1,7 @@
-// The working-copy lease end to end: the built `nxc` as child processes, sessions as real processes under their
-// sidecars, no node (every command opens the store itself). The clock is the system's, moved with faketime.
+// The working-copy lease end to end: sessions as real processes under their sidecars (their `nxc` calls are the
+// built command), no node but in the last case (every command opens the store itself). The test's own commands run
+// nxc's main in this process on the same route, contending for the same store lock. The clock is the system's,
+// moved with faketime.
 import { exitCodeOf } from '../../protocol/receipts.js';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -19,6 +21,7 @@ const FAKETIME = (() => {
 
 async function leaseRepo(): Promise<TestWorkspace> {
   const ws = await makeWorkspace({ real: true });
+  ws.cliInProcess = true;
   writeFileSync(join(ws.root, 'tracked.txt'), 'first version\n');
   await git(ws.root, 'add', '-A');
   await git(ws.root, 'commit', '-q', '-m', 'files');

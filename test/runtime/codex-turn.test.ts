@@ -1,7 +1,7 @@
 // A commissioned persona on runtime: codex, end to end: nxc send, the sidecar, nxs-runtime, the real `codex exec`, the fake provider's Responses API.
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RunStateFileSchema } from '../../protocol/runs.js';
 import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../helpers/fake-provider/index.js';
 import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
@@ -58,6 +58,8 @@ const sent = (req: RecordedRequest) => JSON.stringify(req.body.input);
 beforeAll(async () => {
   fake = await startFakeProvider();
   ws = await makeWorkspace({ real: true });
+  // Codex, its sandbox and its nxc calls are real processes; the test's own commands run in this one.
+  ws.cliInProcess = true;
   const home = join(ws.root, '..', 'codex-home'); // the real HOME and ~/.codex are never seen
   mkdirSync(join(home, '.codex'), { recursive: true });
   writeFileSync(join(home, '.codex', 'config.toml'), codexConfig(fake.openaiUrl));
@@ -131,14 +133,9 @@ describe('a session turn on runtime: codex', () => {
   it('with a node serving the workspace, codex\'s nxc reply cannot reach it, and its final message is posted instead', async () => {
     // The node starts the sessions, so it carries codex's environment.
     const served = await makeWorkspace({ real: true });
+    served.cliInProcess = true;
     try {
-      served.home = join(served.root, '..', 'nexus-home');
-      mkdirSync(served.home, { recursive: true });
-      symlinkSync(join(inject('nexusHome'), 'cache'), join(served.home, 'cache'));
-      for (const args of [['node', 'start', '--json'], ['node', 'register', '--json']]) {
-        const r = await served.nxs(args, { env });
-        expect(r.code, r.stdout + r.stderr).toBe(0);
-      }
+      await served.startNode([], env);
       declare('codexnode', [], served);
       fake.setScript((req, n) => {
         const thread = /Thread: (t-[0-9A-Z]+)/.exec(sent(req))?.[1];

@@ -42,6 +42,8 @@ async function commission(role: string, text: string, env: Record<string, string
 beforeAll(async () => {
   fake = await startFakeProvider();
   ws = await makeWorkspace({ real: true });
+  // The sidecars, the runtimes and the agents' own nxc calls are real processes; the test's commands run in this one.
+  ws.cliInProcess = true;
 });
 afterAll(async () => {
   await fake.close();

@@ -4,7 +4,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { EventEmitter } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
-import { acquireLock, createLogger, describeOwner, type Logger } from '../../../infra/index.js';
+import { acquireLock, createLogger, describeOwner, type LockOwner, type Logger } from '../../../infra/index.js';
 import { mkdirSync } from 'node:fs';
 import { and, asc, eq, gt, inArray, isNotNull } from 'drizzle-orm';
 import { checkOps } from '../../../crypto/index.js';
@@ -74,20 +74,23 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
   // One node per home: the lock's holder is known by pid, so a node killed a moment ago frees it at
   // once, and a live one is refused at once (a node still starting gets a few seconds to show up).
+  const busy = (owner: LockOwner | null) => {
+    const first = runningNode(paths);
+    return new NexusError(
+      'NODE_RUNNING',
+      first
+        ? `a node already runs for ${paths.home}: pid ${first.pid}, started ${first.started_at}, socket ${first.socket}`
+        : `a node is starting or running for ${paths.home}: ${describeOwner(owner)}`,
+      first ? { pid: first.pid, socket: first.socket } : { pid: owner?.pid ?? null },
+    );
+  };
   const releaseNodeLock = await acquireLock(nodeLockPath(paths), {
     waitMs: 3_000,
     purpose: NODE_PURPOSE,
     home: paths.home,
-    busy: (owner) => {
-      const first = runningNode(paths);
-      return new NexusError(
-        'NODE_RUNNING',
-        first
-          ? `a node already runs for ${paths.home}: pid ${first.pid}, started ${first.started_at}, socket ${first.socket}`
-          : `a node is starting or running for ${paths.home}: ${describeOwner(owner)}`,
-        first ? { pid: first.pid, socket: first.socket } : { pid: owner?.pid ?? null },
-      );
-    },
+    busy,
+    // The holder is up (its node.json names it): waiting could only end in the same refusal.
+    refuseEarly: (owner) => (runningNode(paths)?.pid === owner.pid ? busy(owner) : null),
   });
 
   const served = new Map<string, Served>();

@@ -1,8 +1,8 @@
 // Appends ops to the store and keeps each operation's fold current, in the same transaction.
 import { inArray, max } from 'drizzle-orm';
-import { ulid } from 'ulidx';
 import { SIGNED_FIELDS, signOp, type OpSigner } from '../../crypto/index.js';
 import { NexusError } from '../../protocol/errors.js';
+import { randomUlid } from '../../protocol/ids.js';
 import type { Op, OpPayload } from '../../protocol/ops.js';
 import { badTextError, findBadText, MAX_LAMPORT } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
@@ -68,7 +68,7 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
   const ts = author.now().toISOString();
   const signer = author.signer;
   const ops = drafts.map(
-    (d) => ({ id: ulid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts, kind: d.kind, operation: d.operation, thread: d.thread, session: d.session, body: d.body, key: signer.key }) as Op,
+    (d) => ({ id: randomUlid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts, kind: d.kind, operation: d.operation, thread: d.thread, session: d.session, body: d.body, key: signer.key }) as Op,
   );
   await db.insert(tables.ops).values(ops.map((op) => opRow({ ...op, ...signOp(op, signer) })));
   await project(db, author.projections, ops);

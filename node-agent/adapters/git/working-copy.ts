@@ -25,8 +25,9 @@ const MAX_ATTEMPTS = 3;
  * Read-only by construction: git runs with `GIT_OPTIONAL_LOCKS=0`, so `git status` does not
  * write back its refreshed index, and nothing else that git runs here writes at all.
  *
- * Costs two git processes run side by side (`rev-parse --show-toplevel`, `status`), plus one
- * `hash-object` batch when changed files exist, plus one `rev-parse` per changed submodule.
+ * Costs one git process (`status`) for a clean tree. When paths are listed, `rev-parse
+ * --show-toplevel` (their root), one `hash-object` batch when changed files exist, and one
+ * `rev-parse` per changed submodule follow.
  *
  * @throws {NexusError} `INTERNAL` when git is missing, times out, or fails for a reason other
  *   than "not a work tree" (for example a repository refused by `safe.directory`).
@@ -104,21 +105,21 @@ interface StatusListing {
 }
 
 async function readOnce(dir: string): Promise<WorkingCopy | null> {
-  // Run side by side: both are needed, and neither depends on the other.
-  const [top, status] = await Promise.all([
-    runGit(dir, ['rev-parse', '--show-toplevel']),
-    runGit(dir, ['status', '--porcelain=v2', '-z', '--branch', '--untracked-files=all']),
-  ]);
-  for (const result of [top, status]) {
-    if (!result.ok && (await isOutsideWorkTree(dir, result))) return null;
-  }
-  if (!top.ok) throw gitFailure('git rev-parse', dir, top);
+  const status = await runGit(dir, ['status', '--porcelain=v2', '-z', '--branch', '--untracked-files=all']);
+  if (!status.ok && (await isOutsideWorkTree(dir, status))) return null;
   if (!status.ok) throw gitFailure('git status', dir, status);
-
-  // Keep the top level as bytes so a path that is not UTF-8 still reaches the file it names.
-  const topBytes = stripFinalNewline(top.stdout);
   const listing = parseStatus(status.stdout.toString('latin1'));
-  const states = await contentStates(dir, topBytes, listing);
+
+  // A clean tree (the usual case, read on every message) lists no path, so it needs no top level: one process.
+  let states = new Map<string, string>();
+  if (listing.paths.size > 0) {
+    const top = await runGit(dir, ['rev-parse', '--show-toplevel']);
+    // The tree can vanish between the two calls; that reads as it would have before the status.
+    if (!top.ok && (await isOutsideWorkTree(dir, top))) return null;
+    if (!top.ok) throw gitFailure('git rev-parse', dir, top);
+    // Keep the top level as bytes so a path that is not UTF-8 still reaches the file it names.
+    states = await contentStates(dir, stripFinalNewline(top.stdout), listing);
+  }
 
   const hash = createHash('sha256');
   hash.update(`${FINGERPRINT_DOMAIN}\0head\0${listing.commit ?? 'unborn'}\0`);

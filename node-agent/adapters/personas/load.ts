@@ -36,8 +36,24 @@ function invalid(p: PersonaProblem): NexusError {
   return new NexusError('PERSONA_INVALID', problemMessage(p), { file: p.file, field: p.field, reason: p.reason });
 }
 
-/** Parses and validates one file's text. Pure apart from the hash, so it is easy to reason about. */
+// Every send, wake and turn start loads the persona it names, and the files rarely change between them:
+// the outcome of a file's text is kept, so YAML, the schema and the hash run once per content.
+const PARSED_KEPT = 256;
+const parsedByText = new Map<string, Outcome>();
+
+/** Parses and validates one file's text, once per (file, role, text): the outcome depends on nothing else. */
 function parsePersona(file: string, role: string, text: string): Outcome {
+  const key = `${file}\0${role}\0${text}`;
+  const known = parsedByText.get(key);
+  if (known !== undefined) return known;
+  const outcome = parseOnce(file, role, text);
+  if (parsedByText.size >= PARSED_KEPT) parsedByText.clear();
+  parsedByText.set(key, outcome);
+  return outcome;
+}
+
+/** Parses and validates one file's text. Pure apart from the hash, so it is easy to reason about. */
+function parseOnce(file: string, role: string, text: string): Outcome {
   const parsed = parseDeclaration(file, text, PersonaDeclarationSchema);
   if ('problems' in parsed) return parsed;
   const normalised = { ...parsed.data, role };

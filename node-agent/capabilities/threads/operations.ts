@@ -1,20 +1,43 @@
 // The operation aggregate in the store: reading folds and their ops, and the projections that keep
 // the `operations` and `persona_runs` tables current as ops are stored.
 import { and, count, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
+import { PgTransaction } from 'drizzle-orm/pg-core';
 import type { Op } from '../../../protocol/ops.js';
 import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
 import { tables } from '../../adapters/store/index.js';
 import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState } from './fold.js';
 
+/**
+ * The folds a transaction has read or written, by operation: a command loads its operation, then appends
+ * several times, and each append used to read the whole state back and parse it again (an operation of a
+ * few hundred turns is a large document). Only a transaction keeps them: outside one, another writer may
+ * have moved the state between two reads. The fold is pure, so a kept state is never changed in place.
+ */
+const kept = new WeakMap<Exec, Map<string, OperationState>>();
+
+function keptBy(db: Exec): Map<string, OperationState> | null {
+  if (!(db instanceof PgTransaction)) return null;
+  let states = kept.get(db);
+  if (states === undefined) kept.set(db, (states = new Map()));
+  return states;
+}
+
 /** Reads the fold of one operation; an operation never seen is empty. One folded by older rules is folded again. */
 export async function loadOperation(db: Exec, id: string): Promise<OperationState> {
+  const states = keptBy(db);
+  const known = states?.get(id);
+  if (known !== undefined) return known;
   const rows = await db.select({ state: tables.operations.state }).from(tables.operations).where(eq(tables.operations.id, id));
   const state = rows[0]?.state as OperationState | undefined;
   if (state === undefined) return emptyOperation(id);
-  if (state.v === FOLD_VERSION) return state;
-  const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
-  return foldWithVerdicts(id, all.map(rowToOp)).state;
+  if (state.v !== FOLD_VERSION) {
+    // Not kept: the stored row still holds the old fold, which the next append re-folds from the log.
+    const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
+    return foldWithVerdicts(id, all.map(rowToOp)).state;
+  }
+  states?.set(id, state);
+  return state;
 }
 
 /** The operation a thread belongs to, or null for an unknown thread. */
@@ -76,8 +99,14 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
     if (list) list.push(op);
     else byOperation.set(op.operation, [op]);
   }
-  const ids = [...byOperation.keys()];
+  const states = keptBy(db);
   const known = new Map<string, OperationState>();
+  // Only what this transaction has not read yet is read here (a kept state is its stored row).
+  const ids = [...byOperation.keys()].filter((id) => {
+    const state = states?.get(id);
+    if (state !== undefined) known.set(id, state);
+    return state === undefined;
+  });
   for (let i = 0; i < ids.length; i += 1000) {
     const rows = await db
       .select({ id: tables.operations.id, state: tables.operations.state })
@@ -111,6 +140,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
       if (all.some((r) => r.inert !== null)) await db.update(tables.ops).set({ inert: null }).where(and(eq(tables.ops.operation, id), isNotNull(tables.ops.inert)));
       mark(folded.inert);
     }
+    states?.set(id, state);
     rows.push({ id, state, finished: isFinished(state), shown: Object.keys(state.threads).length > 0, openedLamport: fresh[0]!.lamport });
   }
   for (const [reason, ids] of inert) {

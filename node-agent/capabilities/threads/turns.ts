@@ -1,11 +1,11 @@
 // Session turns: deciding who wakes (inside the command's transaction) and starting them (after commit).
-import { and, eq, isNull } from 'drizzle-orm';
+import { and, eq, inArray, isNull } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
-import type { Author, MessageEffect } from '../../../protocol/ops.js';
+import { compareOps, type Author, type MessageEffect, type Op } from '../../../protocol/ops.js';
 import type { Warning, Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { newMessageId } from '../../../protocol/ids.js';
-import { type Exec, type OpDraft } from '../../kernel/index.js';
+import { rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
 import { lastDeclaration, threadOps } from './operations.js';
 import { openSubRounds, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { buildPrompt, readSpec, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
@@ -287,10 +287,11 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
   const state = (await db.select().from(tables.operations).where(eq(tables.operations.id, t.operation)))[0]?.state as
     | OperationState
     | undefined;
+  const own = Object.values(state?.threads ?? {}).filter((th) => th.opener.session === t.session.id);
+  const lastPosts = await lastPostsOf(db, own.filter((th) => th.state === 'answered').map((th) => th.id));
   const rounds = [];
-  for (const th of Object.values(state?.threads ?? {})) {
-    if (th.opener.session !== t.session.id) continue;
-    const last = th.state === 'answered' ? (await threadOps(db, th.id, { effective: true })).filter((op) => op.kind === 'message.posted').at(-1) : undefined;
+  for (const th of own) {
+    const last = th.state === 'answered' ? lastPosts.get(th.id) : undefined;
     rounds.push({
       thread: th.id,
       to: th.target.handle,
@@ -313,6 +314,25 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
     rounds,
     reply_only: replyOnly,
   });
+}
+
+/**
+ * The last message each of these threads holds (only what the fold took), in one query: an orchestrator's
+ * prompt lists every round it opened, and a query per round made each turn cost more than the one before.
+ */
+async function lastPostsOf(db: Exec, threads: readonly string[]): Promise<Map<string, Op>> {
+  const last = new Map<string, Op>();
+  for (let i = 0; i < threads.length; i += 1000) {
+    const rows = await db
+      .select()
+      .from(tables.ops)
+      .where(and(inArray(tables.ops.thread, threads.slice(i, i + 1000)), eq(tables.ops.kind, 'message.posted'), isNull(tables.ops.inert)));
+    for (const op of rows.map(rowToOp)) {
+      const seen = last.get(op.thread!);
+      if (seen === undefined || compareOps(seen, op) < 0) last.set(op.thread!, op);
+    }
+  }
+  return last;
 }
 
 /** Turns this machine started whose sidecar is gone without reporting: they ended, badly. */

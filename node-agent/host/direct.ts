@@ -1,4 +1,5 @@
 // The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
+import { nexusHome } from '../paths.js';
 import { COMMANDS, parseOutput, type CommandInput, type CommandOutput, type RunOptions, type WorkspaceCommand } from '../../protocol/commands.js';
 import { PROJECTIONS } from '../capabilities/index.js';
 import type { EngineDeps, WorkspaceContext } from '../capabilities/context.js';
@@ -47,17 +48,22 @@ function stopSidecar(pid: number): void {
   }
 }
 
-/** The engine's real dependencies for a workspace whose store is open in this process. */
-export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: Partial<EngineDeps> = {}): EngineDeps {
+/**
+ * The engine's real dependencies for a workspace whose store is open in this process. `env` is the
+ * command's environment: its NEXUS_HOME names the origin written on ops and the node registry read for
+ * peers, and sessions start from it (the process's own, unless commands run beside others in one process).
+ */
+export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: Partial<EngineDeps> = {}, env: NodeJS.ProcessEnv = process.env): EngineDeps {
+  const home = nexusHome(env);
   return {
     db,
     workspace,
-    origin: originId(),
+    origin: originId(home),
     keys: new KeyRing(workspace.paths.keys, workspace.id),
     now: () => new Date(),
     projections: PROJECTIONS,
     launch: launchTurn,
-    baseEnv: () => baseEnvironment(process.env),
+    baseEnv: () => baseEnvironment(env),
     alive: processAlive,
     // A session's command run in a sandbox's own PID namespace sees no session process: it must not settle them as dead.
     ...(seesSessionProcesses(process.env) ? {} : { answersLiveness: false }),
@@ -66,7 +72,7 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
     readWorkingCopy,
     loadPersona,
     // This machine's node registry, read when asked: a workspace registered since is found too.
-    peerRoot: (id) => readRegistry(nodePaths()).workspaces.find((w) => w.id === id)?.root ?? null,
+    peerRoot: (id) => readRegistry(nodePaths(home)).workspaces.find((w) => w.id === id)?.root ?? null,
     ...overrides,
   };
 }
@@ -93,7 +99,7 @@ export function hostFor(deps: EngineDeps, handlers: Handlers<WorkspaceContext, W
 export async function withDirectHost<T>(workspace: Workspace, fn: (host: Host) => Promise<T>, opts: OpenOptions = {}, env: NodeJS.ProcessEnv = process.env): Promise<T> {
   const store = await openStore(workspace.paths.store, opts);
   try {
-    return await fn(hostFor(realDeps(workspace, store.db, { baseEnv: () => baseEnvironment(env) })));
+    return await fn(hostFor(realDeps(workspace, store.db, {}, env)));
   } finally {
     await store.close();
   }

@@ -82,7 +82,7 @@ export class InProcessWorkspace {
             scheduleTick: (at) => void this.scheduledTicks.push(at),
             stop: (pid) => this.running.get(pid)?.stop.abort('stopped'),
             ...this.overrides,
-          }),
+          }, this.env),
         );
       }
       return fn(this.host);

@@ -121,6 +121,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     };
     entry.host = hostFor(
       realDeps(workspace, store.db, {
+        origin,
         scheduleTick: (at) => scheduleLeaseTick(entry, at),
         peerRoot: (id) => readRegistry(paths).workspaces.find((w) => w.id === id)?.root ?? null,
       }),

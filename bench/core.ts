@@ -1,6 +1,8 @@
 // `npm run bench`: the workspace core on a store holding 10,000 threads.
 // Prints the send + reply round trip and `nxc status --json`, through the real CLI and in-process,
-// each against a reference measured in the same run (a bare PGlite command in a child process).
+// each against a reference measured in the same run (a bare PGlite command in a child process), and
+// judges the two rows through a node against their targets (bench/targets.ts): it exits 1 on a miss
+// beyond the runs' noise. Knobs: BENCH_THREADS, BENCH_CLI_N, BENCH_ENGINE_N, BENCH_REPEATS.
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,12 +20,14 @@ import { openStore } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLogger } from '../infra/index.js';
 import { row, sample } from './stats.js';
+import { targetsTable, type TargetRow } from './targets.js';
 
 const run = promisify(execFile);
 const THREADS = Number(process.env['BENCH_THREADS'] ?? 10_000);
 const OPEN_EVERY = 100; // one operation in a hundred is left open, the rest are finished
 const CLI_N = Number(process.env['BENCH_CLI_N'] ?? 40);
 const ENGINE_N = Number(process.env['BENCH_ENGINE_N'] ?? 300);
+const REPEATS = Number(process.env['BENCH_REPEATS'] ?? 3);
 
 async function main(): Promise<void> {
   const base = mkdtempSync(join(tmpdir(), 'nexus-bench-'));
@@ -106,15 +110,33 @@ async function main(): Promise<void> {
   // The same commands with a node serving the workspace: each one is a request on its socket.
   // The node runs in this process, which only awaits the CLI children, so it is free to answer.
   addToRegistry(nodePaths(home), workspace.id, root);
+  // Judged against what no CLI can go below: a bare `node -e 0` start per command, measured in each run
+  // beside the commands, twice over, plus what the engine itself takes in process.
   const node = await startNode({ home, log: silentLogger });
-  const nodeRound = await sample(CLI_N, async (i) => {
-    const sent = JSON.parse((await nxc(['send', '@bob', '--subject', `node ${i}`, '--json', 'ping'], 'alice')).stdout) as { thread: string };
-    await nxc(['reply', '--thread', sent.thread, '--json', 'pong'], 'bob');
-  });
-  const nodeStatus = await sample(CLI_N, async () => {
-    await nxc(['status', '--json'], 'alice');
-  });
-  await node.close();
+  const roundRow: TargetRow = { label: 'node: send + reply / (2 x 2 bare starts + engine)', kind: 'max', target: 1, unit: 'x', runs: [] };
+  const statusRow: TargetRow = { label: 'node: status --json / (2 x bare start + engine)', kind: 'max', target: 1, unit: 'x', runs: [] };
+  let nodeRound = engineRound;
+  let nodeStatus = engineStatus;
+  let bare = engineStatus;
+  try {
+    for (let r = 0; r < REPEATS; r++) {
+      bare = await sample(CLI_N, async () => {
+        await run(process.execPath, ['-e', '0']);
+      });
+      nodeRound = await sample(CLI_N, async (i) => {
+        const sent = JSON.parse((await nxc(['send', '@bob', '--subject', `node ${r}.${i}`, '--json', 'ping'], 'alice')).stdout) as { thread: string };
+        await nxc(['reply', '--thread', sent.thread, '--json', 'pong'], 'bob');
+      });
+      nodeStatus = await sample(CLI_N, async () => {
+        await nxc(['status', '--json'], 'alice');
+      });
+      roundRow.runs.push(nodeRound.median / (2 * 2 * bare.median + engineRound.median));
+      statusRow.runs.push(nodeStatus.median / (2 * bare.median + engineStatus.median));
+      process.stderr.write(`run ${r + 1}: bare ${bare.median.toFixed(1)} ms, node send+reply ${nodeRound.median.toFixed(1)} ms, node status ${nodeStatus.median.toFixed(1)} ms\n`);
+    }
+  } finally {
+    await node.close();
+  }
 
   store = await openStore(workspace.paths.store);
   const counts = await store.pg.query<{ threads: number; open: number }>(
@@ -132,11 +154,16 @@ async function main(): Promise<void> {
   console.log('\nthrough the CLI with a node serving the workspace (a request on its socket per command):');
   console.log(row('nxc send + nxc reply round trip', nodeRound, roundRef));
   console.log(row('nxc status --json', nodeStatus, cliRef));
+  console.log(row('reference: bare node -e 0 (child)', bare));
   console.log('\nin process (store open, engine only):');
   console.log(row('reference: raw insert + select on the same store', rawRef));
   console.log(row('engine send + reply round trip', engineRound, rawRef));
   console.log(row('engine status (open operations only)', engineStatus, rawRef));
+  console.log(`\nTargets (${REPEATS} runs, the last run's figures above; the median judged, half the runs' range is the noise margin)`);
+  const table = targetsTable([statusRow, roundRow]);
+  console.log(table.text);
   rmSync(base, { recursive: true, force: true });
+  if (table.failed) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

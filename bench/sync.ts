@@ -10,7 +10,7 @@
 //      and through the real SyncClient;
 //   5. /healthz latency on the PGlite relay while many nodes catch up at once (ours only);
 //   6. resident memory per idle connection, ours against nats-server (both read from /proc).
-// Parts 1, 2, 3, 5 and 6 run BENCH_REPEATS times (default 3) and end in a targets table: each target
+// Parts 1, 2, 3, 5 and 6 (and part 4's SyncClient catch-up) run BENCH_REPEATS times (default 3) and end in a targets table: each target
 // judged on the median of its runs, with half the runs' range as its noise margin. The bench exits 1
 // when a target is missed by more than that margin.
 // Ops are real signed protocol-2 ops (thread.opened + message.posted). The relay runs in a child
@@ -70,6 +70,8 @@ const MEM_CONNS = Math.round(num('BENCH_MEM_CONNS', 500));
 const REPEATS = Math.round(num('BENCH_REPEATS', 3));
 /** /healthz must answer within this while nodes catch up (a liveness probe's patience, with room). */
 const HZ_TARGET_MS = 200;
+/** A fresh node catching up on a backlog through the real SyncClient, verified and stored (ops/s). */
+const CATCHUP_TARGET = 8_000;
 const TIMEOUT_MS = num('BENCH_TIMEOUT_S', 300) * 1000;
 const NATS_URL = process.env['BENCH_NATS_URL'] ?? '127.0.0.1:4222';
 const PG_URL = process.env['BENCH_DATABASE_URL'] || process.env['TEST_DATABASE_URL'] || undefined;
@@ -1092,6 +1094,7 @@ async function main(): Promise<void> {
       };
       type Catch = { wire: number | null; loop: number | null; loopStats: string; client: number | null };
       const oursRes: Catch = { wire: null, loop: null, loopStats: '', client: null };
+      const clientRow = target(`catch-up of ${BACKLOG.toLocaleString('en-US')} ops, SyncClient into PGlite`, 'min', CATCHUP_TARGET, 'ops/s');
       if (seeded) {
         progress('  ours: wire only');
         oursRes.wire = await attempt('catch-up ours, wire only', () => oursCatchup(relay, seeded.stream, seeded.token, BACKLOG));
@@ -1108,15 +1111,21 @@ async function main(): Promise<void> {
         } finally {
           await store.close();
         }
-        const store2 = await stores.fresh();
-        try {
-          progress('  ours: applied (SyncClient)');
-          oursRes.client = await attempt('catch-up ours, SyncClient', () => oursSyncClient(relay, seeded.stream, seeded.token, BACKLOG, store2));
-          if (oursRes.client !== null) await expectStored(store2, BACKLOG, 'ours, SyncClient');
-          progress(`  ours applied (SyncClient): ${fmtRate(oursRes.client)}`);
-        } finally {
-          await store2.close();
+        // The node's target is judged on the real client, several runs, each into a fresh store.
+        for (let r = 1; r <= REPEATS; r++) {
+          const store2 = await stores.fresh();
+          try {
+            progress(`  ours: applied (SyncClient), run ${r}`);
+            const rate = await attempt(`catch-up ours, SyncClient run ${r}`, () => oursSyncClient(relay, seeded.stream, seeded.token, BACKLOG, store2));
+            if (rate !== null) await expectStored(store2, BACKLOG, 'ours, SyncClient');
+            clientRow.runs.push(rate);
+            progress(`  ours applied (SyncClient), run ${r}: ${fmtRate(rate)}`);
+          } finally {
+            await store2.close();
+          }
         }
+        const runs = clientRow.runs.filter((x): x is number => x !== null).sort((a, b) => a - b);
+        oursRes.client = runs.length > 0 ? runs[Math.floor(runs.length / 2)]! : null;
       }
       const jsRes = await runJs(async (stream) => {
         const r: Catch = { wire: null, loop: null, loopStats: '', client: null };
@@ -1137,10 +1146,10 @@ async function main(): Promise<void> {
         }
         return r;
       });
-      const target = (x: number | null) => `ours >= 5,000/s: ${verdict(x === null ? null : x >= 5_000)}`;
+      const goal = (x: number | null) => `ours >= ${fmtRate(CATCHUP_TARGET)}: ${verdict(x === null ? null : x >= CATCHUP_TARGET)}`;
       out(figRow('wire only (receive + JSON.parse, pages of 500)', { ours: oursRes.wire, js: jsRes?.wire ?? null }, fmtRate));
-      out(figRow('applied: verify + ingestChecked + cursor, tx/page', { ours: oursRes.loop, js: jsRes?.loop ?? null }, fmtRate, target(oursRes.loop)));
-      out(figRow('applied: SyncClient (ours) vs the same loop (JS)', { ours: oursRes.client, js: jsRes?.loop ?? null }, fmtRate, target(oursRes.client)));
+      out(figRow('applied: verify + ingestChecked + cursor, tx/page', { ours: oursRes.loop, js: jsRes?.loop ?? null }, fmtRate, goal(oursRes.loop)));
+      out(figRow(`applied: SyncClient (ours, median of ${REPEATS}) vs the same loop (JS)`, { ours: oursRes.client, js: jsRes?.loop ?? null }, fmtRate, goal(oursRes.client)));
       if (oursRes.loopStats) out(`  (ours, applied: ${oursRes.loopStats})`);
       if (jsRes?.loopStats) out(`  (JetStream, applied: ${jsRes.loopStats})`);
     }

@@ -3,12 +3,20 @@
 // its own trust entries; the key always comes from there, never from the token.
 
 import { KeyObject } from 'node:crypto';
-import { CompactSign, errors as joseErrors, importJWK, jwtVerify } from 'jose';
+import type * as Jose from 'jose';
 import { ulid } from 'ulidx';
 import { NexusError, type ErrorCode } from '../protocol/errors.js';
 import { Handle, ThreadId, WorkspaceId } from '../protocol/ids.js';
 import { RoleSchema } from '../protocol/persona.js';
 import { parsePublicJwk, workspaceIdFromPublicJwk, type PublicJwk, type WorkspaceKey } from './keys.js';
+
+/**
+ * jose, loaded on first use: every command that finds its workspace reaches this file through the crypto
+ * door, and jose's ~50 modules would otherwise be read at the start of each one, though only commands
+ * that sign or check a stamp need it.
+ */
+let jose: Promise<typeof Jose> | null = null;
+const loadJose = () => (jose ??= import('jose'));
 
 /** The `typ` header of every stamp, compared exactly (no `application/` prefix, no case folding). */
 export const STAMP_TYP = 'nexus-stamp+jws';
@@ -235,13 +243,14 @@ export async function signStamp(key: WorkspaceKey, request: StampRequest, opts: 
   if (!(key.privateKey instanceof KeyObject) || key.privateKey.asymmetricKeyType !== 'ed25519') {
     throw new NexusError('USAGE', 'a stamp is signed with the workspace Ed25519 private key');
   }
+  const { CompactSign } = await loadJose();
   return new CompactSign(encoder.encode(JSON.stringify(claims)))
     .setProtectedHeader({ alg: STAMP_ALG, typ: STAMP_TYP })
     .sign(key.privateKey);
 }
 
 /** Imported verification keys by their `x`: importing costs more than verifying. */
-type VerifyKey = Awaited<ReturnType<typeof importJWK>>;
+type VerifyKey = Awaited<ReturnType<typeof Jose.importJWK>>;
 const keyCache = new Map<string, Promise<VerifyKey>>();
 const KEY_CACHE_MAX = 1024;
 
@@ -249,7 +258,7 @@ function verificationKey(jwk: PublicJwk): Promise<VerifyKey> {
   let key = keyCache.get(jwk.x);
   if (key === undefined) {
     if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
-    key = importJWK({ kty: jwk.kty, crv: jwk.crv, x: jwk.x }, STAMP_ALG);
+    key = loadJose().then((j) => j.importJWK({ kty: jwk.kty, crv: jwk.crv, x: jwk.x }, STAMP_ALG));
     keyCache.set(jwk.x, key);
     key.catch(() => keyCache.delete(jwk.x));
   }
@@ -270,7 +279,7 @@ function idOfKey(jwk: PublicJwk): WorkspaceId {
 }
 
 /** Maps what jose throws to a stamp code; anything unrecognised fails closed as FORGED. */
-function fromJose(err: unknown): Refusal {
+function fromJose(err: unknown, joseErrors: typeof Jose.errors): Refusal {
   if (err instanceof joseErrors.JWTExpired) return new Refusal('STAMP_EXPIRED', 'the stamp has expired');
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
     if (err.claim === 'aud') return new Refusal('STAMP_WRONG_AUDIENCE', 'the stamp is addressed to another workspace');
@@ -328,6 +337,7 @@ async function check(token: unknown, opts: VerifyStampOptions): Promise<StampVer
   const tolerance = opts.clockToleranceSec ?? STAMP_DEFAULT_CLOCK_TOLERANCE_SEC;
   if (!Number.isFinite(tolerance) || tolerance < 0) refuse('STAMP_MALFORMED', 'the clock tolerance is not a non-negative number');
   let verifiedBy: PublicJwk | null = null;
+  const { jwtVerify, errors: joseErrors } = await loadJose();
   for (const key of trusted) {
     try {
       await jwtVerify(token, await verificationKey(key), {
@@ -343,7 +353,7 @@ async function check(token: unknown, opts: VerifyStampOptions): Promise<StampVer
       break;
     } catch (err) {
       if (err instanceof joseErrors.JWSSignatureVerificationFailed) continue;
-      throw fromJose(err);
+      throw fromJose(err, joseErrors);
     }
   }
   if (verifiedBy === null) {

@@ -6,3 +6,4 @@ export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, 
 export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedRead } from './read.js';
 export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
 export { packageRoot, packageVersion } from './package.js';
+export { sqlInteger, sqlLiteral, sqlText } from './sql.js';

@@ -1,6 +1,7 @@
 // Appends ops to the store and keeps each operation's fold current, in the same transaction.
-import { inArray, max } from 'drizzle-orm';
+import { max, sql } from 'drizzle-orm';
 import { SIGNED_FIELDS, signOp, type OpSigner } from '../../crypto/index.js';
+import { sqlInteger, sqlLiteral, sqlText } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import { randomUlid } from '../../protocol/ids.js';
 import type { Op, OpPayload } from '../../protocol/ops.js';
@@ -89,17 +90,34 @@ function opRow(op: Op & { key?: string | null; sig?: string | null; raw?: string
  */
 export async function ingestOps(db: Exec, incoming: readonly IncomingOp[], projections: readonly Projection[]): Promise<Op[]> {
   if (incoming.length === 0) return [];
-  const ids = incoming.map((op) => op.id);
-  const known = new Set(
-    (await db.select({ id: tables.ops.id }).from(tables.ops).where(inArray(tables.ops.id, ids))).map((r) => r.id),
-  );
+  const known = new Set<string>();
+  for (let i = 0; i < incoming.length; i += INSERT_CHUNK) {
+    const ids = incoming.slice(i, i + INSERT_CHUNK).map((op) => sqlLiteral(op.id));
+    const rows = (await db.execute(sql.raw(`select id from ops where id in (${ids.join(',')})`))) as unknown as { rows: Array<{ id: string }> };
+    for (const r of rows.rows) known.add(r.id);
+  }
   const seen = new Set<string>();
   const fresh = incoming.filter((op) => !known.has(op.id) && !seen.has(op.id) && seen.add(op.id));
   if (fresh.length === 0) return [];
-  await db.insert(tables.ops).values(
-    fresh.map(opRow),
-  );
+  for (let i = 0; i < fresh.length; i += INSERT_CHUNK) await db.execute(sql.raw(insertOpsSql(fresh.slice(i, i + INSERT_CHUNK))));
   await project(db, projections, fresh);
   return fresh;
 }
 
+/** Rows per statement when ingesting: a catch-up page is one statement. */
+const INSERT_CHUNK = 500;
+
+/**
+ * One multi-row INSERT of literals for ingested ops. A page of received ops is the node's hottest write:
+ * drizzle's row building and PGlite's encoding of thousands of bound parameters cost more than the
+ * insert itself. Every value is a literal of its column's type (the body a JSON text cast by the column);
+ * ops reach here storable (protocol/storable.ts), so no text holds a NUL.
+ */
+function insertOpsSql(ops: readonly IncomingOp[]): string {
+  const values = ops.map(
+    (op) =>
+      `(${sqlLiteral(op.id)},${sqlLiteral(op.workspace)},${sqlLiteral(op.origin)},${sqlInteger(op.lamport)},${sqlLiteral(op.ts)},${sqlLiteral(op.kind)},${sqlLiteral(op.operation)},` +
+      `${sqlText(op.thread)},${sqlText(op.session)},${sqlLiteral(JSON.stringify(op.body))},${sqlText(op.sig)},${sqlText(op.key)},${sqlText(op.raw)})`,
+  );
+  return `insert into ops (id, workspace, origin, lamport, ts, kind, operation, thread, session, body, sig, key, raw) values ${values.join(',')}`;
+}

@@ -214,6 +214,8 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     // birth where the umask reaches, and the whole tree is set private once open (a store an older
     // version left readable by others included) and again at close.
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir }));
+    // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
+    await pg.exec('SET standard_conforming_strings = on');
     const db = drizzle(pg, { schema });
     if (!(await isCurrent(pg))) await withPrivateUmask(() => migrate(db, { migrationsFolder: migrationsFolder() }));
     tightenTree(dir, PRIVATE_MODES);

@@ -16,7 +16,10 @@ function post(socket: string, path: string, body: unknown, timeoutMs: number): P
   return new Promise((resolve, reject) => {
     const payload = Buffer.from(JSON.stringify(body));
     const req = request(
-      { socketPath: socket, path, method: 'POST', headers: { 'content-type': 'application/json', 'content-length': payload.length }, timeout: timeoutMs },
+      // A connection of its own (agent: false), closed after the answer. Node 20's global agent keeps
+      // connections alive, and the node's server closes an idle one after 5 s: a node busy longer than
+      // that closes it just as the next request goes out on it, which then fails with ECONNRESET.
+      { socketPath: socket, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': payload.length, connection: 'close' }, timeout: timeoutMs },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

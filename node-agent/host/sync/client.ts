@@ -76,6 +76,9 @@ const RECONNECT_BACKOFF = { baseMs: 200, maxMs: 10_000 } as const;
 /** Pages received but not yet stored before the socket stops being read. */
 const MAX_WAITING_PAGES = 8;
 
+/** Resolves in the check phase of the next event-loop turn, after its I/O phase. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export class SyncClient {
   private ws: WebSocket | null = null;
   private waitingPages = 0;
@@ -338,6 +341,10 @@ export class SyncClient {
     this.ingest = this.ingest
       .then(async () => {
         const results = await checked;
+        // PGlite runs in this thread and its queries settle as microtasks: pages stored back to back would
+        // never let the event loop reach its I/O phase, so status, the dashboard and the relay's pings
+        // would wait for the whole catch-up. One page per event-loop turn.
+        await nextTurn();
         if (ws === null || !this.failedSockets.has(ws)) await this.take(last, results);
       })
       .catch((err: unknown) => {

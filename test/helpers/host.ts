@@ -114,26 +114,7 @@ export class InProcessWorkspace {
       if (v === undefined) delete env[k];
       else env[k] = v;
     }
-    let stdout = '';
-    let stderr = '';
-    const io: Io = {
-      argv: args,
-      env,
-      cwd: opts.cwd ?? this.workspace.paths.root,
-      stdout: (s) => void (stdout += s),
-      stderr: (s) => void (stderr += s),
-      readStdin: async () => opts.input ?? '',
-      stdinIsTty: false,
-      route: this.route,
-    };
-    const code = await (bin === 'nxc' ? nxcMain(io) : nxsMain(io));
-    let json: any = null;
-    try {
-      json = JSON.parse(stdout);
-    } catch {
-      /* not JSON */
-    }
-    return { code, stdout, stderr, json };
+    return runMain(bin, args, { env, cwd: opts.cwd ?? this.workspace.paths.root, input: opts.input, route: this.route });
   }
 
   /** Starts a turn: writes its spec and prompt as the real launcher does, then runs its script soon after. */
@@ -264,6 +245,38 @@ export class InProcessWorkspace {
     this.store = null;
     this.host = null;
   }
+}
+
+/**
+ * The real `nxc`/`nxs` main in this process, its output captured. Without `route` commands take the
+ * CLI's own way to the workspace (the node's socket when a node serves it, else the store), as a
+ * child process would, without the half second a process costs.
+ */
+export async function runMain(
+  bin: 'nxc' | 'nxs',
+  args: string[],
+  opts: { env: NodeJS.ProcessEnv; cwd: string; input?: string | undefined; route?: Router },
+): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const io: Io = {
+    argv: args,
+    env: opts.env,
+    cwd: opts.cwd,
+    stdout: (s) => void (stdout += s),
+    stderr: (s) => void (stderr += s),
+    readStdin: async () => opts.input ?? '',
+    stdinIsTty: false,
+    ...(opts.route ? { route: opts.route } : {}),
+  };
+  const code = await (bin === 'nxc' ? nxcMain(io) : nxsMain(io));
+  let json: any = null;
+  try {
+    json = JSON.parse(stdout);
+  } catch {
+    /* not JSON */
+  }
+  return { code, stdout, stderr, json };
 }
 
 /** Finds the workspace at `root` and serves it in this process. */

@@ -8,7 +8,7 @@ import { processAlive } from '../../infra/fs.js';
 import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import { gitEnv } from './git-env.js';
-import { serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
+import { runMain, serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
 export const AGENT = join(REPO, 'test', 'fixtures', 'agent.mjs');
@@ -59,6 +59,11 @@ export class TestWorkspace {
   /** Set while the workspace is served in this test's process (the default); null: real processes. */
   inproc: InProcessWorkspace | null = null;
   readonly clock = new TestClock();
+  /**
+   * 'here': once not served in process, commands run the real CLI code in this process (through the
+   * node's socket when a node serves the workspace) instead of a child process each.
+   */
+  cli: 'process' | 'here' = 'process';
   constructor(
     readonly root: string,
     readonly id: string,
@@ -96,7 +101,7 @@ export class TestWorkspace {
 
   nxc(args: string[], opts: RunOpts = {}): Promise<CliResult> {
     if (this.inproc) return this.inproc.cli('nxc', args, { ...opts, env: { NXC_ACTOR: 'alice', ...this.homeEnv(), ...opts.env } });
-    return runCli('nxc', args, opts.cwd ?? this.root, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
+    return this.run('nxc', args, { ...opts, env: { NXC_ACTOR: 'alice', AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
   }
 
   async nxs(args: string[], opts: RunOpts = {}): Promise<CliResult> {
@@ -107,7 +112,14 @@ export class TestWorkspace {
       this.inproc = null;
     }
     // A node started here passes its environment on to the sessions it runs, so the agent log goes with it.
-    return runCli('nxs', args, opts.cwd ?? this.root, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
+    return this.run('nxs', args, { ...opts, env: { AGENT_LOG: this.log, ...this.homeEnv(), ...opts.env } });
+  }
+
+  /** The real CLI, as a child process or (cli 'here') in this process; the same environment either way. */
+  private run(bin: 'nxc' | 'nxs', args: string[], opts: RunOpts): Promise<CliResult> {
+    const cwd = opts.cwd ?? this.root;
+    if (this.cli === 'here') return runMain(bin, args, { env: cleanEnv(opts.env), cwd, input: opts.input });
+    return runCli(bin, args, cwd, opts);
   }
 
   /**
@@ -219,7 +231,7 @@ function git(cwd: string, ...args: string[]): void {
 }
 
 /** A fresh git repository with one commit, made a workspace with `nxs init`. */
-export async function makeWorkspace(opts: { git?: boolean; real?: boolean } = {}): Promise<TestWorkspace> {
+export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cli?: TestWorkspace['cli'] } = {}): Promise<TestWorkspace> {
   const base = mkdtempSync(join(tmpdir(), 'nexus-ws-'));
   const root = join(base, 'repo');
   mkdirSync(root);
@@ -234,5 +246,6 @@ export async function makeWorkspace(opts: { git?: boolean; real?: boolean } = {}
   }
   const { workspace } = await initWorkspace(root, { home: inject('nexusHome') });
   const ws = new TestWorkspace(root, workspace.id, workspace.short);
+  if (opts.cli) ws.cli = opts.cli;
   return opts.real ? ws : ws.serveInProcess();
 }

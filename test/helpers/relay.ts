@@ -2,9 +2,10 @@
 // operator's stream creation, which every relay test does the same way.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { inject } from 'vitest';
 import { openPgliteStore, silentLog } from '../../server/index.js';
 import { REPO } from './workspace.js';
 
@@ -19,13 +20,28 @@ export async function createStream(url: string, name: string, operator = OPERATO
 }
 
 /**
- * A migrated relay folder made once (initdb costs seconds) and copied for each relay; `cleanup`
- * removes the template and every copy.
+ * The migrated relay folder of this run, made once under the suite's NEXUS_HOME (initdb and the
+ * migrations cost seconds): two files racing to make it each make one, and the first rename wins.
  */
+async function relayTemplate(): Promise<string> {
+  const template = join(inject('nexusHome'), 'relay-template');
+  if (existsSync(template)) return template;
+  const tmp = mkdtempSync(join(tmpdir(), 'nexus-relay-template-'));
+  try {
+    await (await openPgliteStore({ dataDir: tmp, log: silentLog })).close();
+    renameSync(tmp, template);
+  } catch (err) {
+    if (!existsSync(template)) throw err;
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  return template;
+}
+
+/** Fresh relay folders, each a copy of the migrated template; `cleanup` removes every copy. */
 export async function relayFolders(): Promise<{ fresh: () => string; cleanup: () => void }> {
-  const template = mkdtempSync(join(tmpdir(), 'nexus-relay-template-'));
-  const made = [template];
-  await (await openPgliteStore({ dataDir: template, log: silentLog })).close();
+  const template = await relayTemplate();
+  const made: string[] = [];
   return {
     fresh: () => {
       const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-'));

@@ -352,14 +352,14 @@ describe('sync between real nodes through a real relay', () => {
   it('a node SIGKILLed mid catch-up resumes from its cursor and ends holding the stream once', async () => {
     const relay = shared;
     const token = await relay.createStream('backlog');
-    // 10,000 valid ops of another workspace, signed by its genesis key: 100 operations of one thread
-    // each, opened then talked in.
+    // 3,000 valid ops of another workspace (six pages), signed by its genesis key: 30 operations of
+    // one thread each, opened then talked in.
     const signer = opSigner(generateKeyPairSync('ed25519').privateKey);
     const other = workspaceOfKey(signer.key)!;
     const ops: string[] = [];
     let lamport = 0;
     const add = (op: Record<string, unknown>) => ops.push(signOp({ ...op, key: signer.key } as unknown as Op, signer).raw);
-    for (let t = 0; t < 100; t++) {
+    for (let t = 0; t < 30; t++) {
       const thread = newThreadId();
       const base = { workspace: other, origin: 'backlog-node', ts: new Date().toISOString() };
       const scope = { operation: thread, thread, session: null };
@@ -373,14 +373,14 @@ describe('sync between real nodes through a real relay', () => {
     await pusher.push(ops);
     pusher.ws.terminate();
     const head = await relayHead(relay.url, 'backlog', token);
-    expect(head).toBe(10_000);
+    expect(head).toBe(3_000);
 
-    // The node reads the backlog through a fault proxy that lets only a fifth of its bytes through,
+    // The node reads the backlog through a fault proxy that lets only a third of its bytes through (two pages),
     // so the kill lands mid-way whatever the machine's speed: the node has stored pages of the
     // backlog, and the rest has not reached it.
     const proxy = await startFaultProxy({ port: relay.port });
     try {
-      proxy.pauseAfter(Math.floor(ops.reduce((n, o) => n + o.length, 0) / 5));
+      proxy.pauseAfter(Math.floor(ops.reduce((n, o) => n + o.length, 0) / 3));
       const w = (await nodesOn(proxy.url, 'backlog', token, 1))[0]!;
       await until('the node to store backlog pages', async () => ((await syncStatus(w)).cursor > 0 ? true : undefined), 60_000, 20);
       const cursorAtKill = (await syncStatus(w)).cursor;

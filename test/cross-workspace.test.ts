@@ -1,16 +1,14 @@
 // Cross-workspace commissions end to end: `nxc send <workspace>/<role>` carries a stamp signed by the
 // asking workspace; the receiving workspace admits it (a session at the stamped depth + 1) or records a
 // refusal with a stable code. Two workspaces on one node (local delivery), and two nodes on one relay stream.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldOperation } from '../node-agent/capabilities/threads/index.js';
 import type { Op } from '../protocol/ops.js';
-import { makeWorkspace, REPO, type TestWorkspace } from './helpers/workspace.js';
-import { sleep, until } from './helpers/until.js';
+import { RelayProcess, relayFolders } from './helpers/relay.js';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { until } from './helpers/until.js';
 
 
 type Row = { thread: string; to: string; state: string; escalated: boolean; answered_by: string | null; rejected_code: string | null; session: { handle: string; depth: number; turn: number } | null };
@@ -68,7 +66,8 @@ describe('cross-workspace commissions on one node (no relay)', () => {
 
   beforeAll(async () => {
     // Real processes: B and C are served by A's node, which holds their stores, so their commands must go through it.
-    [a, b, c] = await Promise.all([makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true })]);
+    const real = () => makeWorkspace({ git: false, real: true, cliInProcess: true });
+    [a, b, c] = await Promise.all([real(), real(), real()]);
     await a.startNode();
     for (const w of [b, c]) {
       w.home = a.home;
@@ -184,59 +183,18 @@ describe('cross-workspace commissions on one node (no relay)', () => {
 
 // ---- across a relay
 
-const OPERATOR = 'xws-test-operator-token-0123456789abcdef';
-
-class Relay {
-  private child: ChildProcess | null = null;
-  port = 0;
-  constructor(readonly dir: string) {}
-  get url(): string {
-    return `http://127.0.0.1:${this.port}`;
-  }
-  async start(): Promise<void> {
-    const child = spawn(process.execPath, [join(REPO, 'bin', 'nxs'), 'relay', 'serve', '--port', '0', '--data-dir', this.dir, '--json'], {
-      env: { ...process.env, NEXUS_RELAY_TOKEN: OPERATOR },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    this.child = child;
-    let out = '';
-    let err = '';
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    await new Promise<void>((resolve, reject) => {
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const nl = out.indexOf('\n');
-        if (nl < 0) return;
-        this.port = Number(new URL((JSON.parse(out.slice(0, nl)) as { url: string }).url).port);
-        resolve();
-      });
-      child.once('exit', (code) => reject(new Error(`the relay exited (${code}): ${err}`)));
-    });
-  }
-  async stop(): Promise<void> {
-    const child = this.child;
-    if (!child || child.exitCode !== null) return;
-    const exited = once(child, 'exit');
-    child.kill('SIGTERM');
-    await exited;
-  }
-  async createStream(name: string): Promise<string> {
-    const res = await fetch(`${this.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name }) });
-    expect(res.status).toBe(200);
-    return ((await res.json()) as { token: string }).token;
-  }
-}
-
 describe('cross-workspace commissions across a relay (two nodes)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'nexus-xws-relay-'));
-  const relay = new Relay(dir);
+  let folders: Awaited<ReturnType<typeof relayFolders>> | undefined;
+  let relay: RelayProcess | undefined;
   let a: TestWorkspace;
   let b: TestWorkspace;
 
   beforeAll(async () => {
+    folders = await relayFolders();
+    relay = new RelayProcess(folders.fresh());
     await relay.start();
     const token = await relay.createStream('xws');
-    [a, b] = await Promise.all([makeWorkspace({ git: false, real: true }), makeWorkspace({ git: false, real: true })]);
+    [a, b] = await Promise.all([makeWorkspace({ git: false, real: true, cliInProcess: true }), makeWorkspace({ git: false, real: true, cliInProcess: true })]);
     await Promise.all([a.startNode(), b.startNode()]);
     for (const w of [a, b]) {
       const r = await w.nxs(['sync', 'bind', relay.url, '--stream', 'xws', '--token', token, '--json']);
@@ -250,8 +208,8 @@ describe('cross-workspace commissions across a relay (two nodes)', () => {
   afterAll(async () => {
     await Promise.all([a, b].map((w) => w?.waitIdle().catch(() => undefined)));
     await Promise.all([a, b].map((w) => w?.cleanup()));
-    await relay.stop();
-    rmSync(dir, { recursive: true, force: true });
+    await relay?.stop();
+    folders?.cleanup();
   });
 
   it('a person in A commissions B/reviewer on another node: answered at depth 1, both nodes agree', async () => {

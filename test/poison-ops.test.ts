@@ -18,6 +18,7 @@ import { newThreadId } from '../protocol/ids.js';
 import { checkStorable, MAX_DEPTH, MAX_LAMPORT } from '../protocol/storable.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { Forger, rawPeer, type AckResult } from './helpers/forge.js';
+import { createStream, relayFolders } from './helpers/relay.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 import { until } from './helpers/until.js';
 
@@ -123,21 +124,23 @@ describe("the sync client's page path on a real store", () => {
 describe('through a real relay between real nodes', () => {
   const OPERATOR = 'poison-test-operator-token-0123456789';
   const nodes: TestWorkspace[] = [];
+  let folders: Awaited<ReturnType<typeof relayFolders>> | undefined;
   let relay: Relay;
   let token: string;
 
   beforeAll(async () => {
-    relay = await startRelay({ dataDir: join(base, 'relay'), operatorToken: OPERATOR, log: silentLog });
-    const res = await fetch(`${relay.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name: 'team' }) });
-    token = ((await res.json()) as { token: string }).token;
+    folders = await relayFolders();
+    relay = await startRelay({ dataDir: folders.fresh(), operatorToken: OPERATOR, log: silentLog });
+    token = await createStream(relay.url, 'team', OPERATOR);
   });
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.cleanup().catch(() => undefined)));
     await relay?.close().catch(() => undefined);
+    folders?.cleanup();
   });
 
   async function boundNode(): Promise<TestWorkspace> {
-    const w = await makeWorkspace({ git: false });
+    const w = await makeWorkspace({ git: false, cliInProcess: true });
     nodes.push(w);
     await w.startNode();
     const r = await w.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token', token, '--json']);

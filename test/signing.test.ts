@@ -19,6 +19,7 @@ import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
 import { initWorkspace, type Workspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
+import { createStream, relayFolders } from './helpers/relay.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 import { sleep, until } from './helpers/until.js';
 
@@ -445,13 +446,15 @@ describe('through a real relay between real nodes', () => {
   const nodes: TestWorkspace[] = [];
   let relay: Relay | null = null;
   let relayDir: string;
+  let folders: Awaited<ReturnType<typeof relayFolders>> | undefined;
   afterAll(async () => {
     await Promise.all(nodes.map((n) => n.cleanup().catch(() => undefined)));
     await relay?.close().catch(() => undefined);
+    folders?.cleanup();
   });
 
   async function boundNode(url: string, token: string): Promise<TestWorkspace> {
-    const w = await makeWorkspace({ git: false });
+    const w = await makeWorkspace({ git: false, cliInProcess: true });
     nodes.push(w);
     await w.startNode();
     const r = await w.nxs(['sync', 'bind', url, '--stream', 'team', '--token', token, '--json']);
@@ -465,11 +468,10 @@ describe('through a real relay between real nodes', () => {
   }
 
   it('round-trips byte for byte, follows a key rotation, and refuses ops the relay altered in its own storage', async () => {
-    relayDir = join(base, 'relay');
+    folders = await relayFolders();
+    relayDir = folders.fresh();
     relay = await startRelay({ dataDir: relayDir, operatorToken: OPERATOR, log: silentLog });
-    const res = await fetch(`${relay.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name: 'team' }) });
-    expect(res.status).toBe(200);
-    const token = ((await res.json()) as { token: string }).token;
+    const token = await createStream(relay.url, 'team', OPERATOR);
 
     const [a, b] = await Promise.all([boundNode(relay.url, token), boundNode(relay.url, token)]);
     await send(a, 'plan', 'the plan is A');

@@ -15,6 +15,7 @@ import { appendOps, type Projection } from '../node-agent/kernel/index.js';
 import { newThreadId } from '../protocol/ids.js';
 import { createLogger, silentLog, startRelay, type Relay } from '../server/index.js';
 import { Forger } from './helpers/forge.js';
+import { createStream as createRelayStream, relayFolders } from './helpers/relay.js';
 import { until } from './helpers/until.js';
 
 const HOME = inject('nexusHome');
@@ -40,10 +41,8 @@ async function freshStore(): Promise<Store> {
   return store;
 }
 
-async function createStream(relay: Relay, name: string): Promise<string> {
-  const res = await fetch(`${relay.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name }) });
-  expect(res.status).toBe(200);
-  return ((await res.json()) as { token: string }).token;
+function createStream(relay: Relay, name: string): Promise<string> {
+  return createRelayStream(relay.url, name, OPERATOR);
 }
 
 /** A node's side of sync without the daemon: one workspace's store, its own ops, the real client, a log kept here. */
@@ -214,11 +213,14 @@ describe.skipIf(pgSkip !== null)('a relay restored from a backup (PostgreSQL)', 
 
 describe('sync errors are kept and logged', () => {
   let relay: Relay;
+  let folders: Awaited<ReturnType<typeof relayFolders>> | undefined;
   beforeAll(async () => {
-    relay = await startRelay({ dataDir: join(base, 'relay'), operatorToken: OPERATOR, log: silentLog });
+    folders = await relayFolders();
+    relay = await startRelay({ dataDir: folders.fresh(), operatorToken: OPERATOR, log: silentLog });
   });
   afterAll(async () => {
-    await relay.close();
+    await relay?.close();
+    folders?.cleanup();
   });
 
   it('a page that cannot be stored: last_error stays through every reconnect until a page is stored, and each failure is logged', async () => {

@@ -13,6 +13,11 @@ export type FaultProxy = {
   cut(): number;
   /** Stops moving bytes in both directions (they queue up) and holds new connections until resume. */
   pause(): void;
+  /**
+   * Lets `bytes` more bytes through towards the clients, then pauses (the rest of that chunk held
+   * back): a client sees exactly so much of a long answer, however fast either side runs.
+   */
+  pauseAfter(bytes: number): void;
   resume(): void;
   close(): Promise<void>;
 };
@@ -24,11 +29,35 @@ export async function startFaultProxy(target: { host?: string; port: number }): 
   const pairs = new Set<Pair>();
   let paused = false;
   let accepted = 0;
+  /** Bytes still let through towards clients before pausing; null: no budget. */
+  let budget: number | null = null;
+  /** Chunks held back past a budget, sent on at resume. */
+  const held: Array<{ to: Socket; chunk: Buffer }> = [];
+
+  const pauseAll = () => {
+    paused = true;
+    for (const { client, upstream } of pairs) {
+      client.pause();
+      upstream.pause();
+    }
+  };
 
   const wire = (pair: Pair) => {
     const { client, upstream } = pair;
-    const forward = (from: Socket, to: Socket) => {
+    const forward = (from: Socket, to: Socket, towardsClient: boolean) => {
       from.on('data', (chunk: Buffer) => {
+        if (towardsClient && budget !== null) {
+          if (paused) return void held.push({ to, chunk });
+          if (chunk.length >= budget) {
+            const rest = chunk.subarray(budget);
+            to.write(chunk.subarray(0, budget));
+            budget = null;
+            if (rest.length > 0) held.push({ to, chunk: rest });
+            pauseAll();
+            return;
+          }
+          budget -= chunk.length;
+        }
         if (!to.write(chunk)) from.pause();
       });
       to.on('drain', () => {
@@ -36,8 +65,8 @@ export async function startFaultProxy(target: { host?: string; port: number }): 
       });
       from.on('end', () => to.end());
     };
-    forward(client, upstream);
-    forward(upstream, client);
+    forward(client, upstream, false);
+    forward(upstream, client, true);
     const drop = () => {
       pairs.delete(pair);
       client.destroy();
@@ -82,15 +111,14 @@ export async function startFaultProxy(target: { host?: string; port: number }): 
     accepted: () => accepted,
     open: () => pairs.size,
     cut,
-    pause() {
-      paused = true;
-      for (const { client, upstream } of pairs) {
-        client.pause();
-        upstream.pause();
-      }
+    pause: pauseAll,
+    pauseAfter(bytes) {
+      budget = bytes;
     },
     resume() {
       paused = false;
+      budget = null;
+      for (const { to, chunk } of held.splice(0)) if (!to.destroyed) to.write(chunk);
       for (const { client, upstream } of pairs) {
         client.resume();
         upstream.resume();

@@ -1,8 +1,8 @@
 // Polling for a condition in tests that drive real processes: no timing is asserted, only eventual state.
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** Polls `check` until it returns a value; a throw counts as "not yet". Fails with the last error after the deadline. */
-export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+/** Polls `check` every `everyMs` until it returns a value; a throw counts as "not yet". Fails with the last error after the deadline. */
+export async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs = 60_000, everyMs = 200): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -13,6 +13,6 @@ export async function until<T>(what: string, check: () => Promise<T | undefined>
       last = err;
     }
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await sleep(200);
+    await sleep(everyMs);
   }
 }

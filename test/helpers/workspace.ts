@@ -268,7 +268,7 @@ function git(cwd: string, ...args: string[]): void {
 }
 
 /** A fresh git repository with one commit, made a workspace with `nxs init`. */
-export async function makeWorkspace(opts: { git?: boolean; real?: boolean } = {}): Promise<TestWorkspace> {
+export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cliInProcess?: boolean } = {}): Promise<TestWorkspace> {
   const base = mkdtempSync(join(tmpdir(), 'nexus-ws-'));
   const root = join(base, 'repo');
   mkdirSync(root);
@@ -283,5 +283,6 @@ export async function makeWorkspace(opts: { git?: boolean; real?: boolean } = {}
   }
   const { workspace } = await initWorkspace(root, { home: inject('nexusHome') });
   const ws = new TestWorkspace(root, workspace.id, workspace.short);
+  ws.cliInProcess = opts.cliInProcess === true;
   return opts.real ? ws : ws.serveInProcess();
 }

@@ -52,3 +52,32 @@ export async function perConnection(pid: number, n: number, collect: () => Promi
     await close();
   }
 }
+
+/**
+ * The resident set of `pid` once it has settled: a second's pause, `collect` (a full GC where the
+ * process takes one), and a pause again, since WebAssembly memories a GC freed leave the process
+ * only once V8 unmaps them. The same procedure for the relay and for the bare PGlite reference.
+ */
+export async function settledRss(pid: number, collect: () => Promise<void>): Promise<number | null> {
+  await settle(1_000);
+  await collect();
+  await settle(500);
+  await collect();
+  return rssBytes(pid);
+}
+
+/** Polls the resident set of `pid` every `everyMs` until `stop()`, which returns the highest reading. */
+export function rssPeak(pid: number, everyMs = 25): { stop(): number | null } {
+  let peak: number | null = rssBytes(pid);
+  const timer = setInterval(() => {
+    const now = rssBytes(pid);
+    if (now !== null && (peak === null || now > peak)) peak = now;
+  }, everyMs);
+  return {
+    stop() {
+      clearInterval(timer);
+      const now = rssBytes(pid);
+      return now !== null && (peak === null || now > peak) ? now : peak;
+    },
+  };
+}

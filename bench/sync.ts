@@ -1,6 +1,6 @@
 // `npm run bench:sync`: our relay against the local NATS JetStream, driven by the same harness with
 // the same op payloads and the same in-flight window, each figure printed beside JetStream's with
-// the ratio ours/JetStream. Four parts:
+// the ratio ours/JetStream. Seven parts:
 //   1. acknowledged ingest (ops/s): one producer, batches in flight (PGlite; PostgreSQL too when
 //      BENCH_DATABASE_URL or TEST_DATABASE_URL is set);
 //   2. ack latency p50/p99 at a fixed rate, one op per push / publish;
@@ -9,8 +9,11 @@
 //      applies pages (signature checks, ingestChecked -> ingestOps, cursor, one transaction per page),
 //      and through the real SyncClient;
 //   5. /healthz latency on the PGlite relay while many nodes catch up at once (ours only);
-//   6. resident memory per idle connection, ours against nats-server (both read from /proc).
-// Parts 1, 2, 3, 5 and 6 (and part 4's SyncClient catch-up) run BENCH_REPEATS times (default 3) and end in a targets table: each target
+//   6. resident memory per idle connection, ours against nats-server (both read from /proc);
+//   7. the PGlite relay's resident memory (a fresh relay per run): idle against a process that only
+//      opens PGlite, after slow consumers were filled and closed, and at its peak during catch-ups of
+//      a small and a large backlog (it must not grow with the backlog).
+// Parts 1, 2, 3, 5, 6 and 7 (and part 4's SyncClient catch-up) run BENCH_REPEATS times (default 3) and end in a targets table: each target
 // judged on the median of its runs, with half the runs' range as its noise margin. The bench exits 1
 // when a target is missed by more than that margin.
 // Ops are real signed protocol-2 ops (thread.opened + message.posted). The relay runs in a child
@@ -18,7 +21,8 @@
 // and temp folder made here is removed at the end, on failure, and on SIGINT/SIGTERM.
 // Knobs (environment): BENCH_OPS, BENCH_BATCH, BENCH_WINDOW, BENCH_LAT_RATE, BENCH_LAT_SECS,
 // BENCH_FANOUT_SUBS, BENCH_FANOUT_RATE, BENCH_FANOUT_SECS, BENCH_BACKLOG, BENCH_HZ_READERS, BENCH_HZ_OPS,
-// BENCH_MEM_CONNS, BENCH_REPEATS, BENCH_PARTS (e.g. "ingest,latency,fanout,catchup,healthz,memory"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
+// BENCH_MEM_CONNS, BENCH_RSS_SLOW, BENCH_RSS_SLOW_OPS, BENCH_RSS_READERS, BENCH_RSS_SMALL, BENCH_RSS_BACKLOG,
+// BENCH_REPEATS, BENCH_PARTS (e.g. "ingest,latency,fanout,catchup,healthz,memory,rss"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
 // BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: the relay child writes a V8 CPU profile there).
 // Quick run: BENCH_OPS=5000 BENCH_LAT_SECS=2 BENCH_FANOUT_SECS=2 BENCH_BACKLOG=10000 npm run bench:sync
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -42,7 +46,7 @@ import { createStore, openStore, storeTemplate, type Db, type Store } from '../n
 import { SyncClient } from '../node-agent/host/sync/index.js';
 import { writePosition } from '../node-agent/host/sync/state.js';
 import { percentile } from './stats.js';
-import { natsServerPid, perConnection } from './sync-memory.js';
+import { natsServerPid, perConnection, rssPeak, settledRss } from './sync-memory.js';
 import { targetsTable, type TargetKind, type TargetRow } from './targets.js';
 
 // ---- knobs
@@ -68,6 +72,11 @@ const HZ_READERS = Math.round(num('BENCH_HZ_READERS', 20));
 const HZ_OPS = Math.round(num('BENCH_HZ_OPS', 5_000));
 const MEM_CONNS = Math.round(num('BENCH_MEM_CONNS', 500));
 const REPEATS = Math.round(num('BENCH_REPEATS', 3));
+const RSS_SLOW = Math.round(num('BENCH_RSS_SLOW', 20));
+const RSS_SLOW_OPS = Math.round(num('BENCH_RSS_SLOW_OPS', 40_000));
+const RSS_READERS = Math.round(num('BENCH_RSS_READERS', 10));
+const RSS_SMALL = Math.round(num('BENCH_RSS_SMALL', 10_000));
+const RSS_BACKLOG = Math.round(num('BENCH_RSS_BACKLOG', 100_000));
 /** /healthz must answer within this while nodes catch up (a liveness probe's patience, with room). */
 const HZ_TARGET_MS = 200;
 /** A fresh node catching up on a backlog through the real SyncClient, verified and stored (ops/s). */
@@ -75,7 +84,7 @@ const CATCHUP_TARGET = 8_000;
 const TIMEOUT_MS = num('BENCH_TIMEOUT_S', 300) * 1000;
 const NATS_URL = process.env['BENCH_NATS_URL'] ?? '127.0.0.1:4222';
 const PG_URL = process.env['BENCH_DATABASE_URL'] || process.env['TEST_DATABASE_URL'] || undefined;
-const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'ingest,latency,fanout,catchup,healthz,memory').split(',').map((s) => s.trim()));
+const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'ingest,latency,fanout,catchup,healthz,memory,rss').split(',').map((s) => s.trim()));
 const RELAY_PROF = process.env['BENCH_RELAY_PROF'];
 /** The relay's backlog page size (DEFAULT_LIMITS.page_size); JetStream pulls in batches of the same size. */
 let PAGE = 500;
@@ -273,29 +282,28 @@ function lat(samples: number[]): Lat {
 type RelayProc = { url: string; storage: string; child: ChildProcess; stop(): Promise<void> };
 const OPERATOR = randomBytes(24).toString('base64url');
 
-async function startRelayChild(env: Record<string, string>, label: string): Promise<RelayProc> {
-  const script = fileURLToPath(new URL('./sync-relay.js', import.meta.url));
-  const execArgv = ['--expose-gc', ...(RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${RELAY_PROF}`, `--cpu-prof-name=relay-${label}-${RUN_ID}.cpuprofile`] : [])];
-  const child = spawn(process.execPath, [...execArgv, script], {
-    env: { ...process.env, ...env, BENCH_RELAY_OPERATOR: OPERATOR },
+/** A bench child (`script` in this folder): resolves once it printed its first JSON line; `stop` ends its stdin and waits. */
+async function startChild<T>(script: string, env: Record<string, string>, execArgv: string[]): Promise<{ first: T; child: ChildProcess; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [...execArgv, fileURLToPath(new URL(script, import.meta.url))], {
+    env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const first = await bounded('starting the relay', 60_000, async () => {
+  const first = await bounded(`starting ${script}`, 60_000, async () => {
     const lines = createInterface({ input: child.stdout! });
     try {
-      for await (const line of lines) return JSON.parse(line) as { url: string; storage: string };
+      for await (const line of lines) return JSON.parse(line) as T;
     } finally {
       lines.close();
     }
-    throw new Error(`the relay child exited before listening (code ${child.exitCode})`);
+    throw new Error(`${script} exited before it was ready (code ${child.exitCode})`);
   }).catch(async (err: unknown) => {
     child.kill('SIGKILL');
     await exited;
     throw err;
   });
   return {
-    ...first,
+    first,
     child,
     stop: async () => {
       child.stdin!.end();
@@ -304,6 +312,12 @@ async function startRelayChild(env: Record<string, string>, label: string): Prom
       clearTimeout(timer);
     },
   };
+}
+
+async function startRelayChild(env: Record<string, string>, label: string): Promise<RelayProc> {
+  const execArgv = ['--expose-gc', ...(RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${RELAY_PROF}`, `--cpu-prof-name=relay-${label}-${RUN_ID}.cpuprofile`] : [])];
+  const c = await startChild<{ url: string; storage: string }>('./sync-relay.js', { ...env, BENCH_RELAY_OPERATOR: OPERATOR }, execArgv);
+  return { ...c.first, child: c.child, stop: c.stop };
 }
 
 async function createStream(base: string, name: string): Promise<string> {
@@ -328,7 +342,9 @@ class RelayConn {
   private rejectCaught!: (err: Error) => void;
   private readonly pending = new Map<number, { resolve: () => void; reject: (err: Error) => void }>();
   private failure: Error | null = null;
-  private readonly closed: Promise<void>;
+  private stalled = false;
+  /** Resolves once the socket closed, whoever closed it. */
+  readonly closed: Promise<void>;
 
   private constructor(private readonly ws: WebSocket) {
     this.caughtUp = new Promise((resolve, reject) => ((this.resolveCaught = resolve), (this.rejectCaught = reject)));
@@ -398,9 +414,17 @@ class RelayConn {
     this.pending.clear();
   }
 
+  /** Stops reading the socket, as a node that stopped reading does: the relay's sends pile up in its buffers. */
+  stall(): void {
+    this.stalled = true;
+    this.ws.pause();
+  }
+
   async close(): Promise<void> {
     this.failure ??= new Error('closed by the bench');
-    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(1000);
+    // A stalled socket would read megabytes before it saw the close handshake: cut it instead.
+    if (this.stalled) this.ws.terminate();
+    else if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close(1000);
     const timer = setTimeout(() => this.ws.terminate(), 2_000);
     await this.closed;
     clearTimeout(timer);
@@ -745,6 +769,81 @@ async function natsIdleMemory(nats: Nats, pid: number, count: number): Promise<n
   );
 }
 
+// ---- 7. the PGlite relay's resident memory
+
+const MiB = 1024 * 1024;
+
+/** A full GC in a bench child (the relay or the bare PGlite), given time to run. */
+function childGc(child: ChildProcess): () => Promise<void> {
+  return async () => {
+    child.stdin!.write('gc\n');
+    await new Promise((r) => setTimeout(r, 300));
+  };
+}
+
+/** The settled RSS of a process that does nothing but open PGlite with its defaults on a fresh folder. */
+async function bareOpenRss(dir: string): Promise<number | null> {
+  const bare = await startChild<{ ready: boolean }>('./sync-bare-pglite.js', { BENCH_BARE_DATA: dir }, ['--expose-gc']);
+  try {
+    return await settledRss(bare.child.pid!, childGc(bare.child));
+  } finally {
+    await bare.stop();
+  }
+}
+
+/**
+ * `count` consumers that stop reading at once, on a backlog larger than the send-buffer cap: the relay
+ * fills their buffers, then closes them as SLOW_CONSUMER. Resolves to the highest RSS on the way.
+ */
+async function oursSlowConsumers(relay: RelayProc, count: number, ops: BenchOp[], run: number): Promise<number | null> {
+  const seeded = await seedOurs(relay, ops, `slow${run}`);
+  const peak = rssPeak(relay.child.pid!);
+  const conns: RelayConn[] = [];
+  try {
+    await Promise.all(
+      Array.from({ length: count }, async (_, i) => {
+        const c = await RelayConn.open(relay.url, seeded.stream, seeded.token, 0, `bench-slow-${i}`);
+        c.stall();
+        conns.push(c);
+      }),
+    );
+    // A stalled client never reads the relay's close: the relay's own gauge says when it let them go.
+    while ((await streamConnections(relay, seeded.stream)) > 0) await new Promise((r) => setTimeout(r, 250));
+    return peak.stop();
+  } finally {
+    peak.stop();
+    await Promise.all(conns.map((c) => c.close()));
+  }
+}
+
+/** The relay's count of open connections on `stream`, from its /metrics. */
+async function streamConnections(relay: RelayProc, stream: string): Promise<number> {
+  const text = await (await fetch(`${relay.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`nexus_relay_stream_connections{stream="${stream}"}`));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
+/** The highest RSS of the relay while `readers` bare clients catch up on a backlog of `ops` from seq 0. */
+async function oursCatchupPeak(relay: RelayProc, readers: number, ops: BenchOp[], label: string): Promise<number | null> {
+  const seeded = await seedOurs(relay, ops, label);
+  await settledRss(relay.child.pid!, childGc(relay.child));
+  const peak = rssPeak(relay.child.pid!);
+  const conns: RelayConn[] = [];
+  try {
+    await Promise.all(
+      Array.from({ length: readers }, async (_, i) => {
+        const c = await RelayConn.open(relay.url, seeded.stream, seeded.token, 0, `bench-rss-${i}`);
+        conns.push(c);
+        await c.caughtUp;
+      }),
+    );
+    return peak.stop();
+  } finally {
+    peak.stop();
+    await Promise.all(conns.map((c) => c.close()));
+  }
+}
+
 // ---- 4. catch-up
 
 /** Where applying pages goes: waiting for signature checks, ingestChecked (key chain + ingestOps), the rest of the transaction. */
@@ -1042,11 +1141,14 @@ async function main(): Promise<void> {
       header(`2. ack latency at ${LAT_RATE.toLocaleString('en-US')} ops/s for ${LAT_SECS} s, one op per push / publish, ${REPEATS} runs (lower is better)`);
       progress(`2. ack latency: ${count} ops at ${LAT_RATE}/s x ${REPEATS} runs`);
       const row = target(`ack latency p99 at ${LAT_RATE}/s, ours/JetStream`, 'max', 2.0, 'x');
+      // Keeping up: the ops sent over the time to the last ack, against the rate offered.
+      const rowRate = target(`ack latency run at ${LAT_RATE}/s, ours achieved / offered`, 'min', 0.97, 'x');
       for (let r = 1; r <= REPEATS; r++) {
         const ours = await attempt(`ack latency ours run ${r}`, () => oursAckLatency(relay, `pglite${r}`, count, LAT_RATE));
         const js = n ? await attempt(`ack latency JetStream run ${r}`, () => jsAckLatency(n, count, LAT_RATE)) : null;
         progress(`  run ${r}: ours p50 ${fmtMs(ours?.lat.p50 ?? null)} p99 ${fmtMs(ours?.lat.p99 ?? null)}; JetStream p50 ${fmtMs(js?.lat.p50 ?? null)} p99 ${fmtMs(js?.lat.p99 ?? null)}`);
         row.runs.push(ours && js ? ours.lat.p99 / js.lat.p99 : null);
+        rowRate.runs.push(ours ? ours.rate / LAT_RATE : null);
         out(figRow(`run ${r}: p50`, { ours: ours?.lat.p50 ?? null, js: js?.lat.p50 ?? null }, fmtMs));
         out(figRow(`run ${r}: p99`, { ours: ours?.lat.p99 ?? null, js: js?.lat.p99 ?? null }, fmtMs));
         out(figRow(`run ${r}: max`, { ours: ours?.lat.max ?? null, js: js?.lat.max ?? null }, fmtMs));
@@ -1062,11 +1164,13 @@ async function main(): Promise<void> {
       header(`3. fan-out: 1 producer -> ${FAN_SUBS} live subscribers, ${FAN_RATE} ops/s for ${FAN_SECS} s, publish -> receipt, ${REPEATS} runs (lower is better)`);
       progress(`3. fan-out: ${count} ops to ${FAN_SUBS} subscribers x ${REPEATS} runs`);
       const row = target(`fan-out 1->${FAN_SUBS} at ${FAN_RATE}/s, ours p50`, 'max', 2.0, 'ms');
+      const rowP99 = target(`fan-out 1->${FAN_SUBS} at ${FAN_RATE}/s, p99 ours/JetStream`, 'max', 2.0, 'x');
       for (let r = 1; r <= REPEATS; r++) {
         const ours = await attempt(`fan-out ours run ${r}`, () => oursFanout(relay, FAN_SUBS, count, FAN_RATE, r));
         const js = n ? await attempt(`fan-out JetStream run ${r}`, () => jsFanout(n, FAN_SUBS, count, FAN_RATE)) : null;
         progress(`  run ${r}: ours p50 ${fmtMs(ours?.p50 ?? null)} p99 ${fmtMs(ours?.p99 ?? null)}; JetStream p50 ${fmtMs(js?.p50 ?? null)} p99 ${fmtMs(js?.p99 ?? null)}`);
         row.runs.push(ours?.p50 ?? null);
+        rowP99.runs.push(ours && js ? ours.p99 / js.p99 : null);
         out(figRow(`run ${r}: p50 (${(ours?.n ?? count * FAN_SUBS).toLocaleString('en-US')} receipts)`, { ours: ours?.p50 ?? null, js: js?.p50 ?? null }, fmtMs));
         out(figRow(`run ${r}: p99`, { ours: ours?.p99 ?? null, js: js?.p99 ?? null }, fmtMs));
         out(figRow(`run ${r}: max`, { ours: ours?.max ?? null, js: js?.max ?? null }, fmtMs));
@@ -1189,6 +1293,41 @@ async function main(): Promise<void> {
         out(figRow(`run ${run}: RSS gained per connection`, { ours, js }, fmtKiB));
       }
       out(`  (ours: a ws sync connection after hello and caught_up, RSS after a full GC in the relay; nats-server: a NATS connection with an ordered JetStream consumer on the stream, its first batch only; RSS from /proc)`);
+    }
+
+    // 7. the PGlite relay's resident memory: idle, after slow consumers, during catch-ups
+    if (PARTS.has('rss')) {
+      header(`7. PGlite relay RSS: idle against a bare PGlite open, after ${RSS_SLOW} slow consumers, during catch-ups of ${RSS_READERS} nodes, ${REPEATS} runs (lower is better)`);
+      progress(`7. rss: a fresh relay per run; ${RSS_SLOW} slow consumers on ${RSS_SLOW_OPS} ops; ${RSS_READERS} catch-ups of ${RSS_SMALL} then ${RSS_BACKLOG} ops`);
+      const fmtMiB = (x: number | null) => (x === null ? 'n/a' : `${(x / MiB).toFixed(0)} MiB`);
+      const rowIdle = target('PGlite relay idle RSS / a bare PGlite open', 'max', 1.5, 'x');
+      const rowSlow = target(`RSS after ${RSS_SLOW} slow consumers / idle`, 'max', 1.2, 'x');
+      const rowFlat = target(`RSS peak, catch-up of ${RSS_BACKLOG} / of ${RSS_SMALL} ops`, 'max', 1.2, 'x');
+      for (let run = 1; run <= REPEATS; run++) {
+        const bare = await attempt(`bare PGlite open run ${run}`, () => bareOpenRss(join(base, `bare-${run}`)));
+        const fresh = await attempt(`starting a fresh relay run ${run}`, () => startRelayChild({ BENCH_RELAY_DATA: join(base, `rss-relay-${run}`) }, `rss${run}`));
+        if (!fresh) continue;
+        try {
+          const gc = childGc(fresh.child);
+          const idle = await settledRss(fresh.child.pid!, gc);
+          const slowPeak = await attempt(`slow consumers run ${run}`, () => oursSlowConsumers(fresh, RSS_SLOW, makeOps(RSS_SLOW_OPS), run));
+          const after = slowPeak === null ? null : await settledRss(fresh.child.pid!, gc);
+          const small = await attempt(`catch-up of ${RSS_SMALL} run ${run}`, () => oursCatchupPeak(fresh, RSS_READERS, makeOps(RSS_SMALL), `rss-small${run}`));
+          const big = await attempt(`catch-up of ${RSS_BACKLOG} run ${run}`, () => oursCatchupPeak(fresh, RSS_READERS, makeOps(RSS_BACKLOG), `rss-big${run}`));
+          const settled = await settledRss(fresh.child.pid!, gc);
+          const div = (a: number | null, b: number | null) => (a !== null && b !== null && b > 0 ? a / b : null);
+          rowIdle.runs.push(div(idle, bare));
+          rowSlow.runs.push(div(after, idle));
+          rowFlat.runs.push(div(big, small));
+          progress(`  run ${run}: bare ${fmtMiB(bare)}, idle ${fmtMiB(idle)}, slow peak ${fmtMiB(slowPeak)}, after ${fmtMiB(after)}, catch-up peaks ${fmtMiB(small)} / ${fmtMiB(big)}, settled ${fmtMiB(settled)}`);
+          out(`  run ${run}: bare PGlite open ${fmtMiB(bare)}; relay idle ${fmtMiB(idle)} (${div(idle, bare)?.toFixed(2) ?? 'n/a'}x)`);
+          out(`    ${RSS_SLOW} slow consumers: peak ${fmtMiB(slowPeak)}, after ${fmtMiB(after)} (${div(after, idle)?.toFixed(2) ?? 'n/a'}x idle)`);
+          out(`    ${RSS_READERS} catch-ups: peak ${fmtMiB(small)} on ${RSS_SMALL.toLocaleString('en-US')} ops, ${fmtMiB(big)} on ${RSS_BACKLOG.toLocaleString('en-US')} (${div(big, small)?.toFixed(2) ?? 'n/a'}x); settled after ${fmtMiB(settled)}`);
+        } finally {
+          await fresh.stop();
+        }
+      }
+      out(`  (RSS from /proc after a second's pause and full GCs; the bare reference opens PGlite with its defaults on a fresh folder, as the relay's first start does)`);
     }
 
     out('');

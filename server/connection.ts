@@ -20,7 +20,7 @@ import { checkStorable } from '../protocol/storable.js';
 import type { Logger } from '../infra/index.js';
 import type { FeedConsumer, Hub, StreamFeed } from './hub.js';
 import type { ConnectionGauge, RelayMetrics } from './metrics.js';
-import type { StoredOp, StreamStore } from './storage/index.js';
+import type { StreamStore } from './storage/index.js';
 import { tokenMatches } from './tokens.js';
 
 type AckResult = z.infer<typeof AckResultSchema>;
@@ -42,22 +42,6 @@ const OPEN = 1;
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
-
-/** An `ops` frame of as many leading rows as fit in `maxBytes`, built from the stored texts, never re-serialised. */
-function opsFrame(rows: StoredOp[], maxBytes: number): { frame: string; count: number; last: number } {
-  const parts: string[] = [];
-  let size = Buffer.byteLength('{"type":"ops","ops":[]}');
-  let last = 0;
-  for (const row of rows) {
-    const part = `{"seq":${row.seq},"op":${row.op}}`;
-    const bytes = Buffer.byteLength(part) + 1;
-    if (parts.length > 0 && size + bytes > maxBytes) break;
-    parts.push(part);
-    size += bytes;
-    last = row.seq;
-  }
-  return { frame: `{"type":"ops","ops":[${parts.join(',')}]}`, count: parts.length, last };
 }
 
 /** A socket's whole life on the relay. Bad input closes this connection with a coded error, never the relay. */
@@ -287,11 +271,12 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
           }
           const feed = this.feed!;
           if (this.cursor >= feed.head) break;
-          const rows = await feed.page(this.cursor, page_size, max_frame_bytes);
-          if (this.state !== 'open' || rows.length === 0) break;
-          const { frame, count, last } = opsFrame(rows, max_frame_bytes);
-          if (!(await this.room(Buffer.byteLength(frame)))) return;
-          this.ws.send(frame);
+          const built = await feed.frame(this.cursor, page_size, max_frame_bytes);
+          if (this.state !== 'open' || built === null) break;
+          const { frame, count, last } = built;
+          if (!(await this.room(frame.length))) return;
+          // The bytes are shared with every consumer at the same cursor: sent as text, not copied.
+          this.ws.send(frame, { binary: false });
           this.cursor = last;
           this.deps.metrics.sent(this.stream!, count);
         }

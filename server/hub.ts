@@ -2,6 +2,7 @@
 // commits of other relay instances (PostgreSQL) are read once per notice. Consumers are woken either way.
 import type { Logger } from '../infra/index.js';
 import { GroupCommitter, type Committed, type GroupLimits } from './commit.js';
+import { opsFrame, type OpsFrame } from './frames.js';
 import type { OpToAppend, StoredOp, StreamStore } from './storage/index.js';
 
 /**
@@ -38,6 +39,8 @@ export class StreamFeed {
   private closed = false;
   /** The highest head heard of while a commit of ours ran: looked at once its rows are in. */
   private deferred = 0;
+  /** The last frame built, for the consumers at the same cursor. */
+  private shared: { after: number; head: number; limit: number; maxBytes: number; built: Promise<OpsFrame | null> } | null = null;
   private readonly unsubscribe: () => void;
   private readonly committer: GroupCommitter;
 
@@ -88,6 +91,25 @@ export class StreamFeed {
     if (heard > this.head) void this.fill();
   }
 
+  /**
+   * The next `ops` frame for a consumer whose cursor is `after` (null when there is nothing after it).
+   * Consumers at the same cursor share one frame, built once: after a commit every live consumer asks
+   * for the same rows, and catch-ups that started together ask for the same pages (one read, not one
+   * per consumer). Rows once committed never change, so a frame for `after` stays true; it is kept
+   * only while the head has not moved, since a later one may hold more.
+   */
+  frame(after: number, limit: number, maxBytes: number): Promise<OpsFrame | null> {
+    const m = this.shared;
+    if (m && m.after === after && m.head === this.head && m.limit === limit && m.maxBytes === maxBytes) return m.built;
+    const built = this.page(after, limit, maxBytes).then((rows) => (rows.length === 0 ? null : opsFrame(rows, maxBytes)));
+    this.shared = { after, head: this.head, limit, maxBytes, built };
+    // A failed read is not kept for the next consumer: it reads again.
+    built.catch(() => {
+      if (this.shared?.built === built) this.shared = null;
+    });
+    return built;
+  }
+
   /** Up to `limit` ops after `after` (at most `maxBytes` of op text, at least one op), from the cache when it has them. */
   async page(after: number, limit: number, maxBytes: number): Promise<StoredOp[]> {
     const end = this.from + this.rows.length;
@@ -107,6 +129,7 @@ export class StreamFeed {
     this.closed = true;
     this.unsubscribe();
     this.rows = [];
+    this.shared = null;
   }
 
   private async fill(): Promise<void> {

@@ -150,7 +150,7 @@ afterAll(async () => {
 describe('a relay on PGlite', () => {
   it('answers health, readiness and info', async () => {
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    expect(operator).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(operator).toMatch(/^nxr_[A-Za-z0-9_-]{43}$/);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     expect(await (await fetch(`${url}/readyz`)).json()).toEqual({ ok: true, storage: 'pglite' });
     const info = (await (await fetch(`${url}/v1/info`)).json()) as { protocol: number; limits: Limits };
@@ -195,7 +195,7 @@ describe('a relay on PGlite', () => {
     expect((await post('not json', operator)).status).toBe(400);
     const ok = await post('{"name":"admin-1"}', operator);
     expect(ok.status).toBe(200);
-    expect(await ok.json()).toMatchObject({ name: 'admin-1', token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+    expect(await ok.json()).toMatchObject({ name: 'admin-1', token: expect.stringMatching(/^nxr_[A-Za-z0-9_-]{43}$/) });
     const again = await post('{"name":"admin-1"}', operator);
     expect([again.status, ((await again.json()) as { error: { code: string } }).error.code]).toEqual([409, 'STREAM_EXISTS']);
   });
@@ -441,7 +441,7 @@ describe('nxs relay (the CLI)', () => {
       return { info: JSON.parse(out) as { url: string; operator_token: string | null }, stop: async () => (stop(), done), stderr: () => err };
     };
     const first = await serve();
-    expect(first.info.operator_token).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(first.info.operator_token).toMatch(/^nxr_[A-Za-z0-9_-]{43}$/);
     // stderr carries the relay's JSON log lines, never the operator token.
     const lines = first.stderr().trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(lines).toContainEqual(expect.objectContaining({ level: 'info', component: 'relay', msg: 'relay listening', url: first.info.url, storage: 'pglite' }));
@@ -510,7 +510,7 @@ describe('nxs relay stream list | delete | rotate-token (the operator)', () => {
     expect(human.out).toMatch(/^doomed\s+3\s+1\s+\d{4}-/m);
 
     const rotated = await cli('rotate-token', 'kept');
-    expect(rotated).toMatchObject({ code: 0, json: { name: 'kept', token: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) } });
+    expect(rotated).toMatchObject({ code: 0, json: { name: 'kept', token: expect.stringMatching(/^nxr_[A-Za-z0-9_-]{43}$/) } });
     await onKept.refused('UNAUTHORIZED');
     const withOld = await TestNode.open(url);
     withOld.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: 'kept', token: keptToken, node: 'n', since: 0 });

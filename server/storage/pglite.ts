@@ -17,6 +17,15 @@ export type PgliteStoreOptions = {
 };
 
 /**
+ * PGlite's WebAssembly heap only grows: every buffer page it ever touched stays resident until the
+ * process ends. Its default shared_buffers (128 MB) lets a relay grow by that much as catch-ups walk a
+ * large stream; 16 MB keeps the hot tail of every stream (appends and live reads touch only the last
+ * pages) and leaves older pages to the OS page cache, which gives memory back. work_mem bounds the
+ * paged read's window sort (500 ops, well under 1 MB); the relay makes no temporary tables.
+ */
+const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=1MB', 'temp_buffers=1MB'];
+
+/**
  * PGlite runs in this thread: a query is synchronous WebAssembly whose promise settles as a microtask.
  * Twenty catch-ups reading page after page would chain queries through microtasks alone and never let
  * the event loop reach its I/O phase: /healthz and every socket would wait seconds. So top-level work
@@ -58,7 +67,7 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
     busy: (owner) => new NexusError('STORE_BUSY', `the relay data folder ${opts.dataDir} is held by ${describeOwner(owner)}`),
   });
   try {
-    pg = await withPrivateUmask(() => PGlite.create({ dataDir: target }));
+    pg = await withPrivateUmask(() => PGlite.create({ dataDir: target, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])] }));
     const client = pg;
     // Appends write op texts as literals, where a doubled quote must be the only escape.
     await client.exec('SET standard_conforming_strings = on');

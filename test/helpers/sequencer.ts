@@ -1,0 +1,35 @@
+// The order files start in. Two workers share the files; a long file that starts last keeps one
+// worker busy alone at the end of the run. vitest orders by the durations of the last run it
+// remembers, and with none (a fresh clone, as in CI) by file size, which says little here: some short
+// files run a hundred rounds. So the files known to take longest start first, longest first; the
+// rest keep vitest's own order behind them.
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/** The longest files, longest first (from a full run on a quiet 2-core machine; keep roughly current). */
+export const LONG_FILES = [
+  'test/channels/depth.test.ts',
+  'test/sync.test.ts',
+  'test/leases/e2e.test.ts',
+  'test/runtime/session-turn.test.ts',
+  'test/node.test.ts',
+  'test/loops.test.ts',
+  'test/load.test.ts',
+  'test/signing.test.ts',
+  'test/ui/dashboard.test.ts',
+  'test/cross-workspace.test.ts',
+  'test/leases/engine-claim.test.ts',
+  'test/depth.test.ts',
+  'test/leases/engine-park.test.ts',
+  'test/leases/engine-reclaim.test.ts',
+];
+
+export default class LongFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const base = await super.sort(files);
+    const rank = (f: TestSpecification) => {
+      const i = LONG_FILES.findIndex((name) => f.moduleId.endsWith(name));
+      return i < 0 ? LONG_FILES.length : i;
+    };
+    return base.map((f, i) => ({ f, i })).sort((a, b) => rank(a.f) - rank(b.f) || a.i - b.i).map(({ f }) => f);
+  }
+}

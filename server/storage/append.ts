@@ -1,5 +1,6 @@
 // The append, shared by PGlite and PostgreSQL: gapless seqs under the stream row's lock, duplicates by id,
 // one multi-row INSERT whose unique index finds duplicates for free in the usual case of there being none.
+import { sqlLiteral as literal } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { AppendResult, OpToAppend, StoredOp } from './port.js';
 import type { Sql, SqlDb } from './sql.js';
@@ -12,15 +13,6 @@ export type AppendOutcome = { results: AppendResult[]; head: number; rows: Store
  * literal (PostgreSQL: a NOTIFY, delivered only if the transaction commits).
  */
 export type OnAppend = (streamLiteral: string) => string;
-
-/**
- * A SQL string literal. Both stores run with standard_conforming_strings on (set at open), where a
- * quote doubled is the only escape; NUL cannot be written in a literal and is refused.
- */
-export function literal(text: string): string {
-  if (text.includes('\u0000')) throw new TypeError('a SQL literal cannot hold U+0000');
-  return `'${text.replace(/'/g, "''")}'`;
-}
 
 /** Whether `err` is PostgreSQL's unique_violation (SQLSTATE 23505), from PGlite or node-postgres. */
 function isUniqueViolation(err: unknown): boolean {

@@ -7,3 +7,4 @@ export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type Ca
 export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
 export { packageRoot, packageVersion } from './package.js';
 export { sqlInteger, sqlLiteral, sqlText } from './sql.js';
+export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest, type RunFileResult } from './spawner.js';

@@ -5,7 +5,7 @@
 // need not be UTF-8). simple-git decodes output as text, takes stdin for no command, and sets the environment per
 // instance; it would also queue each call behind its scheduler. A process per call is the cost either way.
 // bench/lease.ts prints both side by side.
-import { execFile } from 'node:child_process';
+import { runFile } from '../../../infra/spawner.js';
 import { NexusError } from '../../../protocol/errors.js';
 
 export type RunGitOptions = {
@@ -87,29 +87,17 @@ export function spawnGit(cwd: string, args: readonly string[], opts: RunGitOptio
   Object.assign(env, opts.env);
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const okCodes = new Set([0, ...(opts.okCodes ?? [])]);
-  return new Promise((resolve) => {
-    const child = execFile(
-      'git',
-      [...FIXED_CONFIG, ...args],
-      { cwd, env, encoding: 'buffer', maxBuffer: MAX_BUFFER, timeout, windowsHide: true },
-      (error, stdout, stderr) => {
-        const err = error as (NodeJS.ErrnoException & { killed?: boolean; code?: number | string }) | null;
-        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
-        const killed = err?.killed ?? false;
-        resolve({
-          stdout: stdout.toString('utf8'),
-          raw: stdout,
-          stderr: stderr.toString('utf8'),
-          code,
-          ok: err === null || (typeof err.code === 'number' && okCodes.has(err.code) && !killed),
-          spawnCode: typeof err?.code === 'string' ? err.code : undefined,
-          killed,
-        });
-      },
-    );
-    // git may exit before reading all of stdin; that is reported through its exit, not as a pipe error.
-    child.stdin?.on('error', () => {});
-    child.stdin?.end(opts.input ?? '');
+  return runFile({ file: 'git', args: [...FIXED_CONFIG, ...args], cwd, env, timeoutMs: timeout, maxBuffer: MAX_BUFFER, ...(opts.input === undefined ? {} : { input: Buffer.from(opts.input) }) }).then((r) => {
+    const code = r.exitCode ?? -1;
+    return {
+      stdout: r.stdout.toString('utf8'),
+      raw: r.stdout,
+      stderr: r.stderr.toString('utf8'),
+      code,
+      ok: !r.killed && r.errorCode === undefined && okCodes.has(code),
+      spawnCode: r.errorCode,
+      killed: r.killed,
+    };
   });
 }
 

@@ -4,7 +4,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { EventEmitter } from 'node:events';
 import { existsSync, rmSync } from 'node:fs';
-import { acquireLock, createLogger, describeOwner, type LockOwner, type Logger } from '../../../infra/index.js';
+import { acquireLock, createLogger, describeOwner, useProcessHelper, type LockOwner, type Logger } from '../../../infra/index.js';
 import { mkdirSync } from 'node:fs';
 import { and, asc, eq, gt, inArray, isNotNull } from 'drizzle-orm';
 import { checkOps } from '../../../crypto/index.js';
@@ -93,6 +93,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     refuseEarly: (owner) => (runningNode(paths)?.pid === owner.pid ? busy(owner) : null),
   });
 
+  // git runs on every message: fork it from a small helper, not from this process once it holds stores.
+  useProcessHelper();
   const served = new Map<string, Served>();
   const events = new EventEmitter<{ ops: [workspace: string] }>();
   events.setMaxListeners(0);

@@ -1,0 +1,102 @@
+// The process helper: programs run through it end exactly as they would run from here (bytes, stdin, exit
+// codes, timeouts, a missing program), a helper that dies fails only what it held and is replaced, and it
+// neither keeps its parent alive nor outlives it.
+import { execFileSync, spawn } from 'node:child_process';
+import { afterAll, describe, expect, it } from 'vitest';
+import { processAlive } from '../infra/fs.js';
+import { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest } from '../infra/spawner.js';
+import { REPO } from './helpers/workspace.js';
+import { until } from './helpers/until.js';
+
+const req = (file: string, args: string[], extra: Partial<RunFileRequest> = {}): RunFileRequest => ({
+  file,
+  args,
+  cwd: REPO,
+  env: process.env,
+  timeoutMs: 30_000,
+  maxBuffer: 1024 * 1024,
+  ...extra,
+});
+
+afterAll(() => stopProcessHelper());
+
+describe('programs run through the process helper', () => {
+  useProcessHelper();
+  const node = process.execPath;
+
+  it('runs in a process other than this one, and hands back stdout and stderr byte for byte', async () => {
+    const helper = processHelperPid();
+    expect(helper).not.toBeNull();
+    expect(helper).not.toBe(process.pid);
+    // Bytes that are not UTF-8 must come back unchanged (git listings carry such paths).
+    const r = await runFile(req(node, ['-e', 'process.stdout.write(Buffer.from([0xff, 0x00, 0xc3])); process.stderr.write("é")']));
+    expect(r).toMatchObject({ exitCode: 0, errorCode: undefined, killed: false });
+    expect([...r.stdout]).toEqual([0xff, 0x00, 0xc3]);
+    expect(r.stderr.toString('utf8')).toBe('é');
+    const parent = await runFile(req(node, ['-e', 'process.stdout.write(String(process.ppid))']));
+    expect(Number(parent.stdout.toString())).toBe(helper);
+  });
+
+  it('feeds stdin, runs in the given folder with the given environment, and reports the exit code', async () => {
+    const r = await runFile(
+      req(node, ['-e', 'let s="";process.stdin.on("data",d=>s+=d).on("end",()=>{process.stdout.write(s.toUpperCase()+"|"+process.cwd()+"|"+process.env.X);process.exit(7)})'], {
+        cwd: '/tmp',
+        env: { PATH: process.env['PATH'], X: 'set' },
+        input: Buffer.from('abc'),
+      }),
+    );
+    expect(r.exitCode).toBe(7);
+    expect(r.stdout.toString()).toBe('ABC|/tmp|set');
+  });
+
+  it('answers the same as a program run from here: missing program, timeout, overflow, git', async () => {
+    for (const r of [req('/no/such/program', []), req(node, ['-e', 'setTimeout(()=>{}, 60000)'], { timeoutMs: 300 }), req(node, ['-e', 'process.stdout.write("x".repeat(5000))'], { maxBuffer: 100 }), req('git', ['rev-parse', '--is-inside-work-tree'])]) {
+      const [there, here] = await Promise.all([runFile(r), runFileHere(r)]);
+      expect({ ...there, stdout: there.stdout.length, stderr: there.stderr.toString() }).toEqual({ ...here, stdout: here.stdout.length, stderr: here.stderr.toString() });
+    }
+    const missing = await runFile(req('/no/such/program', []));
+    expect(missing.errorCode).toBe('ENOENT');
+    const slow = await runFile(req(node, ['-e', 'setTimeout(()=>{}, 60000)'], { timeoutMs: 300 }));
+    expect(slow.killed).toBe(true);
+  });
+
+  it('runs many at once, each answered with its own output', async () => {
+    const all = await Promise.all(Array.from({ length: 20 }, (_, i) => runFile(req(node, ['-e', `process.stdout.write("${i}")`]))));
+    expect(all.map((r) => r.stdout.toString())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
+  });
+
+  it('a helper killed mid-call fails what it held with HELPER_GONE, and the next call starts a new one', async () => {
+    const first = processHelperPid()!;
+    const held = runFile(req(node, ['-e', 'setTimeout(()=>{}, 10000)']));
+    process.kill(first, 'SIGKILL');
+    const r = await held;
+    expect(r).toMatchObject({ exitCode: null, errorCode: HELPER_GONE });
+    const next = await runFile(req(node, ['-e', 'process.stdout.write("again")']));
+    expect(next.stdout.toString()).toBe('again');
+    expect(processHelperPid()).not.toBe(first);
+  });
+
+  it('keeps no process alive once idle, and ends with the process that started it', async () => {
+    const script = `
+      import { runFile, useProcessHelper, processHelperPid } from ${JSON.stringify(`${REPO}/dist/infra/spawner.js`)};
+      useProcessHelper();
+      const r = await runFile({ file: 'git', args: ['--version'], cwd: '/', env: process.env, timeoutMs: 10000, maxBuffer: 65536 });
+      console.log(JSON.stringify({ helper: processHelperPid(), ok: r.exitCode === 0 }));
+      if (process.argv[2] === 'hang') setInterval(() => {}, 1000);`;
+    // Left alone, the process ends by itself after its last call: the idle helper holds nothing open.
+    const done = JSON.parse(execFileSync(node, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })) as { helper: number; ok: boolean };
+    expect(done.ok).toBe(true);
+    await until('the helper of an ended process to end', async () => (processAlive(done.helper) ? undefined : true), 30_000, 50);
+    // Killed outright, it takes its helper with it.
+    const child = spawn(node, ['--input-type=module', '-e', script, 'hang'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      const line = await new Promise<string>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(d.toString())));
+      const { helper } = JSON.parse(line) as { helper: number };
+      expect(processAlive(helper)).toBe(true);
+      child.kill('SIGKILL');
+      await until('the helper of a killed process to end', async () => (processAlive(helper) ? undefined : true), 30_000, 50);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});

@@ -4,6 +4,7 @@
 // run one at a time, as the node's queue runs them.
 import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { useProcessHelper } from '../../infra/index.js';
 import type { Workspace } from '../../node-agent/adapters/workspace/index.js';
 import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { baseEnvironment, doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '../../node-agent/adapters/sessions/index.js';
@@ -68,6 +69,8 @@ export class InProcessWorkspace {
   serve<T>(fn: (host: Host) => Promise<T>): Promise<T> {
     const next = this.queue.then(async () => {
       if (this.host === null) {
+        // As a node does: git forks from a small helper, not from this worker once it holds stores.
+        useProcessHelper();
         this.store = await openStore(this.workspace.paths.store, { purpose: 'the test host' });
         this.host = hostFor(
           realDeps(this.workspace, this.store.db, {

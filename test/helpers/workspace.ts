@@ -1,10 +1,11 @@
 // Test harness: a real workspace in a temp folder (a real git repo), driven through the real CLI: as child processes, or its main in this process.
-import { execFile, execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { inject } from 'vitest';
 import { processAlive } from '../../infra/fs.js';
+import { runFile, useProcessHelper } from '../../infra/spawner.js';
 import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import { gitEnv } from './git-env.js';
@@ -30,25 +31,27 @@ function cleanEnv(extra: Record<string, string | undefined> = {}): NodeJS.Proces
   return env;
 }
 
-export function runCli(bin: 'nxc' | 'nxs', args: string[], cwd: string, opts: RunOpts = {}): Promise<CliResult> {
-  return new Promise((resolvePromise) => {
-    const child = execFile(
-      process.execPath,
-      [join(REPO, 'bin', bin), ...args],
-      { cwd, env: cleanEnv(opts.env), maxBuffer: 64 * 1024 * 1024 },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
-        let json: any = null;
-        try {
-          json = JSON.parse(stdout);
-        } catch {
-          /* not JSON */
-        }
-        resolvePromise({ code, stdout, stderr, json });
-      },
-    );
-    child.stdin?.end(opts.input ?? '');
+export async function runCli(bin: 'nxc' | 'nxs', args: string[], cwd: string, opts: RunOpts = {}): Promise<CliResult> {
+  // Forked from the small helper: this worker may hold stores, and forking it would cost every call ~30 ms.
+  useProcessHelper();
+  const r = await runFile({
+    file: process.execPath,
+    args: [join(REPO, 'bin', bin), ...args],
+    cwd,
+    env: cleanEnv(opts.env),
+    input: Buffer.from(opts.input ?? ''),
+    timeoutMs: 0,
+    maxBuffer: 64 * 1024 * 1024,
   });
+  const stdout = r.stdout.toString('utf8');
+  const stderr = r.stderr.toString('utf8');
+  let json: any = null;
+  try {
+    json = JSON.parse(stdout);
+  } catch {
+    /* not JSON */
+  }
+  return { code: r.exitCode ?? 1, stdout, stderr, json };
 }
 
 export type PersonaSpec = { mode: string; arg?: string; tools?: string[] | null; timeout?: string; extra?: string };
@@ -267,20 +270,34 @@ function git(cwd: string, ...args: string[]): void {
   execFileSync('git', args, { cwd, stdio: 'ignore', env: gitEnv() });
 }
 
+let repoTemplate: string | null = null;
+
+/**
+ * A repository with one commit, made once per test process and copied for each workspace: five git
+ * processes forked from a worker that holds stores cost more than the copy. The declaration folders
+ * are ignored, as a team would commit or ignore them, so a fresh workspace reads as a clean tree.
+ */
+function templateRepo(): string {
+  if (repoTemplate !== null && existsSync(repoTemplate)) return repoTemplate;
+  const dir = join(mkdtempSync(join(tmpdir(), 'nexus-repo-template-')), 'repo');
+  mkdirSync(dir);
+  git(dir, 'init', '-q', '-b', 'main');
+  git(dir, 'config', 'user.email', 'test@example.com');
+  git(dir, 'config', 'user.name', 'Test');
+  writeFileSync(join(dir, 'README.md'), '# test repo\n');
+  writeFileSync(join(dir, '.gitignore'), '.nxs-personas/\n.nxs-channels/\n');
+  git(dir, 'add', '.');
+  git(dir, 'commit', '-q', '-m', 'init');
+  process.once('exit', () => rmSync(join(dir, '..'), { recursive: true, force: true }));
+  return (repoTemplate = dir);
+}
+
 /** A fresh git repository with one commit, made a workspace with `nxs init`. */
 export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cliInProcess?: boolean } = {}): Promise<TestWorkspace> {
   const base = mkdtempSync(join(tmpdir(), 'nexus-ws-'));
   const root = join(base, 'repo');
-  mkdirSync(root);
-  if (opts.git !== false) {
-    git(root, 'init', '-q', '-b', 'main');
-    git(root, 'config', 'user.email', 'test@example.com');
-    git(root, 'config', 'user.name', 'Test');
-    writeFileSync(join(root, 'README.md'), '# test repo\n');
-    writeFileSync(join(root, '.gitignore'), '.nxs-personas/\n');
-    git(root, 'add', '.');
-    git(root, 'commit', '-q', '-m', 'init');
-  }
+  if (opts.git !== false) cpSync(templateRepo(), root, { recursive: true });
+  else mkdirSync(root);
   const { workspace } = await initWorkspace(root, { home: inject('nexusHome') });
   const ws = new TestWorkspace(root, workspace.id, workspace.short);
   ws.cliInProcess = opts.cliInProcess === true;

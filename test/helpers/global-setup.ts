@@ -22,6 +22,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // removes it again, which costs ~600 ms on this kind of virtual disk and ~50 ms on tmpfs. Workers,
   // and everything they start, inherit TMPDIR; what the product writes is the same either way.
   const scratch = memoryScratch();
+  // A case that needs its folders on disk (a sandbox that hides /dev/shm) finds the disk's temp folder here.
+  process.env['NEXUS_TEST_DISK_TMPDIR'] = tmpdir();
   if (scratch !== null) process.env['TMPDIR'] = scratch;
   // Workers are forked after this, so they and everything they start carry the mark.
   process.env[TEST_RUN_VARIABLE] = run;

@@ -292,9 +292,13 @@ function templateRepo(): string {
   return (repoTemplate = dir);
 }
 
-/** A fresh git repository with one commit, made a workspace with `nxs init`. */
-export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cliInProcess?: boolean } = {}): Promise<TestWorkspace> {
-  const base = mkdtempSync(join(tmpdir(), 'nexus-ws-'));
+/**
+ * A fresh git repository with one commit, made a workspace with `nxs init`. `onDisk`: in the disk's
+ * temp folder, not the suite's tmpfs scratch (a runtime's sandbox may show only the disk).
+ */
+export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cliInProcess?: boolean; onDisk?: boolean } = {}): Promise<TestWorkspace> {
+  const parent = opts.onDisk ? (process.env['NEXUS_TEST_DISK_TMPDIR'] ?? tmpdir()) : tmpdir();
+  const base = mkdtempSync(join(parent, 'nexus-ws-'));
   const root = join(base, 'repo');
   if (opts.git !== false) cpSync(templateRepo(), root, { recursive: true });
   else mkdirSync(root);

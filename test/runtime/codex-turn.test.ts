@@ -57,7 +57,8 @@ const sent = (req: RecordedRequest) => JSON.stringify(req.body.input);
 
 beforeAll(async () => {
   fake = await startFakeProvider();
-  ws = await makeWorkspace({ real: true });
+  // On disk: codex's read-only sandbox shows the root file system but not /dev/shm, where the suite's scratch is.
+  ws = await makeWorkspace({ real: true, onDisk: true });
   // Codex, its sandbox and its nxc calls are real processes; the test's own commands run in this one.
   ws.cliInProcess = true;
   const home = join(ws.root, '..', 'codex-home'); // the real HOME and ~/.codex are never seen
@@ -132,7 +133,7 @@ describe('a session turn on runtime: codex', () => {
 
   it('with a node serving the workspace, codex\'s nxc reply cannot reach it, and its final message is posted instead', async () => {
     // The node starts the sessions, so it carries codex's environment.
-    const served = await makeWorkspace({ real: true });
+    const served = await makeWorkspace({ real: true, onDisk: true });
     served.cliInProcess = true;
     try {
       await served.startNode([], env);

@@ -26,6 +26,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
   let b: TestWorkspace;
   let home: string;
   let node: RunningNode;
+  let saved: Record<string, string | undefined> = {};
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
@@ -56,6 +57,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
       w.home = home;
     }
     // Sessions the node starts inherit this environment: they find `nxc` and this node through it.
+    // (Put back in afterAll: the worker's next file runs in this same process.)
+    saved = { NEXUS_HOME: process.env['NEXUS_HOME'], PATH: process.env['PATH'] };
     process.env['NEXUS_HOME'] = home;
     process.env['PATH'] = `${join(REPO, 'bin')}:${process.env['PATH'] ?? ''}`;
     node = await startNode({ home, log: createLogger({ component: 'node', sink: (l) => nodeLog.push(l) }) });
@@ -76,6 +79,10 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     await browser?.close();
     await node?.close();
     await Promise.all([a?.cleanup(), b?.cleanup()]);
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
     if (home) rmSync(home, { recursive: true, force: true });
   });
 

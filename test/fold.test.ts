@@ -10,7 +10,7 @@ import { opSigner } from '../crypto/index.js';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
 import { compareOps } from '../protocol/ops.js';
-import { appendOps, ingestOps as ingestInto } from '../node-agent/kernel/index.js';
+import { appendOps, ingestOps as ingestInto, rowToOp } from '../node-agent/kernel/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import {
   appliesInOrder,
@@ -588,5 +588,42 @@ describe('appendOps and ingestOps on a real store', () => {
     expect((await row(root))?.finished).toBe(false);
     // Appending nothing writes nothing.
     expect(await appendOps(store.db, author, [])).toEqual([]);
+  });
+
+  it('a transaction writes an operation\'s state once, at its end, however many appends it made; one that throws writes none', async () => {
+    const ops = buildOps([{ action: 1, pick: 0, flag: false, gap: 1 }], freshTag());
+    const root = ops[0]!.operation;
+    await ingestOps(store.db, ops);
+    const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z'), signer: opSigner(generateKeyPairSync('ed25519').privateKey), projections: PROJECTIONS };
+    const post = (text: string) => ({
+      operation: root,
+      thread: root,
+      session: null,
+      kind: 'message.posted' as const,
+      body: { message: `m-${ulid()}`, author: ALICE, text, effect: 'none' as const, substituted: false, refs: { working_copy: null } },
+    });
+    const before = (await row(root))!.state;
+    // Inside the transaction the fold is current after each append; the stored row moves only at commit.
+    const seen = await store.db.transaction(async (tx) => {
+      await appendOps(tx, author, [post('one')]);
+      const mid = (await loadOperation(tx, root)).threads[root]!.messages;
+      const stored = ((await tx.select().from(tables.operations).where(eq(tables.operations.id, root)))[0]!.state as OperationState).threads[root]!.messages;
+      await appendOps(tx, author, [post('two')]);
+      return { mid, stored };
+    });
+    expect(seen).toEqual({ mid: before.threads[root]!.messages + 1, stored: before.threads[root]!.messages });
+    const all = (await store.db.select().from(tables.ops).where(eq(tables.ops.operation, root))).map(rowToOp);
+    expect((await row(root))?.state).toEqual(foldOperation(root, all));
+    expect((await row(root))!.state.threads[root]!.messages).toBe(before.threads[root]!.messages + 2);
+    // A transaction that throws after appending leaves neither its ops nor a state behind.
+    const settled = (await row(root))!.state;
+    await expect(
+      store.db.transaction(async (tx) => {
+        await appendOps(tx, author, [post('three')]);
+        throw new Error('the command failed after appending');
+      }),
+    ).rejects.toThrow('the command failed');
+    expect((await row(root))?.state).toEqual(settled);
+    expect(await opCount(root)).toBe(all.length);
   });
 });

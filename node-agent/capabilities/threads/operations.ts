@@ -4,7 +4,7 @@ import { and, count, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { PgTransaction } from 'drizzle-orm/pg-core';
 import type { Op } from '../../../protocol/ops.js';
 import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
-import { tables } from '../../adapters/store/index.js';
+import { beforeCommit, tables } from '../../adapters/store/index.js';
 import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState } from './fold.js';
 
@@ -114,7 +114,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
       .where(inArray(tables.operations.id, ids.slice(i, i + 1000)));
     for (const r of rows) known.set(r.id, r.state as OperationState);
   }
-  const rows: Array<typeof tables.operations.$inferInsert> = [];
+  const rows: StateRow[] = [];
   // The fold's verdicts go onto the ops themselves: fresh ops were stored with none.
   const inert = new Map<InertReason, string[]>();
   const mark = (verdicts: Iterable<[string, InertReason]>) => {
@@ -146,6 +146,32 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
   for (const [reason, ids] of inert) {
     for (let i = 0; i < ids.length; i += 1000) await db.update(tables.ops).set({ inert: reason }).where(inArray(tables.ops.id, ids.slice(i, i + 1000)));
   }
+  if (rows.length === 0) return;
+  const pending = pendingStates(db);
+  if (pending === null) return writeStates(db, rows);
+  // In a transaction: the state is written once, at its end, whatever the number of appends before.
+  for (const row of rows) {
+    const earlier = pending.get(row.id);
+    pending.set(row.id, earlier === undefined ? row : { ...row, openedLamport: Math.min(earlier.openedLamport!, row.openedLamport!) });
+  }
+}
+
+type StateRow = typeof tables.operations.$inferInsert;
+
+/** The states a transaction has yet to write, by operation; null outside a transaction that runs commit hooks. */
+const pendingByTx = new WeakMap<Exec, Map<string, StateRow>>();
+
+function pendingStates(db: Exec): Map<string, StateRow> | null {
+  if (!(db instanceof PgTransaction)) return null;
+  let pending = pendingByTx.get(db);
+  if (pending !== undefined) return pending;
+  const fresh = new Map<string, StateRow>();
+  if (!beforeCommit(db, () => writeStates(db, [...fresh.values()]))) return null;
+  pendingByTx.set(db, fresh);
+  return fresh;
+}
+
+async function writeStates(db: Exec, rows: readonly StateRow[]): Promise<void> {
   for (let i = 0; i < rows.length; i += 500) {
     await db
       .insert(tables.operations)

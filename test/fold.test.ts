@@ -624,6 +624,9 @@ describe('appendOps and ingestOps on a real store', () => {
       }),
     ).rejects.toThrow('the command failed');
     expect((await row(root))?.state).toEqual(settled);
+    // Nor in what this process keeps of committed states: the next reader gets the stored one.
+    expect(await loadOperation(store.db, root)).toEqual(settled);
+    expect(await store.db.transaction((tx) => loadOperation(tx, root))).toEqual(settled);
     expect(await opCount(root)).toBe(all.length);
   });
 });

@@ -1,25 +1,36 @@
-// Work a transaction defers to its end: it runs after the transaction's own work, inside it, just before
-// it commits; a transaction that throws runs none of it. The operation fold uses this to write each
-// operation's state once per transaction instead of once per append (a command appends several times,
-// and an operation of a few hundred turns is a document of a few hundred kilobytes).
+// Work a transaction defers to its end. `beforeCommit` work runs after the transaction's own work,
+// inside it, just before it commits; `afterCommit` work runs once it has committed. A transaction that
+// throws runs neither. The operation fold uses both: it writes each operation's state once per
+// transaction instead of once per append (a command appends several times, and an operation of a few
+// hundred turns is a document of a few hundred kilobytes), and keeps what committed for the next reader.
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 
-type Hook = () => Promise<void>;
-const hooks = new WeakMap<object, Hook[]>();
+type Hook = () => Promise<void> | void;
+type Hooks = { before: Hook[]; after: Hook[] };
+const hooks = new WeakMap<object, Hooks>();
+const stores = new WeakMap<object, object>();
+const hooked = new WeakSet<object>();
 
-/** Makes every transaction of `db` run the hooks registered on it before it commits. */
+/** Makes every transaction of `db` run the hooks registered on it. */
 export function runCommitHooks<D extends PgliteDatabase<any>>(db: D): D {
   const transaction = db.transaction.bind(db);
-  db.transaction = ((fn, config) =>
-    transaction(async (tx) => {
-      const list: Hook[] = [];
+  hooked.add(db);
+  db.transaction = (async (fn, config) => {
+    let registered: Hooks | undefined;
+    const result = await transaction(async (tx) => {
+      const list: Hooks = { before: [], after: [] };
+      registered = list;
       hooks.set(tx, list);
-      const result = await fn(tx);
+      stores.set(tx, db);
+      const value = await fn(tx);
       // A hook may register another; each runs once, in order.
-      for (let i = 0; i < list.length; i++) await list[i]!();
+      for (let i = 0; i < list.before.length; i++) await list.before[i]!();
       hooks.delete(tx);
-      return result;
-    }, config)) as D['transaction'];
+      return value;
+    }, config);
+    for (const after of registered?.after ?? []) await after();
+    return result;
+  }) as D['transaction'];
   return db;
 }
 
@@ -30,6 +41,20 @@ export function runCommitHooks<D extends PgliteDatabase<any>>(db: D): D {
 export function beforeCommit(tx: object, fn: Hook): boolean {
   const list = hooks.get(tx);
   if (list === undefined) return false;
-  list.push(fn);
+  list.before.push(fn);
   return true;
+}
+
+/** Registers `fn` to run once `tx` has committed; false as for `beforeCommit`. */
+export function afterCommit(tx: object, fn: Hook): boolean {
+  const list = hooks.get(tx);
+  if (list === undefined) return false;
+  list.after.push(fn);
+  return true;
+}
+
+/** The database `db` belongs to: itself when it runs commit hooks, the one a transaction of it was begun on, else null. */
+export function hookedStore(db: object): object | null {
+  if (hooked.has(db)) return db;
+  return stores.get(db) ?? null;
 }

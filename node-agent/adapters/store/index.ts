@@ -1,4 +1,4 @@
 // The store's public door.
 export { createStore, homeTemplateDir, makeTemplate, NODE_PURPOSE, openStore, packagedTemplateDir, storeTemplate, storeTemplateReady, templateProblem, type Db, type OpenOptions, type Store } from './open.js';
 export * as tables from './schema.js';
-export { beforeCommit, runCommitHooks } from './commit-hooks.js';
+export { afterCommit, beforeCommit, hookedStore, runCommitHooks } from './commit-hooks.js';

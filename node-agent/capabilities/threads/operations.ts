@@ -4,7 +4,7 @@ import { and, count, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { PgTransaction } from 'drizzle-orm/pg-core';
 import type { Op } from '../../../protocol/ops.js';
 import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
-import { beforeCommit, tables } from '../../adapters/store/index.js';
+import { afterCommit, beforeCommit, hookedStore, tables } from '../../adapters/store/index.js';
 import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState } from './fold.js';
 
@@ -23,11 +23,41 @@ function keptBy(db: Exec): Map<string, OperationState> | null {
   return states;
 }
 
+/**
+ * The states committed to a store, as this process last wrote or read them, by operation: the process
+ * that holds a store is its only writer (the store lock), so what it committed stays true until it
+ * commits again. Every command of a long operation used to read and parse its whole state again.
+ * Bounded; the least recently used goes first. Like the kept states, a cached state is never changed in place.
+ */
+const committed = new WeakMap<object, Map<string, OperationState>>();
+const COMMITTED_KEPT = 256;
+
+function committedOf(db: Exec): Map<string, OperationState> | null {
+  const store = hookedStore(db);
+  if (store === null) return null;
+  let states = committed.get(store);
+  if (states === undefined) committed.set(store, (states = new Map()));
+  return states;
+}
+
+function remember(states: Map<string, OperationState>, state: OperationState): void {
+  states.delete(state.id);
+  states.set(state.id, state);
+  if (states.size > COMMITTED_KEPT) states.delete(states.keys().next().value!);
+}
+
 /** Reads the fold of one operation; an operation never seen is empty. One folded by older rules is folded again. */
 export async function loadOperation(db: Exec, id: string): Promise<OperationState> {
   const states = keptBy(db);
   const known = states?.get(id);
   if (known !== undefined) return known;
+  const cache = committedOf(db);
+  const cached = cache?.get(id);
+  if (cached !== undefined) {
+    remember(cache!, cached);
+    states?.set(id, cached);
+    return cached;
+  }
   const rows = await db.select({ state: tables.operations.state }).from(tables.operations).where(eq(tables.operations.id, id));
   const state = rows[0]?.state as OperationState | undefined;
   if (state === undefined) return emptyOperation(id);
@@ -36,6 +66,8 @@ export async function loadOperation(db: Exec, id: string): Promise<OperationStat
     const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
     return foldWithVerdicts(id, all.map(rowToOp)).state;
   }
+  // What a transaction reads of this table is committed: its own states are written only at its end.
+  if (cache !== null) remember(cache, state);
   states?.set(id, state);
   return state;
 }
@@ -102,8 +134,9 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
   const states = keptBy(db);
   const known = new Map<string, OperationState>();
   // Only what this transaction has not read yet is read here (a kept state is its stored row).
+  const cache = committedOf(db);
   const ids = [...byOperation.keys()].filter((id) => {
-    const state = states?.get(id);
+    const state = states?.get(id) ?? cache?.get(id);
     if (state !== undefined) known.set(id, state);
     return state === undefined;
   });
@@ -148,7 +181,11 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
   }
   if (rows.length === 0) return;
   const pending = pendingStates(db);
-  if (pending === null) return writeStates(db, rows);
+  if (pending === null) {
+    await writeStates(db, rows);
+    if (cache !== null) for (const row of rows) remember(cache, row.state as OperationState);
+    return;
+  }
   // In a transaction: the state is written once, at its end, whatever the number of appends before.
   for (const row of rows) {
     const earlier = pending.get(row.id);
@@ -167,6 +204,9 @@ function pendingStates(db: Exec): Map<string, StateRow> | null {
   if (pending !== undefined) return pending;
   const fresh = new Map<string, StateRow>();
   if (!beforeCommit(db, () => writeStates(db, [...fresh.values()]))) return null;
+  // Once committed, what was written is what the next reader gets.
+  const cache = committedOf(db);
+  if (cache !== null) afterCommit(db, () => fresh.forEach((row) => remember(cache, row.state as OperationState)));
   pendingByTx.set(db, fresh);
   return fresh;
 }

@@ -6,7 +6,7 @@ import type { Warning, Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { newMessageId } from '../../../protocol/ids.js';
 import { rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
-import { lastDeclaration, threadOps } from './operations.js';
+import { lastDeclaration, loadOperation, threadOps } from './operations.js';
 import { openSubRounds, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { buildPrompt, readSpec, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
@@ -284,10 +284,8 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
   );
   const opened = ops.find((op) => op.kind === 'thread.opened');
   const subject = opened?.kind === 'thread.opened' ? opened.body.subject : null;
-  const state = (await db.select().from(tables.operations).where(eq(tables.operations.id, t.operation)))[0]?.state as
-    | OperationState
-    | undefined;
-  const own = Object.values(state?.threads ?? {}).filter((th) => th.opener.session === t.session.id);
+  const state = await loadOperation(db, t.operation);
+  const own = Object.values(state.threads).filter((th) => th.opener.session === t.session.id);
   const lastPosts = await lastPostsOf(db, own.filter((th) => th.state === 'answered').map((th) => th.id));
   const rounds = [];
   for (const th of own) {

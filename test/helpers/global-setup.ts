@@ -17,6 +17,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   execFileSync(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
   // The rest of `npm run build`: the store template shipped in dist/, which every test workspace copies.
   execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'store-template.js')], { cwd: REPO, stdio: 'inherit' });
+  // And its last step: the commands' bundles, which bin/ starts.
+  execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'bundle.js')], { cwd: REPO, stdio: 'inherit' });
   const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
   // Scratch space in memory where the machine has it: every case copies a 39 MB store template and
   // removes it again, which costs ~600 ms on this kind of virtual disk and ~50 ms on tmpfs. Workers,

@@ -1,0 +1,39 @@
+// The build's last step: the commands a person (or a session, on every turn) starts are bundled into a
+// few files under dist/bin/. Node 20 has no compile cache, and its ESM loader resolves and reads each
+// module on its own: `nxc --version` loaded 152 files (94 of them zod's), and the CLI spent more time
+// loading than a bare `node -e 0` takes to start. The bundles share their chunks; what only one path
+// needs (the store and PGlite, opened only when no node serves the workspace) stays a chunk of its own,
+// loaded when that path is taken. PGlite is left outside: it loads its WebAssembly and data files from
+// its own folder.
+import { build } from 'esbuild';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageRoot } from '../infra/package.js';
+
+/** The entry points, by the name their bundle gets in dist/bin/. */
+const ENTRIES: Record<string, string> = {
+  nxc: 'dist/node-agent/cli/nxc.js',
+  nxs: 'dist/node-agent/cli/nxs.js',
+  'relay-cli': 'dist/server/cli.js',
+  infra: 'dist/infra/index.js',
+};
+
+const root = packageRoot();
+const outdir = join(root, 'dist', 'bin');
+{
+  rmSync(outdir, { recursive: true, force: true });
+  await build({
+    absWorkingDir: root,
+    entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, file]) => [name, join(root, file)])),
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    outdir,
+    external: ['@electric-sql/pglite', '@electric-sql/pglite/*'],
+    // Bundled CommonJS dependencies call require(); an ES module has none of its own.
+    banner: { js: "import { createRequire as __nexusRequire } from 'node:module'; const require = __nexusRequire(import.meta.url);" },
+    logLevel: 'warning',
+  });
+}

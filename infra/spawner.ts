@@ -137,7 +137,7 @@ function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
-/** The helper's pid while one runs (for `nxs node status`-style reports and tests). */
+/** The helper's pid while one runs (the tests look at it). */
 export function processHelperPid(): number | null {
   return helper?.child.pid ?? null;
 }

@@ -28,7 +28,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.env['NEXUS_TEST_DISK_TMPDIR'] = tmpdir();
   if (scratch !== null) process.env['TMPDIR'] = scratch;
   // An extra CA bundle is parsed by every Node process at start: ~90 ms of CPU each with the system's
-  // whole bundle (measured 130 ms against 42 ms for `node -e 0`), and the suite starts thousands of them
+  // whole bundle (measured 130 ms against 42 ms for `node -e 0`), and the suite starts many of them
   // (nodes, CLI calls, agents, sidecars). Nothing here speaks TLS to the outside world: every provider
   // and relay it talks to is a loopback server, so the run goes without it.
   delete process.env['NODE_EXTRA_CA_CERTS'];

@@ -77,7 +77,7 @@ describe('a session turn on the built-in runtime', () => {
 
   it('escalates with the status and usage in words when the declared timeout ends the run', async () => {
     // The deadline counts from the turn's launch, so on a starved machine it may pass before the first request or
-    // the tool call rather than during the stalled request: each of those ends timed_out, in the same words.
+    // the tool call rather than during the stalled request: each ends timed_out, and the check takes any of the three wordings.
     declare('slow', ['timeout: 2s']);
     fake.setScript([{ reply: { tool_calls: [{ name: 'LS', input: {} }] } }, { stall: true }]);
     const { messages, state } = await commission('slow', 'take your time', { ANTHROPIC_API_KEY: 'test-key' });

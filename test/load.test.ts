@@ -1,31 +1,12 @@
-// The core scenarios on a busy machine, inside the suite: four CPU-burning processes run beside them while
-// real commands (child processes, no node, so every command takes the store lock itself) send, reply and
-// escalate, several at once, and a 32-deep chain unwinds. Nothing may be lost and nothing may be STORE_BUSY.
-// (`npm run test:load` runs the longer core files the same way.)
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
+// The core scenarios under contention: real commands (child processes, no node, so every command takes the
+// store lock itself) send, reply and escalate, several at once, and a 32-deep chain unwinds. Nothing may be
+// lost and nothing may be STORE_BUSY. `npm test` runs them on the machine as it is; `npm run test:load` runs
+// this file and the longer core files with four CPU-burning processes beside them (test/helpers/cpu-burn.ts).
+// The burners live there and not here: inside the suite they slowed every file that ran beside this one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
-const BURNERS = 4;
-let burners: ChildProcess[] = [];
-
-beforeAll(() => {
-  burners = Array.from({ length: BURNERS }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
-});
-afterAll(async () => {
-  // Waited for, so the suite's leak check never finds one still dying.
-  await Promise.all(
-    burners.map(async (b) => {
-      if (b.exitCode !== null || b.signalCode !== null) return;
-      const gone = once(b, 'exit');
-      b.kill('SIGKILL');
-      await gone;
-    }),
-  );
-});
-
-describe(`with ${BURNERS} CPU-burning processes beside it`, () => {
+describe('several real commands at once', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
     ws = await makeWorkspace({ real: true });
@@ -61,7 +42,7 @@ describe(`with ${BURNERS} CPU-burning processes beside it`, () => {
   });
 });
 
-describe(`a 32-deep chain with ${BURNERS} CPU-burning processes beside it`, () => {
+describe('a 32-deep chain through real commands', () => {
   let ws: TestWorkspace;
   beforeAll(async () => {
     ws = await makeWorkspace();

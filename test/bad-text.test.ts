@@ -22,7 +22,8 @@ function dump(ws: TestWorkspace): Promise<string> {
   return ws.withStore(async (store) => {
     const ops = await store.pg.query('select id from ops order by local_seq');
     const operations = await store.pg.query('select id, state from operations order by id');
-    return JSON.stringify({ ops: ops.rows, operations: operations.rows });
+    const parts = await store.pg.query('select * from operation_parts order by operation, kind, key');
+    return JSON.stringify({ ops: ops.rows, operations: operations.rows, parts: parts.rows });
   });
 }
 
@@ -78,7 +79,7 @@ describe('a NUL byte through the real CLI', () => {
     expect(plain.code).toBe(2);
     expect(plain.stderr).toMatch(/^error BAD_TEXT: /);
     expect(plain.stderr).not.toMatch(/insert|"sig"|params/i);
-    expect(await dump(ws)).toBe(JSON.stringify({ ops: [], operations: [] }));
+    expect(await dump(ws)).toBe(JSON.stringify({ ops: [], operations: [], parts: [] }));
   });
 });
 

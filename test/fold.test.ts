@@ -20,6 +20,7 @@ import {
   isFinished,
   loadOperation,
   openSubRounds,
+  withParts,
   type OperationState,
 } from '../node-agent/capabilities/threads/index.js';
 import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
@@ -481,7 +482,8 @@ describe('appendOps and ingestOps on a real store', () => {
 
   async function row(id: string): Promise<{ state: OperationState; finished: boolean } | undefined> {
     const rows = await store.db.select().from(tables.operations).where(eq(tables.operations.id, id));
-    return rows[0] as { state: OperationState; finished: boolean } | undefined;
+    if (rows[0] === undefined) return undefined;
+    return { state: (await withParts(store.db, rows))[0]!, finished: rows[0].finished };
   }
 
   async function opCount(operation: string): Promise<number> {
@@ -530,6 +532,45 @@ describe('appendOps and ingestOps on a real store', () => {
     expect(r1?.state).toEqual(foldOperation(one[0]!.operation, one));
     expect(r2?.state).toEqual(foldOperation(two[0]!.operation, two));
     expect(r2).toMatchObject({ finished: true, state: { threads: { [two[0]!.operation]: { escalated: true } } } });
+  });
+
+  it('a store from before operation_parts is upgraded on open: each operation keeps the state it had, and moves on from it', async () => {
+    const dir = join(base, 'older');
+    await createStore(dir, inject('nexusHome'));
+    const ops = buildOps(
+      [
+        { action: 0, pick: 0, flag: false, gap: 1 },
+        { action: 1, pick: 1, flag: false, gap: 1 },
+        { action: 3, pick: 0, flag: false, gap: 1 },
+      ],
+      freshTag(),
+    );
+    const root = ops[0]!.operation;
+    const last = ops.pop()!;
+    let older = await openStore(dir);
+    try {
+      await ingestOps(older.db, ops);
+      // Back to the shape the last migration found: whole states in one column, no parts table, the migration not applied.
+      await older.pg.exec(`
+        update operations o set state = o.state
+          || jsonb_build_object('threads', coalesce((select jsonb_object_agg(key, value) from operation_parts p where p.operation = o.id and p.kind = 'thread'), '{}'::jsonb))
+          || jsonb_build_object('sessions', coalesce((select jsonb_object_agg(key, value) from operation_parts p where p.operation = o.id and p.kind = 'session'), '{}'::jsonb));
+        drop table operation_parts;
+        delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations);`);
+      const whole = await older.pg.query<{ state: OperationState }>('select state from operations where id = $1', [root]);
+      expect(whole.rows[0]!.state).toEqual(foldOperation(root, ops));
+    } finally {
+      await older.close();
+    }
+    older = await openStore(dir);
+    try {
+      const read = async () => (await withParts(older.db, await older.db.select().from(tables.operations).where(eq(tables.operations.id, root))))[0];
+      expect(await read()).toEqual(foldOperation(root, ops));
+      await ingestOps(older.db, [last]);
+      expect(await read()).toEqual(foldOperation(root, [...ops, last]));
+    } finally {
+      await older.close();
+    }
   });
 
   it('a late arrival that sorts before ops already folded is re-folded into place', async () => {
@@ -607,7 +648,7 @@ describe('appendOps and ingestOps on a real store', () => {
     const seen = await store.db.transaction(async (tx) => {
       await appendOps(tx, author, [post('one')]);
       const mid = (await loadOperation(tx, root)).threads[root]!.messages;
-      const stored = ((await tx.select().from(tables.operations).where(eq(tables.operations.id, root)))[0]!.state as OperationState).threads[root]!.messages;
+      const stored = (await withParts(tx, await tx.select().from(tables.operations).where(eq(tables.operations.id, root))))[0]!.threads[root]!.messages;
       await appendOps(tx, author, [post('two')]);
       return { mid, stored };
     });

@@ -11,7 +11,8 @@ function dumpStore(ws: TestWorkspace): Promise<string> {
   return ws.withStore(async (store) => {
     const ops = await store.pg.query('select * from ops order by local_seq');
     const operations = await store.pg.query('select * from operations order by id');
-    return JSON.stringify({ ops: ops.rows, operations: operations.rows });
+    const parts = await store.pg.query('select * from operation_parts order by operation, kind, key');
+    return JSON.stringify({ ops: ops.rows, operations: operations.rows, parts: parts.rows });
   });
 }
 

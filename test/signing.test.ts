@@ -16,6 +16,7 @@ import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
 import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
 import { appendOps, ingestChecked, pendingCount, type IngestReport } from '../node-agent/kernel/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
+import { withParts } from '../node-agent/capabilities/threads/index.js';
 import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
 import { initWorkspace, type Workspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
@@ -81,7 +82,7 @@ async function opIds(store: Store): Promise<Set<string>> {
 
 async function operations(store: Store): Promise<Map<string, unknown>> {
   const rows = await store.db.select().from(tables.operations);
-  return new Map(rows.map((r) => [r.id, r.state]));
+  return new Map((await withParts(store.db, rows)).map((s) => [s.id, s]));
 }
 
 function newSigner(): OpSigner {

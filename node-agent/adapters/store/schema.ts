@@ -41,7 +41,11 @@ export const ops = pgTable(
   ],
 );
 
-/** One row per operation (thread tree): the fold of its ops, rebuilt from the log whenever needed. */
+/**
+ * One row per operation (thread tree): the fold of its ops, rebuilt from the log whenever needed. Its
+ * threads and sessions are rows of `operation_parts`; `state` holds the rest (rules version, head, carried
+ * turns), so a step rewrites what it moved and not the whole operation.
+ */
 export const operations = pgTable(
   'operations',
   {
@@ -56,6 +60,22 @@ export const operations = pgTable(
     openedLamport: bigint('opened_lamport', { mode: 'number' }).notNull(),
   },
   (t) => [index('operations_finished_idx').on(t.finished, t.openedLamport), index('operations_shown_idx').on(t.shown, t.finished, t.openedLamport)],
+);
+
+/**
+ * The threads and sessions of each operation's fold, one row each (`kind` is `thread` or `session`, `key` its
+ * id). An operation of a few hundred turns is a few hundred KB as one document, and every step used to write
+ * all of it again.
+ */
+export const operationParts = pgTable(
+  'operation_parts',
+  {
+    operation: text('operation').notNull(),
+    kind: text('kind').notNull(),
+    key: text('key').notNull(),
+    value: jsonb('value').notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.operation, t.kind, t.key] })],
 );
 
 /** Which declaration each persona last started under, for the declaration_changed warning. */

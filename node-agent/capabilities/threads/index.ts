@@ -12,6 +12,7 @@ export {
   operationsProjection,
   personaRunsProjection,
   threadOps,
+  withParts,
 } from './operations.js';
 export { operationReport, statusReport, threadView } from './status.js';
 export { decideRefusal, refusalRepeats, REFUSAL_WINDOW_MS, REFUSALS_PER_WINDOW, type RefusalCount } from './refusals.js';

@@ -10,7 +10,7 @@ import type { EngineDeps } from '../context.js';
 import { findTrust } from '../trust/index.js';
 import type { EngineCore } from './core.js';
 import type { OperationState, ThreadState } from './fold.js';
-import { loadOperation } from './operations.js';
+import { loadOperation, withParts } from './operations.js';
 import { emptyPlan, messageDraft, planRequesterWake } from './turns.js';
 
 /** How long a commission waits for another workspace's node when the target's declaration cannot be read: the lease's flat bound. */
@@ -45,10 +45,9 @@ function duration(ms: number): string {
  * log carries other workspaces' commissions too; only the ones this workspace opened are its to hand back.
  */
 async function waitingForAdmission(deps: EngineDeps): Promise<Array<{ operation: string; thread: ThreadState & { target: { kind: 'remote' } & RemoteTarget } }>> {
-  const rows = await deps.db.select({ state: tables.operations.state }).from(tables.operations).where(eq(tables.operations.finished, false));
+  const rows = await deps.db.select({ id: tables.operations.id, state: tables.operations.state }).from(tables.operations).where(eq(tables.operations.finished, false));
   const found: Array<{ operation: string; thread: ThreadState & { target: { kind: 'remote' } & RemoteTarget } }> = [];
-  for (const r of rows) {
-    const state = r.state as OperationState;
+  for (const state of await withParts(deps.db, rows)) {
     for (const t of Object.values(state.threads)) {
       if (t.target.kind !== 'remote' || t.state !== 'open' || t.session !== null || t.rejected) continue;
       if (t.parent !== null && state.threads[t.parent]?.target.kind === 'channel') continue;

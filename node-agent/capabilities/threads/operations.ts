@@ -6,7 +6,7 @@ import type { Op } from '../../../protocol/ops.js';
 import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
 import { afterCommit, beforeCommit, hookedStore, tables } from '../../adapters/store/index.js';
 import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
-import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState } from './fold.js';
+import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState, type SessionState, type ThreadState } from './fold.js';
 
 /**
  * The folds a transaction has read or written, by operation: a command loads its operation, then appends
@@ -46,6 +46,56 @@ function remember(states: Map<string, OperationState>, state: OperationState): v
   if (states.size > COMMITTED_KEPT) states.delete(states.keys().next().value!);
 }
 
+/**
+ * What the store holds for each operation a transaction has read (null: no row yet), as it first read it:
+ * the state its end writes is compared with this, so only the threads and sessions that moved are written.
+ */
+const storedBy = new WeakMap<Exec, Map<string, OperationState | null>>();
+
+function noteStored(db: Exec, id: string, state: OperationState | null): void {
+  if (!(db instanceof PgTransaction)) return;
+  let stored = storedBy.get(db);
+  if (stored === undefined) storedBy.set(db, (stored = new Map()));
+  if (!stored.has(id)) stored.set(id, state);
+}
+
+/** An operation's row holds its state without the threads and sessions, which are rows of operation_parts. */
+type StoredCore = Omit<OperationState, 'threads' | 'sessions'>;
+
+function coreOf(state: OperationState): StoredCore {
+  const { threads: _threads, sessions: _sessions, ...core } = state;
+  return core;
+}
+
+/** Whole states from operations rows: their threads and sessions put back from operation_parts, one read per 1,000. */
+export async function withParts(db: Exec, rows: ReadonlyArray<{ id: string; state: unknown }>): Promise<OperationState[]> {
+  const states = new Map<string, OperationState>();
+  for (const r of rows) states.set(r.id, { ...(r.state as StoredCore), threads: {}, sessions: {} } as OperationState);
+  const ids = [...states.keys()];
+  for (let i = 0; i < ids.length; i += 1000) {
+    const parts = await db.select().from(tables.operationParts).where(inArray(tables.operationParts.operation, ids.slice(i, i + 1000)));
+    for (const p of parts) {
+      const state = states.get(p.operation)!;
+      if (p.kind === 'thread') state.threads[p.key] = p.value as ThreadState;
+      else state.sessions[p.key] = p.value as SessionState;
+    }
+  }
+  return rows.map((r) => states.get(r.id)!);
+}
+
+/** The stored states of these operations, by id; an operation with no row is absent. */
+async function readStates(db: Exec, ids: readonly string[]): Promise<Map<string, OperationState>> {
+  const out = new Map<string, OperationState>();
+  for (let i = 0; i < ids.length; i += 1000) {
+    const rows = await db
+      .select({ id: tables.operations.id, state: tables.operations.state })
+      .from(tables.operations)
+      .where(inArray(tables.operations.id, ids.slice(i, i + 1000)));
+    for (const state of await withParts(db, rows)) out.set(state.id, state);
+  }
+  return out;
+}
+
 /** Reads the fold of one operation; an operation never seen is empty. One folded by older rules is folded again. */
 export async function loadOperation(db: Exec, id: string): Promise<OperationState> {
   const states = keptBy(db);
@@ -55,11 +105,12 @@ export async function loadOperation(db: Exec, id: string): Promise<OperationStat
   const cached = cache?.get(id);
   if (cached !== undefined) {
     remember(cache!, cached);
+    noteStored(db, id, cached);
     states?.set(id, cached);
     return cached;
   }
-  const rows = await db.select({ state: tables.operations.state }).from(tables.operations).where(eq(tables.operations.id, id));
-  const state = rows[0]?.state as OperationState | undefined;
+  const state = (await readStates(db, [id])).get(id);
+  noteStored(db, id, state ?? null);
   if (state === undefined) return emptyOperation(id);
   if (state.v !== FOLD_VERSION) {
     // Not kept: the stored row still holds the old fold, which the next append re-folds from the log.
@@ -133,19 +184,30 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
   }
   const states = keptBy(db);
   const known = new Map<string, OperationState>();
-  // Only what this transaction has not read yet is read here (a kept state is its stored row).
+  // What the store holds for each, before this batch: what the write below is compared with.
+  const stored = new Map<string, OperationState | null>();
+  // Only what this transaction has not read yet is read here (a kept state was read or folded by it).
   const cache = committedOf(db);
   const ids = [...byOperation.keys()].filter((id) => {
-    const state = states?.get(id) ?? cache?.get(id);
-    if (state !== undefined) known.set(id, state);
-    return state === undefined;
+    const kept = states?.get(id);
+    if (kept !== undefined) {
+      known.set(id, kept);
+      return false;
+    }
+    const cached = cache?.get(id);
+    if (cached !== undefined) {
+      known.set(id, cached);
+      stored.set(id, cached);
+      noteStored(db, id, cached);
+    }
+    return cached === undefined;
   });
-  for (let i = 0; i < ids.length; i += 1000) {
-    const rows = await db
-      .select({ id: tables.operations.id, state: tables.operations.state })
-      .from(tables.operations)
-      .where(inArray(tables.operations.id, ids.slice(i, i + 1000)));
-    for (const r of rows) known.set(r.id, r.state as OperationState);
+  const read = await readStates(db, ids);
+  for (const id of ids) {
+    const state = read.get(id);
+    if (state !== undefined) known.set(id, state);
+    stored.set(id, state ?? null);
+    noteStored(db, id, state ?? null);
   }
   const rows: StateRow[] = [];
   // The fold's verdicts go onto the ops themselves: fresh ops were stored with none.
@@ -182,7 +244,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
   if (rows.length === 0) return;
   const pending = pendingStates(db);
   if (pending === null) {
-    await writeStates(db, rows);
+    await writeStates(db, rows, stored);
     if (cache !== null) for (const row of rows) remember(cache, row.state as OperationState);
     return;
   }
@@ -203,7 +265,7 @@ function pendingStates(db: Exec): Map<string, StateRow> | null {
   let pending = pendingByTx.get(db);
   if (pending !== undefined) return pending;
   const fresh = new Map<string, StateRow>();
-  if (!beforeCommit(db, () => writeStates(db, [...fresh.values()]))) return null;
+  if (!beforeCommit(db, () => writeStates(db, [...fresh.values()], storedBy.get(db) ?? new Map()))) return null;
   // Once committed, what was written is what the next reader gets.
   const cache = committedOf(db);
   if (cache !== null) afterCommit(db, () => fresh.forEach((row) => remember(cache, row.state as OperationState)));
@@ -211,11 +273,46 @@ function pendingStates(db: Exec): Map<string, StateRow> | null {
   return fresh;
 }
 
-async function writeStates(db: Exec, rows: readonly StateRow[]): Promise<void> {
-  for (let i = 0; i < rows.length; i += 500) {
+type PartRow = typeof tables.operationParts.$inferInsert;
+
+/**
+ * Writes folded states: each operation's row, and of its threads and sessions only those that differ from
+ * what the store held (`stored`; the fold is pure, so an entry it did not move is the very object it read).
+ * An operation whose stored state is not known here has all its parts written again.
+ */
+async function writeStates(db: Exec, rows: readonly StateRow[], stored: ReadonlyMap<string, OperationState | null>): Promise<void> {
+  const upserts: PartRow[] = [];
+  const rewrite: string[] = [];
+  const gone: Array<{ operation: string; kind: string; keys: string[] }> = [];
+  for (const row of rows) {
+    const state = row.state as OperationState;
+    const before = stored.get(row.id);
+    if (before === undefined) rewrite.push(row.id);
+    for (const [kind, now, then] of [
+      ['thread', state.threads, before?.threads],
+      ['session', state.sessions, before?.sessions],
+    ] as const) {
+      for (const [key, value] of Object.entries(now)) if (then?.[key] !== value) upserts.push({ operation: row.id, kind, key, value });
+      const keys = before ? Object.keys(then!).filter((key) => !(key in now)) : [];
+      if (keys.length > 0) gone.push({ operation: row.id, kind, keys });
+    }
+  }
+  for (let i = 0; i < rewrite.length; i += 1000) await db.delete(tables.operationParts).where(inArray(tables.operationParts.operation, rewrite.slice(i, i + 1000)));
+  for (const g of gone) {
+    const p = tables.operationParts;
+    await db.delete(p).where(and(eq(p.operation, g.operation), eq(p.kind, g.kind), inArray(p.key, g.keys)));
+  }
+  for (let i = 0; i < upserts.length; i += 500) {
+    await db
+      .insert(tables.operationParts)
+      .values(upserts.slice(i, i + 500))
+      .onConflictDoUpdate({ target: [tables.operationParts.operation, tables.operationParts.kind, tables.operationParts.key], set: { value: sql`excluded.value` } });
+  }
+  const cores = rows.map((row) => ({ ...row, state: coreOf(row.state as OperationState) }));
+  for (let i = 0; i < cores.length; i += 500) {
     await db
       .insert(tables.operations)
-      .values(rows.slice(i, i + 500))
+      .values(cores.slice(i, i + 500))
       .onConflictDoUpdate({
         target: tables.operations.id,
         set: {

@@ -3,7 +3,7 @@ import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import type { OperationLease, StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
 import { leaseStatus } from '../leases/status.js';
-import { loadOperation, operationOfThread, threadOps } from './operations.js';
+import { loadOperation, operationOfThread, threadOps, withParts } from './operations.js';
 import { FOLD_VERSION, isFinished, openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
 import { operationBudget } from './brakes.js';
 import { tables } from '../../adapters/store/index.js';
@@ -101,10 +101,7 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   const budget = operationBudget(deps);
   // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.
   const states: OperationState[] = [];
-  for (const r of rows) {
-    const state = r.state as OperationState;
-    states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, r.id));
-  }
+  for (const state of await withParts(deps.db, rows)) states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, state.id));
   return {
     workspace: { id: deps.workspace.id, name: deps.workspace.name },
     operations: rows.map((r, i) => withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards)),

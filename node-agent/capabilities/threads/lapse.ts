@@ -9,7 +9,7 @@ import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
 import { findTrust } from '../trust/index.js';
 import type { EngineCore } from './core.js';
-import type { OperationState, ThreadState } from './fold.js';
+import type { ThreadState } from './fold.js';
 import { loadOperation, withParts } from './operations.js';
 import { emptyPlan, messageDraft, planRequesterWake } from './turns.js';
 

@@ -244,7 +244,9 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
   if (rows.length === 0) return;
   const pending = pendingStates(db);
   if (pending === null) {
-    await writeStates(db, rows, stored);
+    // A state is its row and its parts: written together, even when the caller holds no transaction.
+    const write = (x: Exec) => writeStates(x, rows, stored);
+    await (db instanceof PgTransaction ? write(db) : db.transaction(write));
     if (cache !== null) for (const row of rows) remember(cache, row.state as OperationState);
     return;
   }

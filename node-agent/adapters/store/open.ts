@@ -5,7 +5,7 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { acquireLock, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, useBaselineWasm, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { runCommitHooks } from './commit-hooks.js';
@@ -155,6 +155,7 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean } = {})
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     // Made under umask 077 so nothing is open to others while PGlite writes; then set to `modes`.
+    useBaselineWasm();
     const pg = await withPrivateUmask(() => PGlite.create({ dataDir: tmp }));
     try {
       await withPrivateUmask(() => migrate(drizzle(pg, { schema }), { migrationsFolder: migrationsFolder() }));
@@ -214,6 +215,7 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     // PGlite writes its files 0666 whatever the umask: what it makes while opening is private from
     // birth where the umask reaches, and the whole tree is set private once open (a store an older
     // version left readable by others included) and again at close.
+    useBaselineWasm();
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir }));
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');

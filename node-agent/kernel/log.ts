@@ -32,7 +32,28 @@ export type Author = { workspace: string; origin: string; now: () => Date; signe
 /** An op taken in from elsewhere, with its exact wire text and signature when it travelled signed. */
 export type IncomingOp = Op & { raw?: string | null; sig?: string | null };
 
-export function rowToOp(row: typeof tables.ops.$inferSelect): Op {
+/**
+ * The columns an op is read back from: a read that folds or shows ops selects these, not the stored
+ * wire text and signature, which only sync sends on (the text is the op again, and was half the bytes
+ * parsed on every prompt's history read).
+ */
+export const opColumns = {
+  id: tables.ops.id,
+  workspace: tables.ops.workspace,
+  origin: tables.ops.origin,
+  lamport: tables.ops.lamport,
+  ts: tables.ops.ts,
+  operation: tables.ops.operation,
+  thread: tables.ops.thread,
+  session: tables.ops.session,
+  kind: tables.ops.kind,
+  body: tables.ops.body,
+  key: tables.ops.key,
+};
+
+type OpRow = Pick<typeof tables.ops.$inferSelect, keyof typeof opColumns>;
+
+export function rowToOp(row: OpRow): Op {
   return {
     id: row.id,
     workspace: row.workspace,

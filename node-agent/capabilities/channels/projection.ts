@@ -4,7 +4,7 @@ import { and, asc, eq, inArray, isNotNull, lte, sql } from 'drizzle-orm';
 import { CHANNEL_OP_KINDS, type ChannelOpKind } from '../../../protocol/round.js';
 import { compareOps, type Op } from '../../../protocol/ops.js';
 import { tables } from '../../adapters/store/index.js';
-import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
+import { opColumns, rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { applyBoardOp, foldBoard, type Board, type BoardOp } from './board.js';
 import { nextDeadline } from './decide.js';
 
@@ -23,7 +23,7 @@ function boardOp(op: Op): BoardOp {
 /** Every stored op of one round, in fold order. */
 async function roundLog(db: Exec, round: string): Promise<BoardOp[]> {
   const rows = await db
-    .select()
+    .select(opColumns)
     .from(tables.ops)
     .where(and(eq(tables.ops.thread, round), inArray(tables.ops.kind, CHANNEL_OP_KINDS)));
   return rows.map(rowToOp).sort(compareOps).map(boardOp);

@@ -4,7 +4,7 @@ import { and, eq, like } from 'drizzle-orm';
 import { emptyLeaseState, type LeaseOpPayload, type LeaseState } from '../../../protocol/leases.js';
 import { compareOps, type Op } from '../../../protocol/ops.js';
 import { tables } from '../../adapters/store/index.js';
-import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
+import { opColumns, rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { applyLeaseFact, foldLease } from './state.js';
 
 type Head = { lamport: number; workspace: string; id: string };
@@ -39,7 +39,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
     } else {
       // A late arrival (a fact synced from another node of the same workspace): fold the whole log again.
       const all = await db
-        .select()
+        .select(opColumns)
         .from(tables.ops)
         .where(and(eq(tables.ops.workspace, workspace), like(tables.ops.kind, 'lease.%')));
       state = foldLease(all.map(rowToOp).sort(compareOps).map(payload));

@@ -5,7 +5,7 @@ import { PgTransaction } from 'drizzle-orm/pg-core';
 import type { Op } from '../../../protocol/ops.js';
 import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
 import { afterCommit, beforeCommit, hookedStore, tables } from '../../adapters/store/index.js';
-import { rowToOp, type Exec, type Projection } from '../../kernel/index.js';
+import { opColumns, rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState, type SessionState, type ThreadState } from './fold.js';
 
 /**
@@ -114,7 +114,7 @@ export async function loadOperation(db: Exec, id: string): Promise<OperationStat
   if (state === undefined) return emptyOperation(id);
   if (state.v !== FOLD_VERSION) {
     // Not kept: the stored row still holds the old fold, which the next append re-folds from the log.
-    const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
+    const all = await db.select(opColumns).from(tables.ops).where(eq(tables.ops.operation, id));
     return foldWithVerdicts(id, all.map(rowToOp)).state;
   }
   // What a transaction reads of this table is committed: its own states are written only at its end.
@@ -149,7 +149,7 @@ export async function operationOfSession(db: Exec, session: string): Promise<str
  */
 export async function threadOps(db: Exec, thread: string, opts: { effective?: boolean } = {}): Promise<Op[]> {
   const where = opts.effective ? and(eq(tables.ops.thread, thread), isNull(tables.ops.inert)) : eq(tables.ops.thread, thread);
-  const rows = await db.select().from(tables.ops).where(where);
+  const rows = await db.select(opColumns).from(tables.ops).where(where);
   return rows.map(rowToOp).sort(compareOps);
 }
 
@@ -229,7 +229,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
     } else {
       // A late arrival (or a state folded by older rules): re-fold this operation alone from its whole
       // log, and decide every op's verdict again (an op inert for want of its thread may now move it).
-      const all = await db.select().from(tables.ops).where(eq(tables.ops.operation, id));
+      const all = await db.select({ ...opColumns, inert: tables.ops.inert }).from(tables.ops).where(eq(tables.ops.operation, id));
       const folded = foldWithVerdicts(id, all.map(rowToOp));
       state = folded.state;
       if (all.some((r) => r.inert !== null)) await db.update(tables.ops).set({ inert: null }).where(and(eq(tables.ops.operation, id), isNotNull(tables.ops.inert)));

@@ -5,7 +5,7 @@ import { compareOps, type Author, type MessageEffect, type Op } from '../../../p
 import type { Warning, Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { newMessageId } from '../../../protocol/ids.js';
-import { rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
+import { opColumns, rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
 import { lastDeclaration, loadOperation, threadOps } from './operations.js';
 import { openSubRounds, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { buildPrompt, readSpec, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
@@ -322,7 +322,7 @@ async function lastPostsOf(db: Exec, threads: readonly string[]): Promise<Map<st
   const last = new Map<string, Op>();
   for (let i = 0; i < threads.length; i += 1000) {
     const rows = await db
-      .select()
+      .select(opColumns)
       .from(tables.ops)
       .where(and(inArray(tables.ops.thread, threads.slice(i, i + 1000)), eq(tables.ops.kind, 'message.posted'), isNull(tables.ops.inert)));
     for (const op of rows.map(rowToOp)) {

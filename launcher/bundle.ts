@@ -16,6 +16,7 @@ const ENTRIES: Record<string, string> = {
   nxs: 'dist/node-agent/cli/nxs.js',
   'relay-cli': 'dist/server/cli.js',
   infra: 'dist/infra/index.js',
+  sidecar: 'dist/node-agent/cli/sidecar.js',
 };
 
 const root = packageRoot();

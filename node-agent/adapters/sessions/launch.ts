@@ -1,6 +1,6 @@
 // Starts a session turn: a detached sidecar process that runs the persona's runtime and reports its end.
 import { spawn } from 'node:child_process';
-import { openSync, closeSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../paths.js';
 import { writeSpec, type SessionSpec } from './spec.js';
@@ -11,8 +11,10 @@ export type LaunchResult = { sidecarPid: number; runtimePid: number | null; erro
 /** How long a launch waits for the sidecar to report the runtime's pid. */
 const REPORT_TIMEOUT_MS = 15_000;
 
+/** The sidecar to start: its bundle (one file to load at each turn's start), or the compiled module when no bundle was made. */
 export function sidecarScript(): string {
-  return join(packageRoot(), 'dist', 'node-agent', 'cli', 'sidecar.js');
+  const bundled = join(packageRoot(), 'dist', 'bin', 'sidecar.js');
+  return existsSync(bundled) ? bundled : join(packageRoot(), 'dist', 'node-agent', 'cli', 'sidecar.js');
 }
 
 /** The environment a session's processes inherit: ours, less any NXC_* identity of the caller. */

@@ -4,7 +4,7 @@
 // leaked by some test: it is killed, listed, and the run fails.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -13,12 +13,20 @@ import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from './leftovers
 const REPO = resolve(import.meta.dirname, '..', '..');
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  // tsc through node itself: no npx, so nothing here depends on the user's npm cache or HOME.
-  execFileSync(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
-  // The rest of `npm run build`: the store template shipped in dist/, which every test workspace copies.
+  // A build newer than every file it reads is kept (a clean install builds, and so did the last run):
+  // tsc's own incremental check reads every source and took ~5 s before any test could start.
+  const built = builtAt();
+  if (built === null) {
+    // tsc through node itself: no npx, so nothing here depends on the user's npm cache or HOME.
+    execFileSync(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
+  }
+  // The rest of `npm run build`: the store template shipped in dist/, which every test workspace copies
+  // (made again only when the schema changed).
   execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'store-template.js')], { cwd: REPO, stdio: 'inherit' });
   // And its last step: the commands' bundles, which bin/ starts.
-  execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'bundle.js')], { cwd: REPO, stdio: 'inherit' });
+  if (built === null || !newerThan(join(REPO, 'dist', 'bin', 'nxc.js'), built)) {
+    execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'bundle.js')], { cwd: REPO, stdio: 'inherit' });
+  }
   const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
   // Scratch space in memory where the machine has it: every case copies a 39 MB store template and
   // removes it again, which costs ~600 ms on this kind of virtual disk and ~50 ms on tmpfs. Workers,
@@ -50,6 +58,32 @@ export default async function setup(project: TestProject): Promise<() => Promise
     process.exitCode = 1;
     throw new Error(`the suite leaked ${left.length} process(es): every test must stop what it starts (see the list above)`);
   };
+}
+
+/** What `npm run build` compiles, and the settings it compiles with (tsconfig.build.json's include). */
+const BUILD_INPUTS = ['protocol', 'infra', 'crypto', 'node-agent', 'server', 'launcher', 'bench', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+
+/** When dist/ was last compiled, if that is later than every change to what it is compiled from; else null. */
+function builtAt(): number | null {
+  let built: number;
+  try {
+    built = statSync(join(REPO, 'dist', '.tsbuildinfo')).mtimeMs;
+  } catch {
+    return null;
+  }
+  const changed = (path: string): boolean => {
+    const st = statSync(path, { throwIfNoEntry: false });
+    if (st === undefined) return false;
+    if (st.mtimeMs >= built) return true;
+    // A folder's own time moves when an entry is added, removed or renamed in it.
+    return st.isDirectory() && readdirSync(path).some((name) => changed(join(path, name)));
+  };
+  return BUILD_INPUTS.some((p) => changed(join(REPO, p))) ? null : built;
+}
+
+function newerThan(path: string, when: number): boolean {
+  const st = statSync(path, { throwIfNoEntry: false });
+  return st !== undefined && st.mtimeMs >= when;
 }
 
 /** A private folder on a tmpfs with room to spare (NEXUS_TEST_TMPDIR=disk keeps the default), or null. */

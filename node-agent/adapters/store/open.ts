@@ -56,6 +56,11 @@ export type OpenOptions = {
   home?: string;
   /** Called once after about a second of waiting, with a line saying who holds the store. */
   onWait?: (line: string) => void;
+  /**
+   * The process is long-lived and may ingest in bulk (a node): V8 may optimise PGlite's code as it runs
+   * (see wasm.ts). Without it the process keeps baseline code, which a short-lived one starts faster with.
+   */
+  tiering?: boolean;
 };
 
 /**
@@ -156,7 +161,6 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean } = {})
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
     // Made under umask 077 so nothing is open to others while PGlite writes; then set to `modes`.
-    useBaselineWasm();
     const pg = await withPrivateUmask(() => PGlite.create({ dataDir: tmp }));
     try {
       await withPrivateUmask(() => migrate(drizzle(pg, { schema }), { migrationsFolder: migrationsFolder() }));
@@ -216,7 +220,7 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     // PGlite writes its files 0666 whatever the umask: what it makes while opening is private from
     // birth where the umask reaches, and the whole tree is set private once open (a store an older
     // version left readable by others included) and again at close.
-    useBaselineWasm();
+    if (opts.tiering !== true) useBaselineWasm();
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir }));
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');

@@ -106,7 +106,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     const workspace = findWorkspace(root, {});
     const existing = served.get(workspace.id);
     if (existing) return existing;
-    const store = await openStore(workspace.paths.store, { waitMs: 30_000, purpose: NODE_PURPOSE, home: paths.home });
+    const store = await openStore(workspace.paths.store, { waitMs: 30_000, purpose: NODE_PURPOSE, home: paths.home, tiering: true });
     // A move of the working copy that a crash interrupted is finished or rolled back before anything else.
     await recover(workspace.paths.root).catch((err: unknown) => log.error('recovering the working copy failed', { workspace: workspace.id, err }));
     const entry: Served = {

@@ -6,11 +6,11 @@ import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { acquireLock, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
-import { useBaselineWasm } from './wasm.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { runCommitHooks } from './commit-hooks.js';
 import * as schema from './schema.js';
+import { useBaselineWasm } from './wasm.js';
 
 export type Db = PgliteDatabase<typeof schema>;
 

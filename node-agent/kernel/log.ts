@@ -33,23 +33,11 @@ export type Author = { workspace: string; origin: string; now: () => Date; signe
 export type IncomingOp = Op & { raw?: string | null; sig?: string | null };
 
 /**
- * The columns an op is read back from: a read that folds or shows ops selects these, not the stored
- * wire text and signature, which only sync sends on (the text is the op again, and was half the bytes
- * parsed on every prompt's history read).
+ * The columns an op is read back from (its signed fields): a read that folds or shows ops selects
+ * these, not the stored wire text and signature, which only sync sends on. The text is the op again,
+ * and a prompt's history read parsed it for every message of the thread.
  */
-export const opColumns = {
-  id: tables.ops.id,
-  workspace: tables.ops.workspace,
-  origin: tables.ops.origin,
-  lamport: tables.ops.lamport,
-  ts: tables.ops.ts,
-  operation: tables.ops.operation,
-  thread: tables.ops.thread,
-  session: tables.ops.session,
-  kind: tables.ops.kind,
-  body: tables.ops.body,
-  key: tables.ops.key,
-};
+export const opColumns = Object.fromEntries(SIGNED_FIELDS.map((f) => [f, tables.ops[f]])) as { [F in (typeof SIGNED_FIELDS)[number]]: (typeof tables.ops)[F] };
 
 type OpRow = Pick<typeof tables.ops.$inferSelect, keyof typeof opColumns>;
 

@@ -4,7 +4,7 @@
 // leaked by some test: it is killed, listed, and the run fails.
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, utimesSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -17,8 +17,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // tsc's own incremental check reads every source and took ~5 s before any test could start.
   const built = builtAt();
   if (built === null) {
+    const started = new Date();
     // tsc through node itself: no npx, so nothing here depends on the user's npm cache or HOME.
     execFileSync(process.execPath, [join(REPO, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], { cwd: REPO, stdio: 'inherit' });
+    // tsc leaves its record alone when nothing it compiles changed (a file touched, a branch switched
+    // back): dated to this build's start, it says dist/ holds every source as it was then.
+    utimesSync(join(REPO, 'dist', '.tsbuildinfo'), started, started);
   }
   // The rest of `npm run build`: the store template shipped in dist/, which every test workspace copies
   // (made again only when the schema changed).
@@ -60,8 +64,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   };
 }
 
-/** What `npm run build` compiles, and the settings it compiles with (tsconfig.build.json's include). */
-const BUILD_INPUTS = ['protocol', 'infra', 'crypto', 'node-agent', 'server', 'launcher', 'bench', 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+/** What `npm run build` compiles (tsconfig.build.json's own include list), and the settings it compiles with. */
+function buildInputs(): string[] {
+  const { include } = JSON.parse(readFileSync(join(REPO, 'tsconfig.build.json'), 'utf8')) as { include: string[] };
+  return [...new Set(include), 'tsconfig.json', 'tsconfig.build.json', 'package.json', 'package-lock.json'];
+}
 
 /** When dist/ was last compiled, if that is later than every change to what it is compiled from; else null. */
 function builtAt(): number | null {
@@ -78,7 +85,7 @@ function builtAt(): number | null {
     // A folder's own time moves when an entry is added, removed or renamed in it.
     return st.isDirectory() && readdirSync(path).some((name) => changed(join(path, name)));
   };
-  return BUILD_INPUTS.some((p) => changed(join(REPO, p))) ? null : built;
+  return buildInputs().some((p) => changed(join(REPO, p))) ? null : built;
 }
 
 function newerThan(path: string, when: number): boolean {

@@ -8,6 +8,7 @@ import { basename, dirname, join } from 'node:path';
 import { acquireLock, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
+import { drizzleClient } from './driver.js';
 import { runCommitHooks } from './commit-hooks.js';
 import * as schema from './schema.js';
 import { useBaselineWasm } from './wasm.js';
@@ -163,7 +164,7 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean } = {})
     // Made under umask 077 so nothing is open to others while PGlite writes; then set to `modes`.
     const pg = await withPrivateUmask(() => PGlite.create({ dataDir: tmp }));
     try {
-      await withPrivateUmask(() => migrate(drizzle(pg, { schema }), { migrationsFolder: migrationsFolder() }));
+      await withPrivateUmask(() => migrate(drizzle(drizzleClient(pg), { schema }), { migrationsFolder: migrationsFolder() }));
     } finally {
       await pg.close();
     }
@@ -224,7 +225,7 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir }));
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');
-    const db = runCommitHooks(drizzle(pg, { schema }));
+    const db = runCommitHooks(drizzle(drizzleClient(pg), { schema }));
     if (!(await isCurrent(pg))) await withPrivateUmask(() => migrate(db, { migrationsFolder: migrationsFolder() }));
     tightenTree(dir, PRIVATE_MODES);
     const client = pg;

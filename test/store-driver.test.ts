@@ -1,0 +1,53 @@
+// The client drizzle is given: drizzle's per-query text parsers are installed once on the PGlite
+// instance and dropped from each query, with the rows unchanged; any other parser a query brings stays.
+import { sql } from 'drizzle-orm';
+import { drizzle } from 'drizzle-orm/pglite';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openStore, type Store } from '../node-agent/adapters/store/index.js';
+import { drizzleClient } from '../node-agent/adapters/store/driver.js';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+
+let ws: TestWorkspace;
+let store: Store;
+beforeAll(async () => {
+  ws = await makeWorkspace({ git: false, real: true });
+  store = await openStore(join(ws.root, '.nxs', 'store'));
+});
+afterAll(async () => {
+  await store?.close();
+  await ws?.cleanup();
+});
+
+const DATES = sql`select date '2026-12-03' as d, timestamp '2026-12-03 10:00:00' as ts, timestamptz '2026-12-03 10:00:00+00' as tz, interval '1 day' as i, array[1.5]::numeric[] as n, 7::int as k`;
+
+describe('the store\'s drizzle client', () => {
+  it('reads dates, timestamps and intervals as text, as stock drizzle does, through the store and in a transaction', async () => {
+    const stock = drizzle(store.pg);
+    const expected = (await stock.execute(DATES)).rows;
+    expect(expected[0]).toMatchObject({ d: '2026-12-03', ts: '2026-12-03 10:00:00', i: '1 day', k: 7 });
+    expect((await store.db.execute(DATES)).rows).toEqual(expected);
+    expect(await store.db.transaction(async (tx) => (await tx.execute(DATES)).rows)).toEqual(expected);
+  });
+
+  it('drops only the parsers it installed: a query bringing another parser keeps all of them', async () => {
+    const client = drizzleClient(store.pg);
+    const mine = { 23: (v: string) => `int ${v}`, 1114: (v: string) => `ts ${v}` };
+    const r = await client.query<{ k: string; ts: string }>('select 7::int as k, timestamp \'2026-12-03 10:00:00\' as ts', [], { parsers: mine });
+    expect(r.rows[0]).toEqual({ k: 'int 7', ts: 'ts 2026-12-03 10:00:00' });
+    const inTx = await client.transaction((tx) => tx.query<{ k: string }>('select 7::int as k', [], { parsers: mine }));
+    expect(inTx.rows[0]).toEqual({ k: 'int 7' });
+  });
+
+  it('rolls a failed transaction back through the wrapped client, and the instance serves the next query', async () => {
+    const client = drizzleClient(store.pg);
+    await client.exec('create temp table driver_probe (v int)');
+    await expect(
+      client.transaction(async (tx) => {
+        await tx.query('insert into driver_probe values ($1)', [1]);
+        throw new Error('refused');
+      }),
+    ).rejects.toThrow('refused');
+    expect((await client.query<{ n: number }>('select count(*)::int as n from driver_probe')).rows[0]).toEqual({ n: 0 });
+  });
+});

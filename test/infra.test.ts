@@ -1,7 +1,7 @@
 // infra/: the shared logger (one JSON object per line, a threshold, a component, child fields, an injected clock) and the shared backoff.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { backoffDelay, createLogger, parseLogLevel, type LoggerOptions, type LogLevel } from '../infra/index.js';
+import { backoffDelay, createLogger, parseLogLevel, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 
@@ -105,5 +105,20 @@ describe('backoffDelay', () => {
       }),
     );
     expect(() => backoffDelay(-1, { baseMs: 1, maxMs: 1 })).toThrow(TypeError);
+  });
+});
+
+describe('NEXUS_WASM_TIERING', () => {
+  it.each([
+    [undefined, null],
+    ['', null],
+    ['on', 'on'],
+    ['off', 'off'],
+  ])('%j reads as %j', (value, setting) => {
+    expect(wasmTieringSetting({ [WASM_TIERING_VARIABLE]: value })).toBe(setting);
+  });
+
+  it.each(['yes', 'ON', '1', 'of'])('%j is refused with USAGE, naming the variable and the values it takes', (value) => {
+    expect(() => wasmTieringSetting({ [WASM_TIERING_VARIABLE]: value })).toThrow(expect.objectContaining({ code: 'USAGE', message: expect.stringContaining('NEXUS_WASM_TIERING must be "on" or "off"') }));
   });
 });

@@ -51,3 +51,21 @@ describe('the store\'s drizzle client', () => {
     expect((await client.query<{ n: number }>('select count(*)::int as n from driver_probe')).rows[0]).toEqual({ n: 0 });
   });
 });
+
+describe('a store opened with a bad NEXUS_WASM_TIERING', () => {
+  it('is refused with USAGE before anything opens, and opens once the value is fixed', async () => {
+    const other = await makeWorkspace({ git: false, real: true });
+    const saved = process.env['NEXUS_WASM_TIERING'];
+    try {
+      process.env['NEXUS_WASM_TIERING'] = 'sometimes';
+      await expect(openStore(join(other.root, '.nxs', 'store'))).rejects.toMatchObject({ code: 'USAGE', message: expect.stringContaining('"sometimes"') });
+      process.env['NEXUS_WASM_TIERING'] = 'off';
+      const s = await openStore(join(other.root, '.nxs', 'store'));
+      await s.close();
+    } finally {
+      if (saved === undefined) delete process.env['NEXUS_WASM_TIERING'];
+      else process.env['NEXUS_WASM_TIERING'] = saved;
+      await other.cleanup();
+    }
+  });
+});

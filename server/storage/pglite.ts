@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { acquireLock, describeOwner, makePrivateDir, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
+import { acquireLock, chooseWasmTier, describeOwner, makePrivateDir, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
 import { CommitEmitter, migrate, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
 
 /** Options of {@link openPgliteStore}. */
@@ -67,6 +67,8 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
     busy: (owner) => new NexusError('STORE_BUSY', `the relay data folder ${opts.dataDir} is held by ${describeOwner(owner)}`),
   });
   try {
+    // The relay runs for hours and takes in backlogs: V8's optimised code pays (see infra/wasm.ts).
+    chooseWasmTier(true);
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: target, startParams: [...PGlite.defaultStartParams, ...PGLITE_SETTINGS.flatMap((s) => ['-c', s])] }));
     const client = pg;
     // Appends write op texts as literals, where a doubled quote must be the only escape.

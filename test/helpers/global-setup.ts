@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from './leftovers.js';
+import { WASM_TIERING_VARIABLE } from '../../infra/wasm.js';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
 
@@ -44,6 +45,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // (nodes, CLI calls, agents, sidecars). Nothing here speaks TLS to the outside world: every provider
   // and relay it talks to is a loopback server, so the run goes without it.
   delete process.env['NODE_EXTRA_CA_CERTS'];
+  // The nodes and relays a case starts live for seconds, not hours: V8's optimising WebAssembly tier,
+  // which they keep in production, would cost each ~1.5 s of CPU compiling PGlite on background threads.
+  // What they do is the same on either tier. A run with NEXUS_WASM_TIERING=on keeps the default.
+  process.env[WASM_TIERING_VARIABLE] ??= 'off';
   // Workers are forked after this, so they and everything they start carry the mark.
   process.env[TEST_RUN_VARIABLE] = run;
   // One NEXUS_HOME for the whole run (workspaces that need a node of their own get a private one).

@@ -3,6 +3,6 @@
 // leads the run), the whole worker would run on V8's tiered code, which the relay keeps on purpose
 // and which costs a short-lived user of a store ~1.5 s of CPU. Workers are such users, as direct
 // commands are, so they take baseline code from the start.
-import { useBaselineWasm } from '../../node-agent/adapters/store/wasm.js';
+import { useBaselineWasm } from '../../infra/index.js';
 
 useBaselineWasm();

@@ -5,13 +5,12 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { acquireLock, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, chooseWasmTier, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
 import { runCommitHooks } from './commit-hooks.js';
 import * as schema from './schema.js';
-import { useBaselineWasm } from './wasm.js';
 
 export type Db = PgliteDatabase<typeof schema>;
 
@@ -59,7 +58,7 @@ export type OpenOptions = {
   onWait?: (line: string) => void;
   /**
    * The process is long-lived and may ingest in bulk (a node): V8 may optimise PGlite's code as it runs
-   * (see wasm.ts). Without it the process keeps baseline code, which a short-lived one starts faster with.
+   * (see infra/wasm.ts). Without it the process keeps baseline code, which a short-lived one starts faster with.
    */
   tiering?: boolean;
 };
@@ -221,7 +220,7 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     // PGlite writes its files 0666 whatever the umask: what it makes while opening is private from
     // birth where the umask reaches, and the whole tree is set private once open (a store an older
     // version left readable by others included) and again at close.
-    if (opts.tiering !== true) useBaselineWasm();
+    chooseWasmTier(opts.tiering === true);
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir }));
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');

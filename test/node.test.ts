@@ -661,4 +661,12 @@ describe('the ticker settles a dead turn', () => {
       expect(r.json.error.code).toBe('USAGE');
     }
   });
+
+  it('a bad NEXUS_WASM_TIERING refuses nxs node start and run with USAGE before any node starts', async () => {
+    for (const verb of ['start', 'run']) {
+      const r = await cli(ws, 'nxs', ['node', verb, '--json'], { env: { NEXUS_WASM_TIERING: 'fast' }, killAfterMs: 60_000 });
+      expect(r.code, verb).toBe(2);
+      expect(r.json.error).toMatchObject({ code: 'USAGE', message: expect.stringContaining('"fast"') });
+    }
+  });
 });

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
-import { createLogger } from '../../infra/index.js';
+import { createLogger, wasmTieringSetting } from '../../infra/index.js';
 import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
 import { packageRoot } from '../paths.js';
 import { callNode, isUnreachable } from '../host/rpc/client.js';
@@ -27,6 +27,8 @@ async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: numbe
 }
 
 async function run(io: Io, tickMs: number | undefined): Promise<void> {
+  // A node opens its stores only as workspaces come to it: a bad setting is refused now, not at the first one.
+  wasmTieringSetting(io.env);
   const { startNode } = await import('../host/node/index.js');
   const node = await startNode({
     home: homeOf(io).home,
@@ -48,6 +50,7 @@ async function run(io: Io, tickMs: number | undefined): Promise<void> {
 }
 
 async function start(io: Io, json: boolean, tickMs: number | undefined): Promise<void> {
+  wasmTieringSetting(io.env);
   const paths = homeOf(io);
   const first = runningNode(paths);
   if (first) throw new NexusError('NODE_RUNNING', `a node already runs for ${paths.home}: pid ${first.pid}, socket ${first.socket}`, { pid: first.pid });

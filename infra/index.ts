@@ -8,4 +8,4 @@ export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
 export { packageRoot, packageVersion } from './package.js';
 export { sqlInteger, sqlLiteral, sqlText } from './sql.js';
 export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest, type RunFileResult } from './spawner.js';
-export { chooseWasmTier, useBaselineWasm, wasmTieringSetting, WASM_TIERING_VARIABLE } from './wasm.js';
+export { chooseWasmTier, wasmTieringSetting, WASM_TIERING_VARIABLE } from './wasm.js';

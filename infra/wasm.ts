@@ -35,8 +35,3 @@ export function chooseWasmTier(longLived: boolean): void {
   if (setting === 'on' || (longLived && setting !== 'off')) return;
   setFlagsFromString('--liftoff-only');
 }
-
-/** Keeps V8 on its baseline WebAssembly compiler (unless NEXUS_WASM_TIERING=on). */
-export function useBaselineWasm(): void {
-  chooseWasmTier(false);
-}

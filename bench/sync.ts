@@ -23,11 +23,13 @@
 // BENCH_FANOUT_SUBS, BENCH_FANOUT_RATE, BENCH_FANOUT_SECS, BENCH_BACKLOG, BENCH_HZ_READERS, BENCH_HZ_OPS,
 // BENCH_MEM_CONNS, BENCH_RSS_SLOW, BENCH_RSS_SLOW_OPS, BENCH_RSS_READERS, BENCH_RSS_SMALL, BENCH_RSS_BACKLOG,
 // BENCH_REPEATS, BENCH_PARTS (e.g. "ingest,latency,fanout,catchup,healthz,memory,rss"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
-// BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: the relay child writes a V8 CPU profile there).
+// BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: the relay child writes a V8 CPU profile there),
+// BENCH_CLIENT_PROF (a folder: a V8 CPU profile of this process during each SyncClient catch-up is written there).
 // Quick run: BENCH_OPS=5000 BENCH_LAT_SECS=2 BENCH_FANOUT_SECS=2 BENCH_BACKLOG=10000 npm run bench:sync
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -86,6 +88,23 @@ const NATS_URL = process.env['BENCH_NATS_URL'] ?? '127.0.0.1:4222';
 const PG_URL = process.env['BENCH_DATABASE_URL'] || process.env['TEST_DATABASE_URL'] || undefined;
 const PARTS = new Set((process.env['BENCH_PARTS'] ?? 'ingest,latency,fanout,catchup,healthz,memory,rss').split(',').map((s) => s.trim()));
 const RELAY_PROF = process.env['BENCH_RELAY_PROF'];
+const CLIENT_PROF = process.env['BENCH_CLIENT_PROF'];
+
+/** Runs `fn` under the V8 profiler of this process when BENCH_CLIENT_PROF names a folder, writing `<label>.cpuprofile` there. */
+async function profiled<T>(label: string, fn: () => Promise<T>): Promise<T> {
+  if (!CLIENT_PROF) return fn();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(join(CLIENT_PROF, `${label}-${RUN_ID}.cpuprofile`), JSON.stringify(profile));
+    session.disconnect();
+  }
+}
 /** The relay's backlog page size (DEFAULT_LIMITS.page_size); JetStream pulls in batches of the same size. */
 let PAGE = 500;
 /** Ops per thread in the generated log: a thread.opened, then messages. */
@@ -930,7 +949,8 @@ class Stores {
   async fresh(): Promise<Store> {
     const dir = join(this.base, `node-store-${++this.n}`);
     await createStore(dir, this.home);
-    return openStore(dir);
+    // Opened as the node opens its stores: long-lived, so V8 may optimise PGlite's code (infra/wasm.ts).
+    return openStore(dir, { tiering: true });
   }
 }
 
@@ -981,23 +1001,39 @@ async function oursSyncClient(relay: RelayProc, stream: string, token: string, t
     queue = p.catch(() => undefined);
     return p;
   };
+  // The end is seen from the pages stored (onIngested runs after each page's commit), not by polling the
+  // client's status: a status read queries the store, in the same queue as the pages it would measure.
+  let stored = 0;
+  let allStored: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => (allStored = resolve));
+  let t1 = 0;
   const client = new SyncClient({
     binding: { relay: relay.url, stream, token, bound_at: new Date().toISOString() },
     origin: 'bench-reader',
     projections: PROJECTIONS,
     run,
     log: createLogger({ component: 'sync', sink: (line) => progress(`  ${line.trimEnd()}`) }),
+    onIngested: (ops) => {
+      stored += ops.length;
+      if (stored >= total && t1 === 0) {
+        t1 = performance.now();
+        allStored();
+      }
+    },
   });
   const t0 = performance.now();
   await client.start();
   try {
     for (;;) {
+      const finished = await Promise.race([done.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 500))]);
       const s = await client.status();
-      if (s.cursor >= total) break;
+      if (finished) {
+        if (s.cursor < total) throw new Error(`SyncClient stored ${stored} ops but its cursor is at ${s.cursor}`);
+        break;
+      }
       if (s.refused || (s.last_error && !s.connected && s.last_error.includes('storing ops failed'))) throw new Error(`SyncClient: ${s.last_error}`);
-      await new Promise((r) => setTimeout(r, 25));
     }
-    return (total / (performance.now() - t0)) * 1000;
+    return (total / (t1 - t0)) * 1000;
   } finally {
     await client.stop();
   }
@@ -1220,7 +1256,9 @@ async function main(): Promise<void> {
           const store2 = await stores.fresh();
           try {
             progress(`  ours: applied (SyncClient), run ${r}`);
-            const rate = await attempt(`catch-up ours, SyncClient run ${r}`, () => oursSyncClient(relay, seeded.stream, seeded.token, BACKLOG, store2));
+            const rate = await attempt(`catch-up ours, SyncClient run ${r}`, () =>
+              profiled(`syncclient-${r}`, () => oursSyncClient(relay, seeded.stream, seeded.token, BACKLOG, store2)),
+            );
             if (rate !== null) await expectStored(store2, BACKLOG, 'ours, SyncClient');
             clientRow.runs.push(rate);
             progress(`  ours applied (SyncClient), run ${r}: ${fmtRate(rate)}`);

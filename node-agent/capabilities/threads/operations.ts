@@ -166,10 +166,22 @@ export async function inertIds(db: Exec, ids: readonly string[]): Promise<Set<st
   return out;
 }
 
+/**
+ * Counts inert ops by reason, reading only the partial index on `inert`: the reasons are walked one by
+ * one (each the least above the last), then each is counted by equality. PGlite never analyzes its
+ * tables, and without statistics the planner took `group by inert` as a scan of every op: 42 ms on a
+ * store of 100,000 ops with none inert, against under 1 ms this way (`sync status` asks each time).
+ */
+export const INERT_COUNTS_SQL =
+  'with recursive r(reason) as (' +
+  'select min(inert) from ops where inert is not null ' +
+  'union all select (select min(inert) from ops where inert > r.reason) from r where r.reason is not null) ' +
+  'select reason, (select count(*) from ops where inert = r.reason)::int as n from r where reason is not null';
+
 /** Inert ops stored here, by reason (see INERT_REASONS). */
 export async function inertCounts(db: Exec): Promise<Record<string, number>> {
-  const rows = await db.select({ reason: tables.ops.inert, n: count() }).from(tables.ops).where(isNotNull(tables.ops.inert)).groupBy(tables.ops.inert);
-  return Object.fromEntries(rows.map((r) => [r.reason!, Number(r.n)]));
+  const { rows } = (await db.execute(sql.raw(INERT_COUNTS_SQL))) as unknown as { rows: Array<{ reason: string; n: number }> };
+  return Object.fromEntries(rows.map((r) => [r.reason, Number(r.n)]));
 }
 
 /** Folds freshly stored ops into their operations: one read and one write for the whole batch. */

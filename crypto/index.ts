@@ -14,6 +14,7 @@ export type { PublicJwk, WorkspaceKey } from './keys.js';
 export {
   checkOps,
   checkOpsSync,
+  openedHere,
   openOp,
   opSigner,
   publicKeyObject,

@@ -136,7 +136,16 @@ export function openOp(raw: string): OpenedOp | RefusedOp {
   if (signedText(op) !== signed) return refuse('malformed', 'the signed text is not in canonical form', op.id);
   if (!canonicalBase64url(op.key, 32)) return refuse('malformed', 'the key is not canonical base64url', op.id);
   if (!canonicalBase64url(sig, 64)) return refuse('malformed', 'the signature is not canonical base64url', op.id);
+  OPENED.add(op);
   return { ok: true, op, raw, signed, sig };
+}
+
+/** The ops {@link openOp} made: each was checked storable as it was parsed, and nothing changes an op after. */
+const OPENED = new WeakSet<Op>();
+
+/** True when `op` is an object {@link openOp} returned (so already checked storable); false for any other, however alike. */
+export function openedHere(op: Op): boolean {
+  return OPENED.has(op);
 }
 
 /** Imported public keys by their text: importing costs about a tenth of a verification. */

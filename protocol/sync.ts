@@ -248,19 +248,16 @@ function skipValue(text: string, i: number): number {
   let depth = 0;
   let j = i;
   do {
-    const ch = text[j];
-    if (ch === '"') {
-      j++;
-      while (j < text.length && text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
-      j++;
-    } else if (ch === '{' || ch === '[') {
+    const ch = text.charCodeAt(j);
+    if (ch === QUOTE) j = skipString(text, j);
+    else if (ch === OPEN_BRACE || ch === OPEN_BRACKET) {
       depth++;
       j++;
-    } else if (ch === '}' || ch === ']') {
+    } else if (ch === CLOSE_BRACE || ch === CLOSE_BRACKET) {
       depth--;
       j++;
     } else if (depth === 0) {
-      while (j < text.length && !/[ \t\n\r,}\]]/.test(text[j]!)) j++; // a number, true, false or null
+      while (j < text.length && !endsScalar(text.charCodeAt(j))) j++; // a number, true, false or null
     } else {
       j++;
     }
@@ -268,9 +265,37 @@ function skipValue(text: string, i: number): number {
   return j;
 }
 
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
+
+/** Index just past the string whose opening quote is at `i`: the next quote preceded by an even run of backslashes. */
+function skipString(text: string, i: number): number {
+  let from = i + 1;
+  for (;;) {
+    const q = text.indexOf('"', from);
+    if (q < 0) return text.length;
+    let b = q - 1;
+    while (text.charCodeAt(b) === BACKSLASH) b--; // stops at the opening quote at the latest
+    if ((q - 1 - b) % 2 === 0) return q + 1;
+    from = q + 1;
+  }
+}
+
+/** Whitespace, a comma or a closing bracket: what ends a number or a literal. */
+function endsScalar(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d || c === 0x2c || c === CLOSE_BRACE || c === CLOSE_BRACKET;
+}
+
 function skipWs(text: string, i: number): number {
-  while (i < text.length && /[ \t\n\r]/.test(text[i]!)) i++;
-  return i;
+  for (;;) {
+    const c = text.charCodeAt(i);
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return i;
+    i++;
+  }
 }
 
 /**
@@ -279,17 +304,18 @@ function skipWs(text: string, i: number): number {
  */
 export function rawMember(text: string, key: string): string | undefined {
   let i = skipWs(text, 0);
-  if (text[i] !== '{') return undefined;
+  if (text.charCodeAt(i) !== OPEN_BRACE) return undefined;
   let found: string | undefined;
   i = skipWs(text, i + 1);
-  while (text[i] === '"') {
+  while (text.charCodeAt(i) === QUOTE) {
     const keyEnd = skipValue(text, i);
-    const name = JSON.parse(text.slice(i, keyEnd)) as string;
+    const quoted = text.slice(i, keyEnd);
+    const name = quoted.includes('\\') ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
     const start = skipWs(text, skipWs(text, keyEnd) + 1); // past the colon
     const end = skipValue(text, start);
     if (name === key) found = text.slice(start, end);
     i = skipWs(text, end);
-    if (text[i] === ',') i = skipWs(text, i + 1);
+    if (text.charCodeAt(i) === 0x2c) i = skipWs(text, i + 1);
   }
   return found;
 }
@@ -297,14 +323,14 @@ export function rawMember(text: string, key: string): string | undefined {
 /** The exact texts of the elements of the JSON array in `text`, or undefined when it is not an array. */
 export function rawElements(text: string): string[] | undefined {
   let i = skipWs(text, 0);
-  if (text[i] !== '[') return undefined;
+  if (text.charCodeAt(i) !== OPEN_BRACKET) return undefined;
   const out: string[] = [];
   i = skipWs(text, i + 1);
-  while (i < text.length && text[i] !== ']') {
+  while (i < text.length && text.charCodeAt(i) !== CLOSE_BRACKET) {
     const end = skipValue(text, i);
     out.push(text.slice(i, end));
     i = skipWs(text, end);
-    if (text[i] === ',') i = skipWs(text, i + 1);
+    if (text.charCodeAt(i) === 0x2c) i = skipWs(text, i + 1);
   }
   return out;
 }

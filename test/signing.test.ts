@@ -204,6 +204,18 @@ describe('signed ops between two stores', () => {
     expect(onWorkers.filter((c) => !c.ok && c.reason === 'malformed')).toHaveLength(15);
   });
 
+  it('checks storability itself for a verified result it was handed but openOp did not make', async () => {
+    const b = await freshStore();
+    const opened = openOp(texts[1]!);
+    if (!opened.ok) throw new Error('unreadable');
+    // The same op, rebuilt by hand with a NUL in its body: ingestChecked must not take openOp's word for it.
+    const forged = { ok: true as const, op: { ...opened.op, body: { ...opened.op.body, text: 'a\u0000b' } } as Op, raw: opened.raw, sig: opened.sig };
+    const report = await b.db.transaction((tx) => ingestChecked(tx, [forged], { projections: PROJECTIONS }));
+    expect(report.rejected).toEqual({ nul: 1 });
+    expect(report.fresh).toEqual([]);
+    expect(await opIds(b)).toEqual(new Set());
+  });
+
   it('refuses a verified op whose body does not fit its kind, and a rotation that is not workspace-scoped', async () => {
     const b = await freshStore();
     const signer = a.host.deps.keys.signer;

@@ -1,9 +1,9 @@
 // Signed ops in the store: taking in ops that arrived checked (crypto/opsig.ts) against each workspace's
 // key chain, holding those whose key cannot be placed yet, and signing ops written before signing existed.
 import { count, eq, inArray, isNull, and, max, sql } from 'drizzle-orm';
-import { openOp, signOp, workspaceOfKey, type CheckedOp, type OpSigner, type VerifiedOp } from '../../crypto/index.js';
+import { openedHere, openOp, signOp, workspaceOfKey, type CheckedOp, type OpSigner, type VerifiedOp } from '../../crypto/index.js';
 import { OpPayloadSchema, WORKSPACE_OPERATION, type Op } from '../../protocol/ops.js';
-import { checkStorable, PENDING_LIMITS, type StorableReason } from '../../protocol/storable.js';
+import { checkStorable, PENDING_LIMITS, type StorableReason, type StorableVerdict } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
 import { ingestOps, LAMPORT_AHEAD_LIMIT, type Exec, type IncomingOp } from './log.js';
 import type { Projection } from './projections.js';
@@ -114,6 +114,9 @@ function place(chain: KeyChain, candidates: Candidate[]): { accepted: Candidate[
   }
 }
 
+/** The verdict for an op openOp already checked. */
+const STORABLE: StorableVerdict = { ok: true };
+
 const incoming = (c: Candidate): IncomingOp => ({ ...c.op, raw: c.raw, sig: c.sig });
 
 /**
@@ -142,8 +145,9 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opt
       refuse(c.reason, c.id, c.why);
       continue;
     }
-    // Checked again here (openOp checks it too) so no caller can hand the store an op it cannot keep.
-    const storable = checkStorable(c.op);
+    // Checked here unless openOp made this very object (it checks as it parses): no caller can hand
+    // the store an op it cannot keep by building a verified result itself.
+    const storable = openedHere(c.op) ? STORABLE : checkStorable(c.op);
     if (!storable.ok) {
       refuse(storable.reason, c.op.id, storable.message);
       continue;

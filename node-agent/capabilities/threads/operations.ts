@@ -4,6 +4,7 @@ import { and, count, eq, inArray, isNotNull, isNull, sql } from 'drizzle-orm';
 import { PgTransaction } from 'drizzle-orm/pg-core';
 import type { Op } from '../../../protocol/ops.js';
 import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
+import { sqlInteger, sqlLiteral } from '../../../infra/index.js';
 import { afterCommit, beforeCommit, hookedStore, tables } from '../../adapters/store/index.js';
 import { opColumns, rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState, type SessionState, type ThreadState } from './fold.js';
@@ -316,26 +317,22 @@ async function writeStates(db: Exec, rows: readonly StateRow[], stored: Readonly
     const p = tables.operationParts;
     await db.delete(p).where(and(eq(p.operation, g.operation), eq(p.kind, g.kind), inArray(p.key, g.keys)));
   }
+  // Multi-row INSERTs of literals, as for ops (kernel/log.ts): a catch-up page writes hundreds of states,
+  // and building them as drizzle rows with bound parameters cost more than the writes.
   for (let i = 0; i < upserts.length; i += 500) {
-    await db
-      .insert(tables.operationParts)
-      .values(upserts.slice(i, i + 500))
-      .onConflictDoUpdate({ target: [tables.operationParts.operation, tables.operationParts.kind, tables.operationParts.key], set: { value: sql`excluded.value` } });
+    const values = upserts.slice(i, i + 500).map((u) => `(${sqlLiteral(u.operation)},${sqlLiteral(u.kind)},${sqlLiteral(u.key)},${sqlLiteral(JSON.stringify(u.value))})`);
+    await db.execute(sql.raw(`insert into operation_parts (operation, kind, key, value) values ${values.join(',')} on conflict (operation, kind, key) do update set value = excluded.value`));
   }
-  const cores = rows.map((row) => ({ ...row, state: coreOf(row.state as OperationState) }));
-  for (let i = 0; i < cores.length; i += 500) {
-    await db
-      .insert(tables.operations)
-      .values(cores.slice(i, i + 500))
-      .onConflictDoUpdate({
-        target: tables.operations.id,
-        set: {
-          state: sql`excluded.state`,
-          finished: sql`excluded.finished`,
-          shown: sql`excluded.shown`,
-          openedLamport: sql`least(${tables.operations.openedLamport}, excluded.opened_lamport)`,
-        },
-      });
+  for (let i = 0; i < rows.length; i += 500) {
+    const values = rows
+      .slice(i, i + 500)
+      .map((row) => `(${sqlLiteral(row.id)},${sqlLiteral(JSON.stringify(coreOf(row.state as OperationState)))},${row.finished},${row.shown ?? true},${sqlInteger(row.openedLamport)})`);
+    await db.execute(
+      sql.raw(
+        `insert into operations (id, state, finished, shown, opened_lamport) values ${values.join(',')} ` +
+          'on conflict (id) do update set state = excluded.state, finished = excluded.finished, shown = excluded.shown, opened_lamport = least(operations.opened_lamport, excluded.opened_lamport)',
+      ),
+    );
   }
 }
 

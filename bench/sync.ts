@@ -29,6 +29,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { Session } from 'node:inspector/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -340,9 +341,21 @@ async function startRelayChild(env: Record<string, string>, label: string): Prom
 }
 
 async function createStream(base: string, name: string): Promise<string> {
-  const res = await fetch(`${base}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name }) });
-  if (res.status !== 200) throw new Error(`creating stream ${name}: HTTP ${res.status} ${await res.text()}`);
-  return ((await res.json()) as { token: string }).token;
+  // A connection of its own: fetch's pool reused a kept-alive socket the relay had just closed after a
+  // long catch-up ("other side closed"), and a stream cannot be asked for twice.
+  const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = httpRequest(`${base}/v1/streams`, { method: 'POST', agent: false, headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: body }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ name }));
+  });
+  if (status !== 200) throw new Error(`creating stream ${name}: HTTP ${status} ${text}`);
+  return (JSON.parse(text) as { token: string }).token;
 }
 
 type OpsEntry = { seq: number; op: Record<string, unknown> & { id: string } };
@@ -527,10 +540,19 @@ async function attempt<T>(label: string, fn: () => Promise<T>): Promise<T | null
   try {
     return await bounded(label, TIMEOUT_MS, fn);
   } catch (err) {
-    progress(`${label} FAILED: ${err instanceof Error ? err.message : String(err)}`);
-    out(`  (${label} failed: ${err instanceof Error ? err.message : String(err)})`);
+    progress(`${label} FAILED: ${describeError(err)}`);
+    out(`  (${label} failed: ${describeError(err)})`);
     return null;
   }
+}
+
+/** An error's message with its causes ("fetch failed" alone does not say what failed). */
+function describeError(err: unknown): string {
+  const parts: string[] = [];
+  for (let e: unknown = err, depth = 0; e !== undefined && e !== null && depth < 4; e = (e as { cause?: unknown }).cause, depth++) {
+    parts.push(e instanceof Error ? `${e.message}${(e as { code?: unknown }).code ? ` (${String((e as { code?: unknown }).code)})` : ''}` : String(e));
+  }
+  return parts.join(': ');
 }
 
 // ---- 1. acknowledged ingest

@@ -36,13 +36,14 @@ function fmt(x: number, unit: TargetRow['unit']): string {
   return `${Math.round(x).toLocaleString('en-US')}/s`;
 }
 
-/** The targets table, and whether any row was missed beyond its noise margin. */
+/** The targets table, and whether any row was missed beyond its noise margin or had no run measured. */
 export function targetsTable(rows: TargetRow[]): { text: string; failed: boolean } {
   const lines = [`  ${'target'.padEnd(58)} ${'median'.padStart(10)} ${'± noise'.padStart(10)} ${'runs'.padStart(5)}   verdict`];
   let failed = false;
   for (const row of rows) {
     const j = judge(row);
-    failed ||= j.verdict === 'MISSED';
+    // A row none of whose runs could be measured fails too: a change that breaks the measurement must not pass as unmeasured.
+    failed ||= j.verdict === 'MISSED' || (j.verdict === 'n/a' && row.runs.length > 0);
     const goal = `${row.kind === 'min' ? '>=' : '<='} ${fmt(row.target, row.unit)}`;
     const shown = j.value === null ? 'n/a' : fmt(j.value, row.unit);
     const each = row.runs.map((r) => (r === null ? 'n/a' : fmt(r, row.unit))).join(', ');

@@ -63,35 +63,39 @@ function textReason(s: string): StorableReason | null {
 /**
  * Whether every store can take `value` (an op as JSON.parse gave it, or any JSON value): no NUL and no
  * unpaired surrogate in any string or key, nesting at most {@link MAX_DEPTH}, and, when `value` is an
- * object with a numeric `lamport`, that clock within 1..{@link MAX_LAMPORT}. Iterative, so a value
- * nested far too deep is refused instead of overflowing the stack that checks it.
+ * object with a numeric `lamport`, that clock within 1..{@link MAX_LAMPORT}. The walk recurses at most
+ * MAX_DEPTH + 1 deep: a value nested far deeper is refused there, never followed down.
  */
 export function checkStorable(value: unknown): StorableVerdict {
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     const lamport = (value as { lamport?: unknown }).lamport;
     if (typeof lamport === 'number' && !(Number.isInteger(lamport) && lamport >= 1 && lamport <= MAX_LAMPORT)) return refuse('lamport_range');
   }
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v === 'string') {
-      const r = textReason(v);
-      if (r) return refuse(r);
-      continue;
+  const reason = walk(value, 1);
+  return reason === null ? STORABLE : refuse(reason);
+}
+
+const STORABLE: StorableVerdict = { ok: true };
+
+/** The first reason found in `v` (at nesting `depth`), or null. Every op passes here on arrival: no allocation but the key lists. */
+function walk(v: unknown, depth: number): StorableReason | null {
+  if (typeof v === 'string') return textReason(v);
+  if (typeof v !== 'object' || v === null) return null;
+  if (depth > MAX_DEPTH) return 'too_deep';
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const r = walk(v[i], depth + 1);
+      if (r !== null) return r;
     }
-    if (typeof v !== 'object' || v === null) continue;
-    if (depth > MAX_DEPTH) return refuse('too_deep');
-    if (Array.isArray(v)) {
-      for (const item of v) stack.push([item, depth + 1]);
-      continue;
-    }
-    for (const [k, item] of Object.entries(v)) {
-      const r = textReason(k);
-      if (r) return refuse(r);
-      stack.push([item, depth + 1]);
-    }
+    return null;
   }
-  return { ok: true };
+  const keys = Object.keys(v);
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    const r = textReason(k) ?? walk((v as Record<string, unknown>)[k], depth + 1);
+    if (r !== null) return r;
+  }
+  return null;
 }
 
 /** Where a value holds text no store can keep: the path to the string (or key) and why. */

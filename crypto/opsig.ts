@@ -11,7 +11,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { Op } from '../protocol/ops.js';
 import { checkStorable, type StorableReason } from '../protocol/storable.js';
-import { SignedOpSchema } from '../protocol/sync.js';
+import { isPlainOp, SignedOpSchema } from '../protocol/sync.js';
 import { workspaceIdOfRawKey } from './keys.js';
 
 /** The members of a signed op, in the one order they are written in. */
@@ -130,9 +130,13 @@ export function openOp(raw: string): OpenedOp | RefusedOp {
   // and of JSON.stringify, and a NUL or a lone surrogate would fail the store's transaction later.
   const storable = checkStorable(value);
   if (!storable.ok) return refuse(storable.reason, storable.message, idOf(value));
-  const parsed = SignedOpSchema.safeParse(value);
-  if (!parsed.success) return refuse('malformed', `the op is not valid: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`.trim(), idOf(value));
-  const op = parsed.data as unknown as Op;
+  let op: Op;
+  if (isPlainOp(value, false)) op = value as Op;
+  else {
+    const parsed = SignedOpSchema.safeParse(value);
+    if (!parsed.success) return refuse('malformed', `the op is not valid: ${parsed.error.issues[0]?.path.join('.') ?? ''} ${parsed.error.issues[0]?.message ?? ''}`.trim(), idOf(value));
+    op = parsed.data as unknown as Op;
+  }
   if (signedText(op) !== signed) return refuse('malformed', 'the signed text is not in canonical form', op.id);
   if (!canonicalBase64url(op.key, 32)) return refuse('malformed', 'the key is not canonical base64url', op.id);
   if (!canonicalBase64url(sig, 64)) return refuse('malformed', 'the signature is not canonical base64url', op.id);

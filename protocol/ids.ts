@@ -4,7 +4,7 @@ import { monotonicFactory, ulid } from 'ulidx';
 import { z } from 'zod';
 
 /** 26 lowercase RFC 4648 base32 characters (alphabet a-z2-7), no padding. */
-const WORKSPACE_ID_RE = /^[a-z2-7]{26}$/;
+export const WORKSPACE_ID_RE = /^[a-z2-7]{26}$/;
 
 /**
  * One ULID body: 26 uppercase Crockford base32 characters (no I, L, O, U).
@@ -26,8 +26,13 @@ export const WorkspaceId = z.string().regex(WORKSPACE_ID_RE).brand<'WorkspaceId'
 /** A validated workspace id. */
 export type WorkspaceId = z.infer<typeof WorkspaceId>;
 
+/** The patterns of op, thread and session ids, for checks that run without zod (protocol/sync.ts). */
+export const OP_ID_RE = new RegExp(`^${ULID_BODY}$`);
+export const THREAD_ID_RE = new RegExp(`^t-${ULID_BODY}$`);
+export const SESSION_ID_RE = new RegExp(`^s-${ULID_BODY}$`);
+
 /** A thread id: `t-` followed by a ULID. */
-export const ThreadId = z.string().regex(new RegExp(`^t-${ULID_BODY}$`)).brand<'ThreadId'>();
+export const ThreadId = z.string().regex(THREAD_ID_RE).brand<'ThreadId'>();
 /** A validated thread id. */
 export type ThreadId = z.infer<typeof ThreadId>;
 
@@ -37,12 +42,12 @@ export const MessageId = z.string().regex(new RegExp(`^m-${ULID_BODY}$`)).brand<
 export type MessageId = z.infer<typeof MessageId>;
 
 /** A session id: `s-` followed by a ULID. */
-export const SessionId = z.string().regex(new RegExp(`^s-${ULID_BODY}$`)).brand<'SessionId'>();
+export const SessionId = z.string().regex(SESSION_ID_RE).brand<'SessionId'>();
 /** A validated session id. */
 export type SessionId = z.infer<typeof SessionId>;
 
 /** An op-log id: a bare ULID, no prefix. */
-export const OpId = z.string().regex(new RegExp(`^${ULID_BODY}$`)).brand<'OpId'>();
+export const OpId = z.string().regex(OP_ID_RE).brand<'OpId'>();
 /** A validated op id. */
 export type OpId = z.infer<typeof OpId>;
 

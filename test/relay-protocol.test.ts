@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { newOpId, newThreadId } from '../protocol/ids.js';
-import { FromNodeSchema, rawElements, rawMember, SYNC_ERROR_CODES, SYNC_ERROR_TABLE, syncErrorOfClose, syncUrl, WireOpSchema } from '../protocol/sync.js';
+import { FromNodeSchema, isPlainOp, isPlainPush, rawElements, rawMember, SignedOpSchema, SYNC_ERROR_CODES, SYNC_ERROR_TABLE, syncErrorOfClose, syncUrl, WireOpSchema } from '../protocol/sync.js';
 
 /** JSON.stringify with arbitrary (valid) whitespace between tokens. */
 function spaced(value: unknown, pad: string[]): string {
@@ -65,6 +65,54 @@ describe('the op envelope', () => {
     expect(FromNodeSchema.safeParse({ type: 'ping', t: 1 }).success).toBe(true);
     expect(FromNodeSchema.safeParse({ type: 'hello', protocol: 1, stream: 's', token: 't', node: 'n', since: -1 }).success).toBe(false);
     expect(FromNodeSchema.safeParse({ type: 'ack' }).success).toBe(false);
+  });
+});
+
+describe('the fast check of plain ops and pushes', () => {
+  const thread0 = newThreadId();
+  const op = { id: newOpId(), workspace: 'abcdefghijklmnopqrstuvwxyz', origin: 'host-1', lamport: 3, ts: '2025-05-01T10:00:00.000Z', kind: 'message.posted', operation: thread0, thread: thread0, session: null, body: { text: 'hi' }, key: 'A'.repeat(43), sig: 'B'.repeat(86) };
+  const valid = fc.record({ at: fc.date({ min: new Date('1970-01-01T00:00:00.000Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), lamport: fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }) });
+  const FIELDS = ['id', 'workspace', 'origin', 'lamport', 'ts', 'kind', 'operation', 'thread', 'session', 'body', 'key', 'sig'] as const;
+  const tsLike = fc.oneof(
+    fc.constantFrom('2026-02-30T10:00:00.000Z', '2026-12-04T24:00:00.000Z', '2026-12-04T10:00:00Z', '2026-12-04T10:00:00.000+01:00', '2026-12-04 10:00:00.000Z', '+012026-12-04T10:00:00.000Z'),
+    fc.string(),
+  );
+  const mutation = fc.oneof(
+    fc.record({ field: fc.constantFrom(...FIELDS), to: fc.oneof(fc.jsonValue(), tsLike, fc.constant(undefined)) }),
+    fc.record({ field: fc.constant('extra'), to: fc.jsonValue() }),
+  );
+
+  it('accepts ops as nodes write them, at any time and clock', () => {
+    fc.assert(
+      fc.property(valid, ({ at, lamport }) => {
+        const thread = newThreadId();
+        const o = { ...op, id: newOpId(), ts: at.toISOString(), lamport, operation: thread, thread };
+        expect(isPlainOp(o, true)).toBe(true);
+        expect(isPlainPush({ type: 'push', id: 7, ops: [o, o] })).toBe(true);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('never accepts what the schemas refuse, whatever one member is changed to', () => {
+    fc.assert(
+      fc.property(fc.array(mutation, { minLength: 1, maxLength: 3 }), (changes) => {
+        const o: Record<string, unknown> = { ...op };
+        for (const c of changes) {
+          if (c.to === undefined) delete o[c.field];
+          else o[c.field] = c.to;
+        }
+        if (isPlainOp(o, true)) expect(WireOpSchema.safeParse(o).success).toBe(true);
+        const { sig: _sig, ...signed } = o;
+        if (isPlainOp(signed, false)) expect(SignedOpSchema.safeParse(signed).success).toBe(true);
+        if (isPlainPush({ type: 'push', id: 1, ops: [o] })) expect(FromNodeSchema.safeParse({ type: 'push', id: 1, ops: [o] }).success).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+    expect(isPlainOp({ ...op, ts: '2026-02-30T10:00:00.000Z' }, true)).toBe(false);
+    expect(isPlainOp({ ...op, extra: 1 }, true)).toBe(false);
+    expect(isPlainOp(op, false)).toBe(false);
+    expect(isPlainPush({ type: 'push', id: -1, ops: [op] })).toBe(false);
   });
 });
 

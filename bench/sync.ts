@@ -30,6 +30,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { createServer } from 'node:net';
 import { Session } from 'node:inspector/promises';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -467,19 +468,55 @@ class RelayConn {
 
 type Nats = { nc: NatsConnection; js: JetStreamClient; jsm: JetStreamManager; version: string };
 
-async function natsConnect(): Promise<NatsConnection> {
-  return connect({ servers: NATS_URL, timeout: 3_000, maxReconnectAttempts: 0 });
+async function natsConnect(url = NATS_URL): Promise<NatsConnection> {
+  return connect({ servers: url, timeout: 3_000, maxReconnectAttempts: 0 });
 }
 
-async function openNats(): Promise<Nats | string> {
+async function openNats(url = NATS_URL): Promise<Nats | string> {
   try {
-    const nc = await natsConnect();
+    const nc = await natsConnect(url);
     const jsm = await nc.jetstreamManager({ timeout: 5_000 });
     await jsm.getAccountInfo();
     return { nc, js: nc.jetstream({ timeout: 30_000 }), jsm, version: nc.info?.version ?? '?' };
   } catch (err) {
-    return `JetStream unreachable at ${NATS_URL}: ${(err as Error).message}`;
+    return `JetStream unreachable at ${url}: ${(err as Error).message}`;
   }
+}
+
+/**
+ * A nats-server of the bench's own (JetStream on a temp folder, a free loopback port), for the memory
+ * reference: the shared server has grown and freed memory through the earlier parts (and earlier runs),
+ * so what a batch of connections adds to its RSS can even read negative. Null when none can be started.
+ */
+async function privateNatsServer(): Promise<{ url: string; pid: number; nats: Nats; stop: () => Promise<void> } | null> {
+  const port = await new Promise<number>((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'nexus-bench-nats-'));
+  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const failed = new Promise<null>((resolve) => child.once('error', () => resolve(null)));
+  const stop = async () => {
+    external.delete(`nats-server ${port}`);
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+    rmSync(dir, { recursive: true, force: true });
+  };
+  external.set(`nats-server ${port}`, stop);
+  const url = `127.0.0.1:${port}`;
+  for (let i = 0; i < 50; i++) {
+    const nats = await Promise.race([openNats(url), failed]);
+    if (nats === null) break;
+    if (typeof nats !== 'string' && child.pid !== undefined) return { url, pid: child.pid, nats, stop };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await stop();
+  return null;
 }
 
 /** A JetStream stream of its own for one measurement (file storage, like the relay's store), deleted after. */
@@ -791,13 +828,13 @@ async function oursIdleMemory(relay: RelayProc, count: number, run: number): Pro
 }
 
 /** RSS nats-server gains per connection: `count` connections, each following the stream with an ordered consumer. */
-async function natsIdleMemory(nats: Nats, pid: number, count: number): Promise<number | null> {
+async function natsIdleMemory(nats: Nats, pid: number, count: number, url = NATS_URL): Promise<number | null> {
   return withJsStream(nats, 'idle', async (stream) =>
     perConnection(pid, count, async () => undefined, async (k) => {
       const conns: NatsConnection[] = [];
       const readers: ConsumerMessages[] = [];
       for (let i = 0; i < k; i++) {
-        const nc = await natsConnect();
+        const nc = await natsConnect(url);
         conns.push(nc);
         const consumer = await nc.jetstream().consumers.get(stream, { deliver_policy: DeliverPolicy.New });
         readers.push(await consumer.consume({ callback: () => undefined }));
@@ -1342,17 +1379,28 @@ async function main(): Promise<void> {
       const row = target('memory per idle connection, ours/nats-server', 'max', 1.0, 'x');
       const fmtKiB = (x: number | null) => (x === null ? 'n/a' : `${(x / 1024).toFixed(1)} KiB`);
       // nats-server (Go) keeps what it freed: a second batch of connections reuses the first one's pages
-      // and reads as nearly free. So it is measured once, on its first batch, and that is the reference.
-      const natsRef = n && natsPid !== null ? await attempt('memory nats-server', () => natsIdleMemory(n, natsPid, MEM_CONNS)) : null;
+      // and reads as nearly free. So each run measures the first batch of a nats-server started for it
+      // (the shared one only when none can be started, measured once).
+      const sharedRef = async () => (n && natsPid !== null ? attempt('memory nats-server', () => natsIdleMemory(n, natsPid, MEM_CONNS)) : null);
+      let shared: Promise<number | null> | null = null;
       for (let run = 1; run <= REPEATS; run++) {
         const ours = await attempt(`memory ours run ${run}`, () => oursIdleMemory(relay, MEM_CONNS, run));
-        const js = natsRef;
-        progress(`  run ${run}: ours ${fmtKiB(ours)}, nats-server ${fmtKiB(js)} (its first batch)`);
+        const own = await privateNatsServer();
+        let js: number | null;
+        if (own) {
+          try {
+            js = await attempt(`memory nats-server run ${run}`, () => natsIdleMemory(own.nats, own.pid, MEM_CONNS, own.url));
+          } finally {
+            await own.nats.nc.close().catch(() => undefined);
+            await own.stop();
+          }
+        } else js = await (shared ??= sharedRef());
+        progress(`  run ${run}: ours ${fmtKiB(ours)}, nats-server ${fmtKiB(js)} (${own ? 'a fresh nats-server, its first batch' : 'the shared nats-server, its first batch'})`);
         // A reading at or below zero is the collector's noise, not a size: that run counts as failed.
         row.runs.push(ours !== null && js !== null && ours > 0 && js > 0 ? ours / js : null);
         out(figRow(`run ${run}: RSS gained per connection`, { ours, js }, fmtKiB));
       }
-      out(`  (ours: a ws sync connection after hello and caught_up, RSS after a full GC in the relay; nats-server: a NATS connection with an ordered JetStream consumer on the stream, its first batch only; RSS from /proc)`);
+      out(`  (ours: a ws sync connection after hello and caught_up, RSS after a full GC in the relay; nats-server: a NATS connection with an ordered JetStream consumer on the stream, on a nats-server started for the run; RSS from /proc)`);
     }
 
     // 7. the PGlite relay's resident memory: idle, after slow consumers, during catch-ups

@@ -28,7 +28,7 @@ const ENTRIES: Record<string, string> = {
 const englishOnlyZod: Plugin = {
   name: 'zod-english-only',
   setup(b) {
-    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) => (args.importer.includes(`${'/'}zod${'/'}`) ? { path: 'zod-locales-en', namespace: 'nexus-zod-locales' } : undefined));
+    b.onResolve({ filter: /\/locales\/index\.js$/ }, (args) => (args.importer.includes('/zod/') ? { path: 'zod-locales-en', namespace: 'nexus-zod-locales' } : undefined));
     b.onLoad({ filter: /.*/, namespace: 'nexus-zod-locales' }, () => ({ contents: "export { default as en } from 'zod/v4/locales/en.js';", resolveDir: root }));
   },
 };

@@ -75,7 +75,8 @@ export function checkStorable(value: unknown): StorableVerdict {
   return reason === null ? STORABLE : refuse(reason);
 }
 
-const STORABLE: StorableVerdict = { ok: true };
+/** The verdict on a value every store can take. */
+export const STORABLE: StorableVerdict = { ok: true };
 
 /** The first reason found in `v` (at nesting `depth`), or null. Every op passes here on arrival: no allocation but the key lists. */
 function walk(v: unknown, depth: number): StorableReason | null {

@@ -20,8 +20,14 @@ export const StreamName = z
 /** A validated stream name. */
 export type StreamName = z.infer<typeof StreamName>;
 
+// The patterns of an op's members, shared by the schemas and by isPlainOp.
+const NODE_NAME_RE = /^[\x21-\x7e]{1,128}$/;
+const KIND_RE = /^[a-z_]+\.[a-z_]+$/;
+const KEY_TEXT_RE = /^[A-Za-z0-9_-]{43}$/;
+const SIG_TEXT_RE = /^[A-Za-z0-9_-]{86}$/;
+
 /** How a node names itself in `hello` (its origin): printable, no spaces, at most 128 characters. */
-export const NodeName = z.string().regex(/^[\x21-\x7e]{1,128}$/);
+export const NodeName = z.string().regex(NODE_NAME_RE);
 
 /** A per-stream sequence number; 0 means "before the first op". */
 export const Seq = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
@@ -31,11 +37,6 @@ export const Seq = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
  * only by shape, so a relay forwards kinds newer than itself. `key` names the Ed25519 public key that
  * signs the op (unpadded base64url of its 32 raw bytes).
  */
-const NODE_NAME_RE = /^[\x21-\x7e]{1,128}$/;
-const KIND_RE = /^[a-z_]+\.[a-z_]+$/;
-const KEY_TEXT_RE = /^[A-Za-z0-9_-]{43}$/;
-const SIG_TEXT_RE = /^[A-Za-z0-9_-]{86}$/;
-
 export const SignedOpSchema = z.strictObject({
   id: OpId,
   workspace: WorkspaceId,

@@ -3,7 +3,7 @@
 import { count, eq, inArray, isNull, and, max, sql } from 'drizzle-orm';
 import { openedHere, openOp, signOp, workspaceOfKey, type CheckedOp, type OpSigner, type VerifiedOp } from '../../crypto/index.js';
 import { OpPayloadSchema, WORKSPACE_OPERATION, type Op } from '../../protocol/ops.js';
-import { checkStorable, PENDING_LIMITS, type StorableReason, type StorableVerdict } from '../../protocol/storable.js';
+import { checkStorable, PENDING_LIMITS, STORABLE, type StorableReason } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
 import { ingestOps, LAMPORT_AHEAD_LIMIT, type Exec, type IncomingOp } from './log.js';
 import type { Projection } from './projections.js';
@@ -113,9 +113,6 @@ function place(chain: KeyChain, candidates: Candidate[]): { accepted: Candidate[
     if (!progress || rest.length === 0 || rotated.size === 0) return { accepted, held: rest, rotated };
   }
 }
-
-/** The verdict for an op openOp already checked. */
-const STORABLE: StorableVerdict = { ok: true };
 
 const incoming = (c: Candidate): IncomingOp => ({ ...c.op, raw: c.raw, sig: c.sig });
 

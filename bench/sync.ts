@@ -1390,7 +1390,17 @@ async function main(): Promise<void> {
       const sharedRef = async () => (n && natsPid !== null ? attempt('memory nats-server', () => natsIdleMemory(n, natsPid, MEM_CONNS)) : null);
       let shared: Promise<number | null> | null = null;
       for (let run = 1; run <= REPEATS; run++) {
-        const ours = await attempt(`memory ours run ${run}`, () => oursIdleMemory(relay, MEM_CONNS, run));
+        // Ours as the reference is measured: the first batch of a relay started for the run (the main one has
+        // freed memory through the earlier parts, which new connections would reuse).
+        const memRelay = await attempt(`starting a relay for memory run ${run}`, () => startRelayChild({ BENCH_RELAY_DATA: join(base, `mem-relay-${run}`) }, `mem${run}`));
+        let ours: number | null = null;
+        if (memRelay) {
+          try {
+            ours = await attempt(`memory ours run ${run}`, () => oursIdleMemory(memRelay, MEM_CONNS, run));
+          } finally {
+            await memRelay.stop();
+          }
+        }
         const own = await privateNatsServer();
         let js: number | null;
         if (own) {
@@ -1406,7 +1416,7 @@ async function main(): Promise<void> {
         row.runs.push(ours !== null && js !== null && ours > 0 && js > 0 ? ours / js : null);
         out(figRow(`run ${run}: RSS gained per connection`, { ours, js }, fmtKiB));
       }
-      out(`  (ours: a ws sync connection after hello and caught_up, RSS after a full GC in the relay; nats-server: a NATS connection with an ordered JetStream consumer on the stream, on a nats-server started for the run; RSS from /proc)`);
+      out(`  (ours: a ws sync connection after hello and caught_up, on a relay started for the run, RSS after a full GC in it; nats-server: a NATS connection with an ordered JetStream consumer on the stream, on a nats-server started for the run; RSS from /proc)`);
     }
 
     // 7. the PGlite relay's resident memory: idle, after slow consumers, during catch-ups

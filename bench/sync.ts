@@ -484,7 +484,8 @@ async function openNats(url = NATS_URL): Promise<Nats | string> {
 }
 
 /**
- * A nats-server of the bench's own (JetStream on a temp folder, a free loopback port), for the memory
+ * A nats-server of the bench's own (JetStream on a temp folder, a free loopback port; `stop` closes the
+ * connection and the server), for the memory
  * reference: the shared server has grown and freed memory through the earlier parts (and earlier runs),
  * so what a batch of connections adds to its RSS can even read negative. Null when none can be started.
  */
@@ -501,8 +502,10 @@ async function privateNatsServer(): Promise<{ url: string; pid: number; nats: Na
   const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const failed = new Promise<null>((resolve) => child.once('error', () => resolve(null)));
+  let conn: NatsConnection | null = null;
   const stop = async () => {
     external.delete(`nats-server ${port}`);
+    await conn?.close().catch(() => undefined);
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
     rmSync(dir, { recursive: true, force: true });
@@ -512,7 +515,10 @@ async function privateNatsServer(): Promise<{ url: string; pid: number; nats: Na
   for (let i = 0; i < 50; i++) {
     const nats = await Promise.race([openNats(url), failed]);
     if (nats === null) break;
-    if (typeof nats !== 'string' && child.pid !== undefined) return { url, pid: child.pid, nats, stop };
+    if (typeof nats !== 'string' && child.pid !== undefined) {
+      conn = nats.nc;
+      return { url, pid: child.pid, nats, stop };
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   await stop();
@@ -1407,7 +1413,6 @@ async function main(): Promise<void> {
           try {
             js = await attempt(`memory nats-server run ${run}`, () => natsIdleMemory(own.nats, own.pid, MEM_CONNS, own.url));
           } finally {
-            await own.nats.nc.close().catch(() => undefined);
             await own.stop();
           }
         } else js = await (shared ??= sharedRef());

@@ -58,8 +58,12 @@ export const SignedOpSchema = z.strictObject({
  */
 export const WireOpSchema = SignedOpSchema.extend({ sig: z.string().regex(SIG_TEXT_RE) });
 
+/** A validated wire op. */
+export type WireOp = z.infer<typeof WireOpSchema>;
+
 /** A UTC time as Date.prototype.toISOString writes it (how ops are stamped), checked again by a round trip. */
 const ISO_UTC_MS_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+/** The members of a signed op (crypto/opsig.ts SIGNED_FIELDS; the protocol cannot import crypto). */
 const SIGNED_KEYS = 11;
 
 /**
@@ -94,8 +98,6 @@ function sameInstantText(ts: string): boolean {
   const t = Date.parse(ts);
   return Number.isFinite(t) && new Date(t).toISOString() === ts;
 }
-/** A validated wire op. */
-export type WireOp = z.infer<typeof WireOpSchema>;
 
 /** What a relay enforces, published in `/v1/info` and in `welcome`. Sizes are UTF-8 bytes. */
 export const LimitsSchema = z.object({

@@ -12,7 +12,8 @@ import { packageRoot } from '../infra/package.js';
 
 /** The entry points, by the name their bundle gets in dist/bin/. */
 const ENTRIES: Record<string, string> = {
-  nxc: 'dist/node-agent/cli/nxc.js',
+  // nxc starts from its thin first module, which loads the CLI itself only when the verb runs here.
+  nxc: 'dist/node-agent/cli/entry.js',
   nxs: 'dist/node-agent/cli/nxs.js',
   'relay-cli': 'dist/server/cli.js',
   infra: 'dist/infra/index.js',

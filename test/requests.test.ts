@@ -16,10 +16,11 @@ import { addToRegistry, nodePaths } from '../node-agent/host/node/index.js';
 import { nodeLockPath, writeInfo } from '../node-agent/host/node/files.js';
 import { routed } from '../node-agent/host/remote.js';
 import { callNode } from '../node-agent/host/rpc/client.js';
-import { rpcApp } from '../node-agent/host/rpc/server.js';
+import { rpcApp, type RpcBackend } from '../node-agent/host/rpc/server.js';
+import { packageVersion } from '../node-agent/paths.js';
 import { newRequestKey, type SendInput } from '../protocol/commands.js';
 import { NexusError } from '../protocol/errors.js';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { makeWorkspace, runCli, type TestWorkspace } from './helpers/workspace.js';
 
 const SEND: SendInput = { to: '@bob', subject: 'once', text: 'only once, please', caller: { actor: 'alice', session: null, hop: null } };
 
@@ -62,6 +63,8 @@ describe('a command retried directly after its node stopped mid-request', () => 
   let home: string;
   let release: (() => void) | null = null;
   let server: Server | null = null;
+  /** The routes the dying node was asked on, in order. */
+  const asked: string[] = [];
   beforeAll(async () => {
     ws = await makeWorkspace({ git: false, real: true });
     workspace = findWorkspace(ws.root);
@@ -91,16 +94,21 @@ describe('a command retried directly after its node stopped mid-request', () => 
     const host = hostFor(realDeps(workspace, store.db));
     const socket = nodePaths(home).socket;
     rmSync(socket, { force: true });
-    const app = rpcApp({
-      run: async (name, _ws, input, opts) => {
-        const out = await host.run(name as 'send', input as SendInput, opts);
-        await lose?.(store);
-        await store.close();
-        server!.closeAllConnections();
-        return out as never;
-      },
-    });
-    server = createAdaptorServer({ fetch: app.fetch }) as Server;
+    const run: RpcBackend['run'] = async (name, _ws, input, opts) => {
+      const out = await host.run(name as 'send', input as SendInput, opts);
+      await lose?.(store);
+      await store.close();
+      server!.closeAllConnections();
+      return out as never;
+    };
+    // It takes handed-over nxc verbs too (host/rpc/cli.ts), and dies the same way in their command.
+    const app = rpcApp({ run }, { home, version: packageVersion(), serves: () => true, run });
+    asked.length = 0;
+    const fetch: typeof app.fetch = (req, ...rest) => {
+      asked.push(new URL(req.url).pathname);
+      return app.fetch(req, ...rest);
+    };
+    server = createAdaptorServer({ fetch }) as Server;
     await new Promise<void>((resolve) => server!.listen(socket, () => resolve()));
   }
 
@@ -144,6 +152,33 @@ describe('a command retried directly after its node stopped mid-request', () => 
     const store = await openStore(workspace.paths.store);
     try {
       expect(await threadsOpened(store)).toBe(2);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a verb bin/nxc handed to the node runs in the client after the node died in it, with the same keys: one thread, not two', async () => {
+    const before = await (async () => {
+      const store = await openStore(workspace.paths.store);
+      try {
+        return await threadsOpened(store);
+      } finally {
+        await store.close();
+      }
+    })();
+    await dyingNode();
+    const r = await runCli('nxc', ['send', '@bob', '--subject', 'handed over once', '--json', 'only once'], workspace.paths.root, { env: { NEXUS_HOME: home, NXC_ACTOR: 'alice' } });
+    await stopNode();
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    // Handed over, then never asked again: the retry went straight to the store.
+    expect(asked).toEqual(['/v1/cli']);
+    // Run directly after the node stopped answering: registered, so the warning says no node answers.
+    expect(r.json.warnings).toEqual([expect.objectContaining({ class: 'service_not_running' })]);
+    const store = await openStore(workspace.paths.store);
+    try {
+      expect(await threadsOpened(store)).toBe(before + 1);
+      const [opened] = await store.db.select({ thread: tables.ops.thread }).from(tables.ops).where(eq(tables.ops.kind, 'thread.opened')).orderBy(sql`${tables.ops.localSeq} desc`).limit(1);
+      expect(r.json.thread).toBe(opened!.thread);
     } finally {
       await store.close();
     }

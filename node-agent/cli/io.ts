@@ -3,16 +3,12 @@ import { guardOutput, outputGone, writeOutput } from '../../infra/index.js';
 import { internalError, isNexusError, NexusError } from '../../protocol/errors.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
-import { routed, type Router } from '../host/remote.js';
+import { routed, type DirectOptions, type Router } from '../host/remote.js';
 import { parseHopClaim } from '../capabilities/threads/depth.js';
 import { paintFor } from './colour.js';
+import { readLimited, STDIN_TOO_LARGE } from './stdin.js';
 
-/**
- * The most stdin may hold: the engine's message limit (MAX_MESSAGE_BYTES in chat/engine.ts), which
- * the engine enforces itself. Not imported from there: a value import of chat/ loads the store and
- * PGlite, and a command that goes over the node's socket must not load PGlite.
- */
-export const STDIN_LIMIT_BYTES = 256 * 1024;
+export { STDIN_LIMIT_BYTES } from './stdin.js';
 
 export type Io = {
   argv: string[];
@@ -28,6 +24,14 @@ export type Io = {
   stdoutIsTty?: boolean;
   /** How commands reach a workspace: through its node or its store (the default), or a host in this process (tests). */
   route?: Router;
+  /**
+   * The idempotency keys of the commands this verb runs, in order, when they were made before it started:
+   * a verb first sent to the node (node-agent/cli/entry.ts) that has to run here after all keeps them, so a
+   * command the node applied before it stopped answering is not applied twice.
+   */
+  requestKeys?: readonly string[];
+  /** The node was asked already and did not answer: the verb goes straight to the store (see DirectOptions). */
+  nodeUnreachable?: boolean;
 };
 
 /** The real process's Io. A reader that goes away (`nxc status | head`) ends nothing loudly: see infra/pipes.ts. */
@@ -47,15 +51,9 @@ export function processIo(argv = process.argv.slice(2)): Io {
 }
 
 async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of stream) {
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-    size += b.length;
-    if (size > STDIN_LIMIT_BYTES + 4) throw new NexusError('MESSAGE_TOO_LARGE', `stdin holds more than ${STDIN_LIMIT_BYTES} bytes`);
-    chunks.push(b);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+  const text = await readLimited(stream);
+  if (text === null) throw new NexusError('MESSAGE_TOO_LARGE', STDIN_TOO_LARGE);
+  return text;
 }
 
 /** The message text: the TEXT argument, or stdin when it is `-` or absent (so a heredoc works). */
@@ -125,8 +123,11 @@ export function printJson(io: Io, value: unknown): void {
  */
 export function routerOf(io: Io): Router {
   if (io.route) return io.route;
-  const onWait = io.stderrIsTty ? (line: string) => io.stderr(`${line}\n`) : undefined;
-  return (workspace, fn, env) => routed(workspace, fn, env, onWait ? { onWait } : {});
+  const opts: DirectOptions = {};
+  if (io.stderrIsTty) opts.onWait = (line: string) => io.stderr(`${line}\n`);
+  if (io.requestKeys) opts.keys = io.requestKeys;
+  if (io.nodeUnreachable) opts.nodeUnreachable = true;
+  return (workspace, fn, env) => routed(workspace, fn, env, opts);
 }
 
 /**

@@ -145,22 +145,31 @@ export async function cliMain(io: Io, program: Program): Promise<number> {
     io.stdout(verbHelp(program, verb));
     return 0;
   }
-  return runCommand(io, wantsJson, async () => {
-    const options = Object.fromEntries(
-      Object.entries({ ...verb.flags, json: JSON_FLAG }).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]),
-    );
-    let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
-    try {
-      parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true }) as typeof parsed;
-    } catch (err) {
-      throw new NexusError('USAGE', `${(err as Error).message}\nusage: ${usageOf(program, verb)}`, undefined, { cause: err });
-    }
-    const [min, max] = verb.arity ?? [0, 0];
-    if (parsed.positionals.length < min || parsed.positionals.length > max) {
-      throw new NexusError('USAGE', `usage: ${usageOf(program, verb)}`);
-    }
-    return verb.run(io, { values: parsed.values, positionals: parsed.positionals, json: parsed.values['json'] === true });
-  });
+  return runCommand(io, wantsJson, async () => verb.run(io, verbArgs(program, verb, rest)));
+}
+
+/** The verb argv names and the words after its path, or null when argv names none (help, a group, a typo). */
+export function findVerb(program: Program, argv: readonly string[]): { verb: Verb; rest: string[] } | null {
+  const found = match(program, argv);
+  return 'verb' in found ? found : null;
+}
+
+/** The verb's flags and positionals from the words after its path; USAGE when they do not fit it. */
+export function verbArgs(program: Program, verb: Verb, rest: string[]): Args {
+  const options = Object.fromEntries(
+    Object.entries({ ...verb.flags, json: JSON_FLAG }).map(([name, f]) => [name, f.short ? { type: f.type, short: f.short } : { type: f.type }]),
+  );
+  let parsed: { values: Record<string, string | boolean | undefined>; positionals: string[] };
+  try {
+    parsed = parseArgs({ args: rest, options, allowPositionals: true, strict: true }) as typeof parsed;
+  } catch (err) {
+    throw new NexusError('USAGE', `${(err as Error).message}\nusage: ${usageOf(program, verb)}`, undefined, { cause: err });
+  }
+  const [min, max] = verb.arity ?? [0, 0];
+  if (parsed.positionals.length < min || parsed.positionals.length > max) {
+    throw new NexusError('USAGE', `usage: ${usageOf(program, verb)}`);
+  }
+  return { values: parsed.values, positionals: parsed.positionals, json: parsed.values['json'] === true };
 }
 
 /** A string flag's value, or undefined. */

@@ -14,8 +14,12 @@ export type Routed<T> = { result: T; via: 'node' | 'direct'; serviceWarning: War
 /** How a command reaches a workspace: the default goes through the node or the store; tests run a host in process. */
 export type Router = <T>(workspace: Workspace, fn: (run: Runner) => Promise<T>, env: NodeJS.ProcessEnv) => Promise<Routed<T>>;
 
-/** What a command opening the store itself tells whoever waits: `onWait` gets a line after about a second of waiting. */
-export type DirectOptions = { onWait?: (line: string) => void };
+/**
+ * `onWait`: what a command opening the store itself tells whoever waits, a line after about a second of waiting.
+ * `keys`: idempotency keys already made for the commands `fn` runs, in order (more are made as needed).
+ * `nodeUnreachable`: the caller already found the node not answering; the commands go direct without asking it again.
+ */
+export type DirectOptions = { onWait?: (line: string) => void; keys?: readonly string[]; nodeUnreachable?: boolean };
 
 export const SERVICE_NOT_RUNNING: Warning = {
   class: 'service_not_running',
@@ -39,14 +43,14 @@ export const routed = async <T>(workspace: Workspace, fn: (run: Runner) => Promi
   const registered = isRegistered(paths, workspace.id);
   // One idempotency key per command `fn` runs, by its place in the sequence: the retry below runs the same
   // sequence with the same keys, so a command the node applied before it stopped answering is not applied again.
-  const keys: string[] = [];
+  const keys: string[] = [...(opts.keys ?? [])];
   const keyed = (run: Runner): Runner => {
     let i = 0;
     return (name, input) => run(name, input, { request: (keys[i++] ??= newRequestKey()) });
   };
   // A pid record whose socket does not answer (a node killed with its files left behind) is no node.
-  let nodeAnswers = node !== null;
-  if (node !== null && registered) {
+  let nodeAnswers = node !== null && opts.nodeUnreachable !== true;
+  if (node !== null && registered && nodeAnswers) {
     try {
       const viaSocket: Runner = (name, input, o) => callNode(node.socket, name, workspace.id, input, o);
       return { result: await fn(keyed(viaSocket)), via: 'node', serviceWarning: null };

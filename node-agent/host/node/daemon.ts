@@ -17,6 +17,7 @@ import { rpcApp, type RpcBackend } from '../rpc/server.js';
 import { NODE_PURPOSE, openStore, tables, type Store } from '../../adapters/store/index.js';
 import { readBinding, SyncClient } from '../sync/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
+import { packageVersion } from '../../paths.js';
 import { recover } from '../../capabilities/leases/index.js';
 import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import { startUi, type UiServer } from '../ui/index.js';
@@ -391,7 +392,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     if (!READS.has(name)) void done.then(() => events.emit('ops', workspace), () => events.emit('ops', workspace));
     return done as never;
   };
-  const app = rpcApp({ run });
+  // nxc verbs that clients hand over run here too, through the same command path (host/rpc/cli.ts).
+  const app = rpcApp({ run }, { home: paths.home, version: packageVersion(), serves: (id) => served.has(id), run });
 
   rmSync(paths.socket, { force: true });
   server = createAdaptorServer({ fetch: app.fetch }) as Server;

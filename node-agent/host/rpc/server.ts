@@ -4,6 +4,8 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { COMMANDS, isCommandName, parseInput, RequestKeySchema, type CommandInput, type CommandName, type CommandOutput, type RunOptions } from '../../../protocol/commands.js';
 import { ERROR_TABLE, internalError, isNexusError, NexusError } from '../../../protocol/errors.js';
+import { runHandedOver, type CliHost } from './cli.js';
+import { CLI_PATH, MAX_CLI_BODY } from './cli-wire.js';
 
 
 /** What the RPC server needs from the node that hosts it: one entry point for every command. */
@@ -18,7 +20,8 @@ const Envelope = z.object({ workspace: z.string().min(1).max(64).nullable(), inp
 /** Request bodies are small; anything larger than a message plus its envelope is refused unread. */
 export const MAX_RPC_BODY = 512 * 1024;
 
-export function rpcApp(backend: RpcBackend): Hono {
+/** `cli`: what a node lends the nxc verbs clients hand over to it (CLI_PATH); without it the route is absent. */
+export function rpcApp(backend: RpcBackend, cli?: CliHost): Hono {
   const app = new Hono();
 
   app.onError((err, c) => {
@@ -47,5 +50,19 @@ export function rpcApp(backend: RpcBackend): Hono {
     const result = await backend.run(name, workspace, parseInput(name, envelope.data.input), request === undefined ? {} : { request });
     return c.json({ ok: true, result });
   });
+
+  if (cli) {
+    app.post(CLI_PATH, async (c) => {
+      const raw = await c.req.text();
+      if (raw.length > MAX_CLI_BODY) throw new NexusError('MESSAGE_TOO_LARGE', 'the request body is too large');
+      let json: unknown;
+      try {
+        json = JSON.parse(raw);
+      } catch {
+        throw new NexusError('BAD_REQUEST', 'the request body is not JSON');
+      }
+      return c.json(await runHandedOver(json, cli));
+    });
+  }
   return app;
 }

@@ -1,0 +1,165 @@
+// nxc's first module. When a node runs for this NEXUS_HOME, the verb is handed to it whole (argv, cwd,
+// environment, which streams are terminals) and runs there, where the code and the workspace's store are
+// already loaded; this process only carries stdin and the output across the socket. Otherwise, or when the
+// node declines (a verb it does not take, a workspace it does not serve, another version), the whole CLI
+// loads and runs here as it always did. What this module imports is Node's own and nothing else: every
+// command pays for it before it knows which way it goes.
+import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
+import { request, type RequestOptions } from 'node:http';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { guardOutput, writeOutput } from '../../infra/pipes.js';
+import { CLI_PATH, NODE_VERBS, REQUEST_KEYS, type CliAnswer, type CliRequest } from '../host/rpc/cli-wire.js';
+import { readLimited, STDIN_TOO_LARGE } from './stdin.js';
+
+/** How long a verb may take in the node before this process gives up on it and runs it here (as callNode waits). */
+const NODE_TIMEOUT_MS = 120_000;
+
+export async function run(argv = process.argv.slice(2)): Promise<void> {
+  guardOutput();
+  const env = process.env;
+  const home = env['NEXUS_HOME'] ? resolve(env['NEXUS_HOME']) : join(homedir(), '.nexus');
+  const socket = join(home, 'node', 'node.sock');
+  const keys = requestKeys(REQUEST_KEYS);
+  let stdin: { text: string | null } | undefined;
+  let unreachable = false;
+  if (NODE_VERBS.has(argv[0] ?? '') && existsSync(socket)) {
+    const base: CliRequest = {
+      version: ownVersion(),
+      home,
+      argv,
+      cwd: process.cwd(),
+      env: { ...env },
+      tty: { stdin: Boolean(process.stdin.isTTY), stdout: Boolean(process.stdout.isTTY), stderr: Boolean(process.stderr.isTTY) },
+      keys,
+    };
+    for (;;) {
+      const answer = await post(socket, stdin === undefined ? base : { ...base, stdin: stdin.text });
+      if (answer === UNREACHABLE) {
+        unreachable = true;
+        break;
+      }
+      if (answer === null || !answer.ok || 'local' in answer) break;
+      if ('stdin' in answer) {
+        if (stdin !== undefined) break; // asked twice: something is off, run it here
+        stdin = { text: await readLimited(process.stdin) };
+        continue;
+      }
+      for (const [fd, text] of answer.output) writeOutput(fd === 1 ? 'stdout' : 'stderr', text);
+      process.exitCode = answer.exit;
+      return;
+    }
+  }
+  // Here after all: the keys go with the verb, and stdin the node already had read is not read again. A node
+  // that did not answer is not asked again (as when the RPC client finds it unreachable): the verb goes direct.
+  const { main } = await import('./nxc.js');
+  const { processIo } = await import('./io.js');
+  const io = { ...processIo(argv), requestKeys: keys, ...(unreachable ? { nodeUnreachable: true } : {}) };
+  if (stdin !== undefined) {
+    const text = stdin.text;
+    io.readStdin = () => (text === null ? tooLarge() : Promise.resolve(text));
+  }
+  process.exitCode = await main(io);
+}
+
+async function tooLarge(): Promise<never> {
+  const { NexusError } = await import('../../protocol/errors.js');
+  throw new NexusError('MESSAGE_TOO_LARGE', STDIN_TOO_LARGE);
+}
+
+/** A node that could not be reached, or stopped answering: no connection, reset, or no answer in time. */
+const UNREACHABLE = Symbol('unreachable');
+
+/** The node's answer; UNREACHABLE; or null for an answer that is not one (another node version's 404, say). */
+function post(socket: string, body: CliRequest): Promise<CliAnswer | typeof UNREACHABLE | null> {
+  return new Promise((resolve) => {
+    const payload = Buffer.from(JSON.stringify(body));
+    // As in the RPC client (host/rpc/client.ts): a connection of its own, and no TLS name worked out.
+    const options: RequestOptions & { servername: string } = {
+      socketPath: socket,
+      path: CLI_PATH,
+      method: 'POST',
+      agent: false,
+      servername: '',
+      headers: { 'content-type': 'application/json', 'content-length': payload.length, connection: 'close' },
+      timeout: NODE_TIMEOUT_MS,
+    };
+    const req = request(options, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        try {
+          const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as CliAnswer | null;
+          resolve(typeof answer === 'object' && answer !== null ? answer : null);
+        } catch {
+          resolve(null);
+        }
+      });
+      res.on('error', () => resolve(UNREACHABLE));
+    });
+    req.on('timeout', () => req.destroy(new Error('the node did not answer in time')));
+    req.on('error', () => resolve(UNREACHABLE));
+    req.end(payload);
+  });
+}
+
+/** This package's version: the node runs a verb only for a CLI of its own version. */
+function ownVersion(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      const parsed = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown; version?: unknown };
+      if (parsed.name === 'nexus') return String(parsed.version ?? '0.0.0');
+    }
+    const up = dirname(dir);
+    if (up === dir) return '0.0.0';
+    dir = up;
+  }
+}
+
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * `n` request keys as `newRequestKey` makes them (`r-` and a ULID: 48 bits of milliseconds, 80 random), with
+ * the randomness read from /dev/urandom: loading node:crypto would cost this process several milliseconds.
+ */
+export function requestKeys(n: number): string[] {
+  const random = Buffer.alloc(10 * n);
+  try {
+    const fd = openSync('/dev/urandom', 'r');
+    try {
+      readSync(fd, random, 0, random.length, null);
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    // No /dev/urandom here: Math.random's generator is seeded from the system's entropy per process.
+    for (let i = 0; i < random.length; i++) random[i] = Math.floor(Math.random() * 256);
+  }
+  let time = Date.now();
+  let stamp = '';
+  for (let i = 0; i < 10; i++) {
+    stamp = CROCKFORD[time % 32]! + stamp;
+    time = Math.floor(time / 32);
+  }
+  const keys: string[] = [];
+  for (let k = 0; k < n; k++) {
+    // 80 bits as 16 characters of 5 bits each.
+    let out = stamp;
+    let bits = 0;
+    let acc = 0;
+    for (const byte of random.subarray(10 * k, 10 * k + 10)) {
+      acc = (acc << 8) | byte;
+      bits += 8;
+      while (bits >= 5) {
+        bits -= 5;
+        out += CROCKFORD[(acc >> bits) & 31]!;
+      }
+      acc &= (1 << bits) - 1;
+    }
+    keys.push(`r-${out}`);
+  }
+  return keys;
+}

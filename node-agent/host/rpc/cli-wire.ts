@@ -5,11 +5,14 @@
 export const CLI_PATH = '/v1/cli';
 
 /**
- * The first words of the nxc verbs a node may run for a client: the ones that only read and write the
- * workspace through its host. Anything else (help, `wait`, `status --watch`, completion) runs in the
- * client's own process; the node has the last word on each request.
+ * The nxc verbs a node may run for a client, by their path: the ones that reach the workspace only through
+ * its host. Anything else (help, `wait`, `status --watch`, completion) runs in the client's own process;
+ * the node has the last word on each request.
  */
-export const NODE_VERBS: ReadonlySet<string> = new Set(['send', 'reply', 'status', 'threads', 'withdraw', 'tick', 'transcript', 'guide']);
+export const NODE_PATHS: ReadonlySet<string> = new Set(['send', 'reply', 'status', 'threads show', 'withdraw', 'tick', 'transcript show', 'guide personas']);
+
+/** Their first words: a client asks the node only when argv starts with one. */
+export const NODE_VERBS: ReadonlySet<string> = new Set([...NODE_PATHS].map((path) => path.split(' ')[0]!));
 
 /** Request keys a client makes for a verb, one per command the verb runs (`tick` runs three). */
 export const REQUEST_KEYS = 4;

@@ -12,7 +12,7 @@ import { NexusError } from '../../../protocol/errors.js';
 import type { Io } from '../../cli/io.js';
 import type { Router, Runner } from '../remote.js';
 import { STDIN_TOO_LARGE } from '../../cli/stdin.js';
-import { type CliAnswer, type CliRequest, REQUEST_KEYS } from './cli-wire.js';
+import { type CliAnswer, type CliRequest, NODE_PATHS, REQUEST_KEYS } from './cli-wire.js';
 import type { RpcBackend } from './server.js';
 
 /** What the node lends a handed-over verb. */
@@ -23,9 +23,6 @@ export type CliHost = {
   serves(workspace: string): boolean;
   run: RpcBackend['run'];
 };
-
-/** The verbs that run here, by their path: they reach the workspace only through `Io.route`. */
-const NODE_PATHS = new Set(['send', 'reply', 'status', 'threads show', 'withdraw', 'tick', 'transcript show', 'guide personas']);
 
 const Text = z.string().max(256 * 1024);
 const CliRequestSchema = z.object({

@@ -1,6 +1,6 @@
 // The node's local RPC API (hono over a Unix socket): one route per command of protocol/commands.ts,
 // derived from the list. The body is `{workspace, input, request?}`; the answer is `{ok, result | error}`.
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { COMMANDS, isCommandName, parseInput, RequestKeySchema, type CommandInput, type CommandName, type CommandOutput, type RunOptions } from '../../../protocol/commands.js';
 import { ERROR_TABLE, internalError, isNexusError, NexusError } from '../../../protocol/errors.js';
@@ -32,15 +32,7 @@ export function rpcApp(backend: RpcBackend, cli?: CliHost): Hono {
   app.post('/v1/commands/:name', async (c) => {
     const name = c.req.param('name');
     if (!isCommandName(name)) throw new NexusError('BAD_REQUEST', `no command ${JSON.stringify(name)}`);
-    const raw = await c.req.text();
-    if (raw.length > MAX_RPC_BODY) throw new NexusError('MESSAGE_TOO_LARGE', 'the request body is too large');
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      throw new NexusError('BAD_REQUEST', 'the request body is not JSON');
-    }
-    const envelope = Envelope.safeParse(json);
+    const envelope = Envelope.safeParse(await jsonBody(c, MAX_RPC_BODY));
     if (!envelope.success) throw new NexusError('BAD_REQUEST', 'the request body is not {workspace, input, request?}');
     const { workspace } = envelope.data;
     if ((COMMANDS[name].scope === 'workspace') !== (workspace !== null)) {
@@ -52,17 +44,18 @@ export function rpcApp(backend: RpcBackend, cli?: CliHost): Hono {
   });
 
   if (cli) {
-    app.post(CLI_PATH, async (c) => {
-      const raw = await c.req.text();
-      if (raw.length > MAX_CLI_BODY) throw new NexusError('MESSAGE_TOO_LARGE', 'the request body is too large');
-      let json: unknown;
-      try {
-        json = JSON.parse(raw);
-      } catch {
-        throw new NexusError('BAD_REQUEST', 'the request body is not JSON');
-      }
-      return c.json(await runHandedOver(json, cli));
-    });
+    app.post(CLI_PATH, async (c) => c.json(await runHandedOver(await jsonBody(c, MAX_CLI_BODY), cli)));
   }
   return app;
+}
+
+/** The request body as JSON: MESSAGE_TOO_LARGE past `max` characters, BAD_REQUEST when it does not parse. */
+async function jsonBody(c: Context, max: number): Promise<unknown> {
+  const raw = await c.req.text();
+  if (raw.length > max) throw new NexusError('MESSAGE_TOO_LARGE', 'the request body is too large');
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    throw new NexusError('BAD_REQUEST', 'the request body is not JSON');
+  }
 }

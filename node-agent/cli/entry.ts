@@ -43,7 +43,10 @@ export async function run(argv = process.argv.slice(2)): Promise<void> {
       if (answer === null || !answer.ok || 'local' in answer) break;
       if ('stdin' in answer) {
         if (stdin !== undefined) break; // asked twice: something is off, run it here
-        stdin = { text: await readLimited(process.stdin) };
+        // Stdin that cannot be read: the verb runs here and reports it as it always did.
+        const text = await readLimited(process.stdin).then((t) => ({ text: t }), () => undefined);
+        if (text === undefined) break;
+        stdin = text;
         continue;
       }
       for (const [fd, text] of answer.output) writeOutput(fd === 1 ? 'stdout' : 'stderr', text);

@@ -11,13 +11,12 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { guardOutput, writeOutput } from '../../infra/pipes.js';
 import { CLI_PATH, NODE_VERBS, REQUEST_KEYS, type CliAnswer, type CliRequest } from '../host/rpc/cli-wire.js';
-import { readLimited, STDIN_TOO_LARGE } from './stdin.js';
+import { readLimited } from './stdin.js';
 
 /** How long a verb may take in the node before this process gives up on it and runs it here (as callNode waits). */
 const NODE_TIMEOUT_MS = 120_000;
 
 export async function run(argv = process.argv.slice(2)): Promise<void> {
-  guardOutput();
   const env = process.env;
   const home = env['NEXUS_HOME'] ? resolve(env['NEXUS_HOME']) : join(homedir(), '.nexus');
   const socket = join(home, 'node', 'node.sock');
@@ -49,6 +48,7 @@ export async function run(argv = process.argv.slice(2)): Promise<void> {
         stdin = text;
         continue;
       }
+      guardOutput();
       for (const [fd, text] of answer.output) writeOutput(fd === 1 ? 'stdout' : 'stderr', text);
       process.exitCode = answer.exit;
       return;
@@ -56,19 +56,8 @@ export async function run(argv = process.argv.slice(2)): Promise<void> {
   }
   // Here after all: the keys go with the verb, and stdin the node already had read is not read again. A node
   // that did not answer is not asked again (as when the RPC client finds it unreachable): the verb goes direct.
-  const { main } = await import('./nxc.js');
-  const { processIo } = await import('./io.js');
-  const io = { ...processIo(argv), requestKeys: keys, ...(unreachable ? { nodeUnreachable: true } : {}) };
-  if (stdin !== undefined) {
-    const text = stdin.text;
-    io.readStdin = () => (text === null ? tooLarge() : Promise.resolve(text));
-  }
-  process.exitCode = await main(io);
-}
-
-async function tooLarge(): Promise<never> {
-  const { NexusError } = await import('../../protocol/errors.js');
-  throw new NexusError('MESSAGE_TOO_LARGE', STDIN_TOO_LARGE);
+  const { runHere } = await import('./nxc.js');
+  process.exitCode = await runHere({ argv, keys, ...(stdin === undefined ? {} : { stdin }), nodeUnreachable: unreachable });
 }
 
 /** A node that could not be reached, or stopped answering: no connection, reset, or no answer in time. */

@@ -7,6 +7,7 @@ import { windowUnscheduled } from '../capabilities/channels/warnings.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
 import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
+import { STDIN_TOO_LARGE } from './stdin.js';
 const transcriptShow: Verb = {
   path: ['transcript', 'show'],
   args: '<session>',
@@ -226,4 +227,21 @@ export function main(io: Io): Promise<number> {
 
 export async function run(): Promise<void> {
   process.exitCode = await main(processIo());
+}
+
+/**
+ * Runs here a verb that nxc's first module (entry.ts) did not get run by a node: with the request keys it
+ * made, the stdin it already read for the node (null: more than the limit), and, when the node stopped
+ * answering, without asking the node again.
+ */
+export function runHere(h: { argv: string[]; keys: readonly string[]; stdin?: { text: string | null }; nodeUnreachable: boolean }): Promise<number> {
+  const io: Io = { ...processIo(h.argv), requestKeys: h.keys, ...(h.nodeUnreachable ? { nodeUnreachable: true } : {}) };
+  if (h.stdin !== undefined) {
+    const text = h.stdin.text;
+    io.readStdin = async () => {
+      if (text === null) throw new NexusError('MESSAGE_TOO_LARGE', STDIN_TOO_LARGE);
+      return text;
+    };
+  }
+  return main(io);
 }

@@ -118,6 +118,14 @@ describe('nxc verbs handed to a node that serves the workspace', () => {
     expect(r.files.some(holdsZod)).toBe(true);
   });
 
+  it('stdin the node asked for, for a workspace it then turned out not to serve, is read once and sent from the client', async () => {
+    const text = 'piped once\n';
+    const sent = await nxc(other, ['send', '@bob', '--subject', 'not served', '--json', '-'], { input: text });
+    expect(sent.code, sent.stderr).toBe(0);
+    const shown = await nxc(other, ['threads', 'show', sent.json.thread, '--json']);
+    expect(shown.json.messages[0].text).toBe(text);
+  });
+
   it('prints what the CLI prints on the RPC route, byte for byte, as JSON and as text, and exits the same', async () => {
     const sent = await nxc(ws, ['send', '@bob', '--subject', 'compare', '--json', 'same words']);
     const thread = sent.json.thread as string;

@@ -48,13 +48,14 @@ export async function run(argv = process.argv.slice(2)): Promise<void> {
         stdin = text;
         continue;
       }
+      if (!Array.isArray(answer.output)) break; // not an answer this module understands: run it here
       guardOutput();
       for (const [fd, text] of answer.output) writeOutput(fd === 1 ? 'stdout' : 'stderr', text);
       process.exitCode = answer.exit;
       return;
     }
   }
-  // Here after all: the keys go with the verb, and stdin the node already had read is not read again. A node
+  // Here after all: the keys go with the verb, and stdin already read for the node is not read again. A node
   // that did not answer is not asked again (as when the RPC client finds it unreachable): the verb goes direct.
   const { runHere } = await import('./nxc.js');
   process.exitCode = await runHere({ argv, keys, ...(stdin === undefined ? {} : { stdin }), nodeUnreachable: unreachable });

@@ -2,7 +2,8 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-export { packageRoot, packageVersion } from '../infra/index.js';
+// From its own module, not infra's door: nxc's first module takes the home from here and must stay light.
+export { packageRoot, packageVersion } from '../infra/package.js';
 
 /** The node's state folder: NEXUS_HOME, or ~/.nexus. */
 export function nexusHome(env: NodeJS.ProcessEnv = process.env): string {

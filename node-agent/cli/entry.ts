@@ -4,13 +4,13 @@
 // node declines (a verb it does not take, a workspace it does not serve, another version), the whole CLI
 // loads and runs here as it always did. What this module imports is Node's own and nothing else: every
 // command pays for it before it knows which way it goes.
-import { closeSync, existsSync, openSync, readFileSync, readSync } from 'node:fs';
-import { request, type RequestOptions } from 'node:http';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
+import { join } from 'node:path';
+import { packageVersion } from '../../infra/package.js';
 import { guardOutput, writeOutput } from '../../infra/pipes.js';
 import { CLI_PATH, NODE_VERBS, REQUEST_KEYS, type CliAnswer, type CliRequest } from '../host/rpc/cli-wire.js';
+import { postJson } from '../host/rpc/post.js';
+import { nexusHome } from '../paths.js';
 import { readLimited } from './stdin.js';
 
 /** How long a verb may take in the node before this process gives up on it and runs it here (as callNode waits). */
@@ -18,14 +18,15 @@ const NODE_TIMEOUT_MS = 120_000;
 
 export async function run(argv = process.argv.slice(2)): Promise<void> {
   const env = process.env;
-  const home = env['NEXUS_HOME'] ? resolve(env['NEXUS_HOME']) : join(homedir(), '.nexus');
+  const home = nexusHome(env);
+  // node/node.sock under the home, as nodePaths lays it out (host/node/files.ts, which loads zod).
   const socket = join(home, 'node', 'node.sock');
   const keys = requestKeys(REQUEST_KEYS);
   let stdin: { text: string | null } | undefined;
   let unreachable = false;
   if (NODE_VERBS.has(argv[0] ?? '') && existsSync(socket)) {
     const base: CliRequest = {
-      version: ownVersion(),
+      version: packageVersion(),
       home,
       argv,
       cwd: process.cwd(),
@@ -65,50 +66,18 @@ export async function run(argv = process.argv.slice(2)): Promise<void> {
 const UNREACHABLE = Symbol('unreachable');
 
 /** The node's answer; UNREACHABLE; or null for an answer that is not one (another node version's 404, say). */
-function post(socket: string, body: CliRequest): Promise<CliAnswer | typeof UNREACHABLE | null> {
-  return new Promise((resolve) => {
-    const payload = Buffer.from(JSON.stringify(body));
-    // As in the RPC client (host/rpc/client.ts): a connection of its own, and no TLS name worked out.
-    const options: RequestOptions & { servername: string } = {
-      socketPath: socket,
-      path: CLI_PATH,
-      method: 'POST',
-      agent: false,
-      servername: '',
-      headers: { 'content-type': 'application/json', 'content-length': payload.length, connection: 'close' },
-      timeout: NODE_TIMEOUT_MS,
-    };
-    const req = request(options, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        try {
-          const answer = JSON.parse(Buffer.concat(chunks).toString('utf8')) as CliAnswer | null;
-          resolve(typeof answer === 'object' && answer !== null ? answer : null);
-        } catch {
-          resolve(null);
-        }
-      });
-      res.on('error', () => resolve(UNREACHABLE));
-    });
-    req.on('timeout', () => req.destroy(new Error('the node did not answer in time')));
-    req.on('error', () => resolve(UNREACHABLE));
-    req.end(payload);
-  });
-}
-
-/** This package's version: the node runs a verb only for a CLI of its own version. */
-function ownVersion(): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      const parsed = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: unknown; version?: unknown };
-      if (parsed.name === 'nexus') return String(parsed.version ?? '0.0.0');
-    }
-    const up = dirname(dir);
-    if (up === dir) return '0.0.0';
-    dir = up;
+async function post(socket: string, body: CliRequest): Promise<CliAnswer | typeof UNREACHABLE | null> {
+  let text: string;
+  try {
+    ({ text } = await postJson(socket, CLI_PATH, body, NODE_TIMEOUT_MS));
+  } catch {
+    return UNREACHABLE;
+  }
+  try {
+    const answer = JSON.parse(text) as CliAnswer | null;
+    return typeof answer === 'object' && answer !== null ? answer : null;
+  } catch {
+    return null;
   }
 }
 

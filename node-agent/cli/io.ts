@@ -56,6 +56,14 @@ async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
   return text;
 }
 
+/** `readStdin` for stdin already read elsewhere: its text, or null when it held more than the limit (MESSAGE_TOO_LARGE). */
+export function givenStdin(text: string | null): () => Promise<string> {
+  return async () => {
+    if (text === null) throw new NexusError('MESSAGE_TOO_LARGE', STDIN_TOO_LARGE);
+    return text;
+  };
+}
+
 /** The message text: the TEXT argument, or stdin when it is `-` or absent (so a heredoc works). */
 export async function messageText(io: Io, positional: string | undefined): Promise<string> {
   if (positional !== undefined && positional !== '-') return positional;

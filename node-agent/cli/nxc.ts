@@ -6,8 +6,7 @@ import type { RoundStatus } from '../../protocol/round.js';
 import { windowUnscheduled } from '../capabilities/channels/warnings.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { isRegistered, nodePaths, runningNode } from '../host/node/files.js';
-import { callerFromEnv, messageText, printJson, processIo, routerOf, type Io } from './io.js';
-import { STDIN_TOO_LARGE } from './stdin.js';
+import { callerFromEnv, givenStdin, messageText, printJson, processIo, routerOf, type Io } from './io.js';
 const transcriptShow: Verb = {
   path: ['transcript', 'show'],
   args: '<session>',
@@ -236,12 +235,6 @@ export async function run(): Promise<void> {
  */
 export function runHere(h: { argv: string[]; keys: readonly string[]; stdin?: { text: string | null }; nodeUnreachable: boolean }): Promise<number> {
   const io: Io = { ...processIo(h.argv), requestKeys: h.keys, ...(h.nodeUnreachable ? { nodeUnreachable: true } : {}) };
-  if (h.stdin !== undefined) {
-    const text = h.stdin.text;
-    io.readStdin = async () => {
-      if (text === null) throw new NexusError('MESSAGE_TOO_LARGE', STDIN_TOO_LARGE);
-      return text;
-    };
-  }
+  if (h.stdin !== undefined) io.readStdin = givenStdin(h.stdin.text);
   return main(io);
 }

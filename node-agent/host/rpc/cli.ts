@@ -9,9 +9,8 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { parseInput, parseOutput, RequestKeySchema, newRequestKey } from '../../../protocol/commands.js';
 import { NexusError } from '../../../protocol/errors.js';
-import type { Io } from '../../cli/io.js';
+import { givenStdin, type Io } from '../../cli/io.js';
 import type { Router, Runner } from '../remote.js';
-import { STDIN_TOO_LARGE } from '../../cli/stdin.js';
 import { type CliAnswer, type CliRequest, NODE_PATHS, REQUEST_KEYS } from './cli-wire.js';
 import type { RpcBackend } from './server.js';
 
@@ -36,6 +35,11 @@ const CliRequestSchema = z.object({
   stdin: z.string().nullable().optional(),
 });
 
+/** nxc's table and runner, loaded once, on the first verb handed over (a node that gets none never loads them). */
+const importCli = () => Promise.all([import('../../cli/nxc.js'), import('../../cli/spec.js')]);
+let cliModules: ReturnType<typeof importCli> | undefined;
+const loadCli = () => (cliModules ??= importCli());
+
 /** Thrown through the verb to stop it before it did anything; its error output is dropped. */
 class Handback extends Error {}
 
@@ -46,7 +50,7 @@ export async function runHandedOver(body: unknown, host: CliHost): Promise<CliAn
   if (req.version !== host.version) return { ok: true, local: `this node runs version ${host.version}` };
   if (resolve(req.home) !== resolve(host.home)) return { ok: true, local: `this node serves ${host.home}` };
 
-  const [{ NXC }, { cliMain, findVerb, verbArgs }] = await Promise.all([import('../../cli/nxc.js'), import('../../cli/spec.js')]);
+  const [{ NXC }, { cliMain, findVerb, verbArgs }] = await loadCli();
   const found = findVerb(NXC, req.argv);
   if (found === null || !NODE_PATHS.has(found.verb.path.join(' '))) return { ok: true, local: 'not a verb the node runs' };
   try {
@@ -82,11 +86,7 @@ export async function runHandedOver(body: unknown, host: CliHost): Promise<CliAn
     cwd: req.cwd,
     stdout: (s) => void output.push([1, s]),
     stderr: (s) => void output.push([2, s]),
-    readStdin: async () => {
-      if (req.stdin === undefined) return stop({ ok: true, stdin: 'needed' });
-      if (req.stdin === null) throw new NexusError('MESSAGE_TOO_LARGE', STDIN_TOO_LARGE);
-      return req.stdin;
-    },
+    readStdin: req.stdin === undefined ? async () => stop({ ok: true, stdin: 'needed' }) : givenStdin(req.stdin),
     stdinIsTty: req.tty.stdin,
     stderrIsTty: req.tty.stderr,
     stdoutIsTty: req.tty.stdout,

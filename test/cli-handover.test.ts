@@ -94,6 +94,13 @@ describe('nxc verbs handed to a node that serves the workspace', () => {
   }
   const holdsZod = (file: string) => readFileSync(file, 'utf8').includes('_zod');
 
+  /** Sends `text` on stdin (`nxc send @bob -`) in `target` and returns the text its thread holds. */
+  async function sentFromStdin(target: TestWorkspace, text: string): Promise<string> {
+    const sent = await nxc(target, ['send', '@bob', '--subject', 'piped', '--json', '-'], { input: text });
+    expect(sent.code, sent.stderr).toBe(0);
+    return (await nxc(target, ['threads', 'show', sent.json.thread, '--json'])).json.messages[0].text;
+  }
+
   it('status, send, reply and threads show run in the node: the client process loads no zod', async () => {
     const status = await loaded(ws, ['status', '--json']);
     expect(status.result.code, status.result.stderr).toBe(0);
@@ -120,10 +127,7 @@ describe('nxc verbs handed to a node that serves the workspace', () => {
 
   it('stdin the node asked for, for a workspace it then turned out not to serve, is read once and sent from the client', async () => {
     const text = 'piped once\n';
-    const sent = await nxc(other, ['send', '@bob', '--subject', 'not served', '--json', '-'], { input: text });
-    expect(sent.code, sent.stderr).toBe(0);
-    const shown = await nxc(other, ['threads', 'show', sent.json.thread, '--json']);
-    expect(shown.json.messages[0].text).toBe(text);
+    expect(await sentFromStdin(other, text)).toBe(text);
   });
 
   it('prints what the CLI prints on the RPC route, byte for byte, as JSON and as text, and exits the same', async () => {
@@ -155,10 +159,7 @@ describe('nxc verbs handed to a node that serves the workspace', () => {
 
   it('a message on stdin is read by the client when the node asks for it, and sent', async () => {
     const text = 'line one\nline two, with "quotes" and ünïcödé\n';
-    const sent = await nxc(ws, ['send', '@bob', '--subject', 'piped', '--json', '-'], { input: text });
-    expect(sent.code, sent.stderr).toBe(0);
-    const shown = await nxc(ws, ['threads', 'show', sent.json.thread, '--json']);
-    expect(shown.json.messages[0].text).toBe(text);
+    expect(await sentFromStdin(ws, text)).toBe(text);
   });
 
   it('stdin over the limit is refused with MESSAGE_TOO_LARGE, exit 2, and nothing is written', async () => {

@@ -147,7 +147,7 @@ async function catchUp(home: string, base: string, texts: string[]): Promise<voi
   let store = await fresh('plain');
   const plain = await timed(async () => {
     for (const [i, page] of pages.entries()) {
-      const ops = page.map((t) => ({ ...(JSON.parse(t) as Op), raw: t }) as IncomingOp);
+      const ops = page.map((t) => JSON.parse(t) as IncomingOp);
       await store.db.transaction(async (tx: Exec) => {
         await ingestOps(tx, ops, PROJECTIONS);
         await writePosition(tx, 'bench', { cursor: (i + 1) * PAGE, acked: 0, rejected: {} });

@@ -550,8 +550,14 @@ describe('appendOps and ingestOps on a real store', () => {
     let older = await openStore(dir);
     try {
       await ingestOps(older.db, ops);
-      // Back to the shape the last migration found: whole states in one column, no parts table, the migration not applied.
+      // Back to the shape migration 0008 found: whole states in one column, no parts table, the op stored
+      // twice (0009), neither migration applied.
       await older.pg.exec(`
+        alter table ops add column raw text;
+        alter table ops alter column body type jsonb using body::jsonb;
+        drop index ops_session_idx;
+        create index ops_session_idx on ops (session);
+        delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations);
         update operations o set state = o.state
           || jsonb_build_object('threads', coalesce((select jsonb_object_agg(key, value) from operation_parts p where p.operation = o.id and p.kind = 'thread'), '{}'::jsonb))
           || jsonb_build_object('sessions', coalesce((select jsonb_object_agg(key, value) from operation_parts p where p.operation = o.id and p.kind = 'session'), '{}'::jsonb));

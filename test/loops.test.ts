@@ -6,7 +6,7 @@ import { eq } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkOps, signStamp } from '../crypto/index.js';
 import { tables } from '../node-agent/adapters/store/index.js';
-import { appendOps, ingestChecked } from '../node-agent/kernel/index.js';
+import { appendOps, ingestChecked, wireTextOf } from '../node-agent/kernel/index.js';
 import { foldOperation, turnsUsed } from '../node-agent/capabilities/threads/index.js';
 import type { Op } from '../protocol/ops.js';
 import { newMessageId, newThreadId } from '../protocol/ids.js';
@@ -117,7 +117,7 @@ describe('a persona whose script commissions itself on every turn', () => {
 /** Takes in at `to` every op `from` wrote (as their signed wire texts, verified as synced ops are) and lets `to` react. */
 async function deliver(from: TestWorkspace, to: TestWorkspace): Promise<void> {
   const raws = await from.withStore(async (store) =>
-    (await store.db.select().from(tables.ops).where(eq(tables.ops.workspace, from.id))).flatMap((r) => (r.raw === null ? [] : [r.raw])),
+    (await store.db.select().from(tables.ops).where(eq(tables.ops.workspace, from.id))).flatMap((r) => wireTextOf(r) ?? []),
   );
   await to.inproc!.serve(async (h) => {
     const checked = await checkOps(raws);

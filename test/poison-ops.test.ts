@@ -110,7 +110,7 @@ describe("the sync client's page path on a real store", () => {
     const top = m.text({ kind: 'x.custom', ...scope(), body: {}, lamport: MAX_LAMPORT });
     const opened = (await checkOps([top]))[0]!;
     if (!opened.ok) throw new Error('the op should verify');
-    await store.db.insert(tables.ops).values({ id: opened.op.id, workspace: opened.op.workspace, origin: 'o', lamport: MAX_LAMPORT, ts: opened.op.ts, kind: 'x.custom', operation: opened.op.operation, thread: null, session: null, body: {}, key: opened.op.key, sig: opened.sig, raw: opened.raw });
+    await store.db.insert(tables.ops).values({ id: opened.op.id, workspace: opened.op.workspace, origin: 'o', lamport: MAX_LAMPORT, ts: opened.op.ts, kind: 'x.custom', operation: opened.op.operation, thread: null, session: null, body: {}, key: opened.op.key, sig: opened.sig });
     const author = { workspace: m.workspace, origin: 'here', now: () => new Date(), signer: m.signer, projections: PROJECTIONS };
     const t = newThreadId();
     await expect(

@@ -13,14 +13,16 @@ import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { checkOps, checkOpsSync, openOp, opSigner, signOp, workspaceOfKey, type OpSigner } from '../crypto/index.js';
 import { commitNextKey, NEXT_KEY_FILE, readWorkspaceKey, writeNextKey } from '../node-agent/capabilities/keys/index.js';
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
+import { newOpId, newThreadId } from '../protocol/ids.js';
 import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
-import { appendOps, ingestChecked, pendingCount, type IngestReport } from '../node-agent/kernel/index.js';
+import { appendOps, ingestChecked, pendingCount, wireTextOf, type IngestReport } from '../node-agent/kernel/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { withParts } from '../node-agent/capabilities/threads/index.js';
 import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
 import { initWorkspace, type Workspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { createStream, relayFolders } from './helpers/relay.js';
+import { Forger } from './helpers/forge.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 import { sleep, until } from './helpers/until.js';
 
@@ -66,8 +68,8 @@ async function post(l: Local, subject: string, text: string): Promise<string> {
 
 /** The exact wire texts a store holds, in the order it wrote or took them in. */
 async function rawTexts(store: Store): Promise<string[]> {
-  const rows = await store.db.select({ raw: tables.ops.raw }).from(tables.ops).orderBy(asc(tables.ops.localSeq));
-  return rows.map((r) => r.raw!);
+  const rows = await store.db.select().from(tables.ops).orderBy(asc(tables.ops.localSeq));
+  return rows.map((r) => wireTextOf(r)!);
 }
 
 /** What a receiving node does with texts off the wire: check them (thread pool), then take them in, in one transaction. */
@@ -128,6 +130,63 @@ describe('signed ops between two stores', () => {
     expect((await deliver(b, texts)).fresh).toEqual([]);
   });
 
+  it('stores each op once: the body is kept as the text it was signed as, and the wire text comes back from the row byte for byte', async () => {
+    const b = await freshStore();
+    const m = new Forger();
+    const t = newThreadId();
+    // Member orders jsonb would rewrite (it sorts by length, then bytes), numbers, escapes, nesting.
+    const odd = [
+      m.text({ kind: 'x.custom', operation: t, thread: null, session: null, body: { zeta: 1, alpha: { b: [1.5, -0, 1e21, 'é'], a: null }, mm: '\u2028 "q" \\' } }),
+      m.text({ kind: 'x.custom', operation: t, thread: null, session: null, body: { long_member_name: true, s: { '': 0, ' ': [] } } }),
+    ];
+    const all = [...texts, ...odd];
+    expect((await deliver(b, all)).fresh).toHaveLength(all.length);
+    expect(await rawTexts(b)).toEqual(all);
+    const columns = await b.pg.query<{ column_name: string; data_type: string }>("select column_name, data_type from information_schema.columns where table_name = 'ops'");
+    const types = Object.fromEntries(columns.rows.map((r) => [r.column_name, r.data_type]));
+    expect(types['body']).toBe('json');
+    expect(types).not.toHaveProperty('raw');
+  });
+
+  it('a store from before ops were stored once is upgraded on open: every wire text comes back as it was', async () => {
+    const dir = join(base, `older-${counter++}`);
+    await createStore(dir, HOME);
+    const m = new Forger();
+    const t = newThreadId();
+    const odd = m.text({ kind: 'x.custom', operation: t, thread: null, session: null, body: { zeta: [2.5, { y: 1, x: 2 }], a: 'é' } });
+    const all = [...texts, odd];
+    const legacy = { id: newOpId(), workspace: m.workspace, origin: 'old', lamport: 1, ts: new Date().toISOString(), kind: 'x.custom', operation: t, thread: null, session: null, body: { b: 1, a: 2 }, sig: null, key: null };
+    let older = await openStore(dir);
+    try {
+      await deliver(older, all);
+      await older.db.insert(tables.ops).values(legacy);
+      // Back to the shape before migration 0009: the body in jsonb, the wire text in its own column.
+      await older.pg.exec('alter table ops add column raw text');
+      for (const text of all) await older.pg.query('update ops set raw = $1 where id = $2', [text, (JSON.parse(text) as { id: string }).id]);
+      await older.pg.exec(`
+        alter table ops alter column body type jsonb using body::jsonb;
+        drop index ops_session_idx;
+        create index ops_session_idx on ops (session);
+        delete from drizzle.__drizzle_migrations where created_at = (select max(created_at) from drizzle.__drizzle_migrations);`);
+      // jsonb has reordered the body: only the stored text still knows what was signed.
+      const reordered = await older.pg.query<{ body: string }>('select body::text as body from ops where raw = $1', [odd]);
+      expect(odd).not.toContain(reordered.rows[0]!.body.replace(/ /g, ''));
+    } finally {
+      await older.close();
+    }
+    older = await openStore(dir);
+    try {
+      const rows = await older.db.select().from(tables.ops).orderBy(asc(tables.ops.localSeq));
+      expect(rows.filter((r) => r.sig !== null).map((r) => wireTextOf(r))).toEqual(all);
+      expect((await checkOps(all)).every((c) => c.ok)).toBe(true);
+      const old = rows.find((r) => r.id === legacy.id)!;
+      expect(wireTextOf(old)).toBeNull();
+      expect(old.body).toEqual(legacy.body);
+    } finally {
+      await older.close();
+    }
+  });
+
   it('refuses every kind of tampering with its reason, folds none of it, and still takes the genuine op later', async () => {
     const b = await freshStore();
     const stranger = newSigner();
@@ -179,8 +238,8 @@ describe('signed ops between two stores', () => {
     const report = await deliver(b, texts);
     expect(report.fresh).toHaveLength(4);
     expect(await operations(b)).toEqual(await operations(a.store));
-    const stored = await b.db.select({ raw: tables.ops.raw }).from(tables.ops).where(eq(tables.ops.id, opened!.op.id));
-    expect(stored[0]!.raw).toBe(w);
+    const stored = await b.db.select().from(tables.ops).where(eq(tables.ops.id, opened!.op.id));
+    expect(wireTextOf(stored[0]!)).toBe(w);
   });
 
   it('verifying a page on worker threads answers exactly as verifying it in this thread', async () => {
@@ -448,8 +507,8 @@ async function storedTexts(w: TestWorkspace): Promise<Map<string, string | null>
   await w.stopNode();
   const store = await openStore(join(w.root, '.nxs', 'store'));
   try {
-    const rows = await store.db.select({ id: tables.ops.id, raw: tables.ops.raw }).from(tables.ops);
-    return new Map(rows.map((r) => [r.id, r.raw]));
+    const rows = await store.db.select().from(tables.ops);
+    return new Map(rows.map((r) => [r.id, wireTextOf(r)]));
   } finally {
     await store.close();
   }

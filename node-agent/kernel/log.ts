@@ -1,6 +1,6 @@
 // Appends ops to the store and keeps each operation's fold current, in the same transaction.
 import { max, sql } from 'drizzle-orm';
-import { SIGNED_FIELDS, signOp, type OpSigner } from '../../crypto/index.js';
+import { SIGNED_FIELDS, signedText, signOp, wireText, type OpSigner } from '../../crypto/index.js';
 import { sqlInteger, sqlLiteral, sqlText } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import { randomUlid } from '../../protocol/ids.js';
@@ -29,8 +29,8 @@ export type OpDraft = { operation: string; thread: string | null; session: strin
  */
 export type Author = { workspace: string; origin: string; now: () => Date; signer: OpSigner; projections: readonly Projection[] };
 
-/** An op taken in from elsewhere, with its exact wire text and signature when it travelled signed. */
-export type IncomingOp = Op & { raw?: string | null; sig?: string | null };
+/** An op taken in from elsewhere, with its signature when it travelled signed. */
+export type IncomingOp = Op & { sig?: string | null };
 
 /**
  * The columns an op is read back from (its signed fields): a read that folds or shows ops selects
@@ -40,6 +40,15 @@ export type IncomingOp = Op & { raw?: string | null; sig?: string | null };
 export const opColumns = Object.fromEntries(SIGNED_FIELDS.map((f) => [f, tables.ops[f]])) as { [F in (typeof SIGNED_FIELDS)[number]]: (typeof tables.ops)[F] };
 
 type OpRow = Pick<typeof tables.ops.$inferSelect, keyof typeof opColumns>;
+
+/**
+ * The exact wire text of a stored op, or null for one written before ops were signed. The signed columns
+ * hold what was signed (the body as its exact text), so the canonical signed text and the signature give
+ * back the bytes that were verified or pushed, without a second copy of the op in the row.
+ */
+export function wireTextOf(row: OpRow & { sig: string | null }): string | null {
+  return row.sig === null ? null : wireText(signedText(rowToOp(row)), row.sig);
+}
 
 export function rowToOp(row: OpRow): Op {
   return {
@@ -80,16 +89,16 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
   const ops = drafts.map(
     (d) => ({ id: randomUlid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts, kind: d.kind, operation: d.operation, thread: d.thread, session: d.session, body: d.body, key: signer.key }) as Op,
   );
-  await db.insert(tables.ops).values(ops.map((op) => opRow({ ...op, ...signOp(op, signer) })));
+  await db.insert(tables.ops).values(ops.map((op) => opRow({ ...op, sig: signOp(op, signer).sig })));
   await project(db, author.projections, ops);
   return ops;
 }
 
-/** The stored row of an op; its signature and exact text travel with it when it has them. */
-function opRow(op: Op & { key?: string | null; sig?: string | null; raw?: string | null }): typeof tables.ops.$inferInsert {
+/** The stored row of an op, with its signature when it has one. */
+function opRow(op: Op & { key?: string | null; sig?: string | null }): typeof tables.ops.$inferInsert {
   const row: Record<string, unknown> = {};
   for (const field of SIGNED_FIELDS) row[field] = op[field] ?? null;
-  return { ...(row as Omit<typeof tables.ops.$inferInsert, 'sig' | 'raw'>), sig: op.sig ?? null, raw: op.raw ?? null };
+  return { ...(row as Omit<typeof tables.ops.$inferInsert, 'sig'>), sig: op.sig ?? null };
 }
 
 /**
@@ -119,14 +128,14 @@ const INSERT_CHUNK = 500;
 /**
  * One multi-row INSERT of literals for ingested ops. A page of received ops is the node's hottest write:
  * drizzle's row building and PGlite's encoding of thousands of bound parameters cost more than the
- * insert itself. Every value is a literal of its column's type (the body a JSON text cast by the column);
- * ops reach here storable (protocol/storable.ts), so no text holds a NUL.
+ * insert itself. Every value is a literal of its column's type (the body the JSON text it was signed as,
+ * kept as written by the `json` column); ops reach here storable (protocol/storable.ts), so no text holds a NUL.
  */
 function insertOpsSql(ops: readonly IncomingOp[]): string {
   const values = ops.map(
     (op) =>
       `(${sqlLiteral(op.id)},${sqlLiteral(op.workspace)},${sqlLiteral(op.origin)},${sqlInteger(op.lamport)},${sqlLiteral(op.ts)},${sqlLiteral(op.kind)},${sqlLiteral(op.operation)},` +
-      `${sqlText(op.thread)},${sqlText(op.session)},${sqlLiteral(JSON.stringify(op.body))},${sqlText(op.sig)},${sqlText(op.key)},${sqlText(op.raw)})`,
+      `${sqlText(op.thread)},${sqlText(op.session)},${sqlLiteral(JSON.stringify(op.body))},${sqlText(op.sig)},${sqlText(op.key)})`,
   );
-  return `insert into ops (id, workspace, origin, lamport, ts, kind, operation, thread, session, body, sig, key, raw) values ${values.join(',')}`;
+  return `insert into ops (id, workspace, origin, lamport, ts, kind, operation, thread, session, body, sig, key) values ${values.join(',')}`;
 }

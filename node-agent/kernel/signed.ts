@@ -114,7 +114,7 @@ function place(chain: KeyChain, candidates: Candidate[]): { accepted: Candidate[
   }
 }
 
-const incoming = (c: Candidate): IncomingOp => ({ ...c.op, raw: c.raw, sig: c.sig });
+const incoming = (c: Candidate): IncomingOp => ({ ...c.op, sig: c.sig });
 
 /**
  * Takes in ops that arrived checked: refused ones are counted by reason and dropped; verified ones
@@ -260,7 +260,8 @@ export async function pendingCount(db: Exec): Promise<number> {
 
 /**
  * Ops this workspace wrote before ops were signed have no wire text: signs them with `signer` (they
- * were never pushed signed, so nobody holds another text of them) and stores the text. Returns the
+ * were never pushed signed, so nobody holds another text of them) and stores the signature, with the body
+ * written as the exact text it was signed as. Returns the
  * wire text of each id given, in order; ids of other workspaces or already signed are left as they are.
  */
 export async function signLegacyOps(db: Exec, workspace: string, signer: OpSigner, ids: readonly string[]): Promise<Map<string, string>> {
@@ -269,11 +270,11 @@ export async function signLegacyOps(db: Exec, workspace: string, signer: OpSigne
   const rows = await db
     .select()
     .from(tables.ops)
-    .where(and(inArray(tables.ops.id, [...ids]), eq(tables.ops.workspace, workspace), isNull(tables.ops.raw)));
+    .where(and(inArray(tables.ops.id, [...ids]), eq(tables.ops.workspace, workspace), isNull(tables.ops.sig)));
   for (const r of rows) {
     const op = { id: r.id, workspace: r.workspace, origin: r.origin, lamport: r.lamport, ts: r.ts, kind: r.kind, operation: r.operation, thread: r.thread, session: r.session, body: r.body, key: signer.key } as Op;
     const { raw, sig } = signOp(op, signer);
-    await db.update(tables.ops).set({ key: signer.key, sig, raw }).where(eq(tables.ops.id, r.id));
+    await db.update(tables.ops).set({ key: signer.key, sig, body: op.body }).where(eq(tables.ops.id, r.id));
     out.set(r.id, raw);
   }
   return out;

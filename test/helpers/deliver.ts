@@ -4,7 +4,7 @@
 import { and, asc, eq, isNotNull } from 'drizzle-orm';
 import { checkOps } from '../../crypto/index.js';
 import { tables } from '../../node-agent/adapters/store/index.js';
-import { ingestChecked, type IngestReport } from '../../node-agent/kernel/index.js';
+import { ingestChecked, wireTextOf, type IngestReport } from '../../node-agent/kernel/index.js';
 import type { TestWorkspace } from './workspace.js';
 
 export type TakenIn = { report: IngestReport; started: number; rejected: number };
@@ -24,12 +24,12 @@ export async function takeIn(to: TestWorkspace, texts: readonly string[]): Promi
 export async function ownTexts(from: TestWorkspace): Promise<string[]> {
   const rows = await from.withStore((s) =>
     s.db
-      .select({ raw: tables.ops.raw })
+      .select()
       .from(tables.ops)
-      .where(and(eq(tables.ops.workspace, from.id), isNotNull(tables.ops.raw)))
+      .where(and(eq(tables.ops.workspace, from.id), isNotNull(tables.ops.sig)))
       .orderBy(asc(tables.ops.localSeq)),
   );
-  return rows.map((r) => r.raw!);
+  return rows.map((r) => wireTextOf(r)!);
 }
 
 /** Everything `from` wrote, taken in by `to` (ops it already holds are dropped by id). */

@@ -1,6 +1,6 @@
 // The node store's tables: the op log, its folds, and device-local facts that never sync.
 import { sql } from 'drizzle-orm';
-import { bigint, bigserial, boolean, index, integer, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
+import { bigint, bigserial, boolean, index, integer, json, jsonb, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 
 /** The op log. Append-only and idempotent on `id`; everything else here is derived from it or device-local. */
 export const ops = pgTable(
@@ -17,12 +17,16 @@ export const ops = pgTable(
     operation: text('operation').notNull(),
     thread: text('thread'),
     session: text('session'),
-    body: jsonb('body').notNull(),
+    /**
+     * The body as the exact text it was signed with (`json` keeps text and member order; `jsonb` would
+     * not). With the other signed columns and `sig` it gives the op's wire text back byte for byte
+     * (kernel/log.ts `wireTextOf`), so the op is stored once, not also as a second text.
+     */
+    body: json('body').notNull(),
+    /** The signature (base64url); null only for ops written before signing. */
     sig: text('sig'),
     /** The public key that signed the op (base64url of its 32 raw bytes). Null only for ops written before signing. */
     key: text('key'),
-    /** The op's exact wire text, signature included: what was signed, stored, and pushed again byte for byte. */
-    raw: text('raw'),
     /**
      * Why the operation fold took nothing from this op (no authority for what it claims, or the thread
      * it names is not here yet); null when it moved its operation. Kept by the fold, re-decided with it.
@@ -32,7 +36,8 @@ export const ops = pgTable(
   (t) => [
     index('ops_operation_idx').on(t.operation, t.lamport),
     index('ops_thread_idx').on(t.thread, t.lamport),
-    index('ops_session_idx').on(t.session),
+    // Most ops (a person's messages, every thread's opening) belong to no session: only the rest are indexed.
+    index('ops_session_idx').on(t.session).where(sql`${t.session} is not null`),
     index('ops_lamport_idx').on(t.lamport),
     // The sync outbox: ops authored on this node, in the order they were written.
     index('ops_origin_idx').on(t.origin, t.localSeq),

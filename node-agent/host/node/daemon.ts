@@ -11,7 +11,7 @@ import { checkOps } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Op } from '../../../protocol/ops.js';
 import type { CommandName, NodeCommand, UiInfo, WorkspaceCommand } from '../../../protocol/commands.js';
-import { ingestChecked, invoke, rowToOp, type Handlers } from '../../kernel/index.js';
+import { ingestChecked, invoke, rowToOp, wireTextOf, type Handlers } from '../../kernel/index.js';
 import { hostFor, realDeps, type Host } from '../index.js';
 import { rpcApp, type RpcBackend } from '../rpc/server.js';
 import { NODE_PURPOSE, openStore, tables, type Store } from '../../adapters/store/index.js';
@@ -160,12 +160,12 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
             from.store.db
               .select()
               .from(tables.ops)
-              .where(and(eq(tables.ops.workspace, from.workspace.id), gt(tables.ops.localSeq, after), isNotNull(tables.ops.raw)))
+              .where(and(eq(tables.ops.workspace, from.workspace.id), gt(tables.ops.localSeq, after), isNotNull(tables.ops.sig)))
               .orderBy(asc(tables.ops.localSeq))
               .limit(DELIVERY_PAGE),
           );
           if (rows.length === 0) break;
-          const ops = rows.map((r) => ({ op: rowToOp(r), raw: r.raw! }));
+          const ops = rows.map((r) => ({ op: rowToOp(r), raw: wireTextOf(r)! }));
           for (const to of [...served.values()]) {
             if (to === from) continue;
             await deliverTo(to, await withPast(from, to, ops)).catch((err: unknown) => log.error('local delivery failed', { from: from.workspace.id, to: to.workspace.id, err }));
@@ -200,11 +200,11 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       from.store.db
         .select()
         .from(tables.ops)
-        .where(and(inArray(tables.ops.operation, [...addressed]), isNotNull(tables.ops.raw)))
+        .where(and(inArray(tables.ops.operation, [...addressed]), isNotNull(tables.ops.sig)))
         .orderBy(asc(tables.ops.localSeq)),
     );
     const ids = new Set(ops.map((o) => o.op.id));
-    return [...past.filter((r) => !ids.has(r.id)).map((r) => ({ op: rowToOp(r), raw: r.raw! })), ...ops];
+    return [...past.filter((r) => !ids.has(r.id)).map((r) => ({ op: rowToOp(r), raw: wireTextOf(r)! })), ...ops];
   }
 
   async function deliverTo(to: Served, ops: Array<{ op: Op; raw: string }>): Promise<void> {

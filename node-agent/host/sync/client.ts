@@ -15,7 +15,7 @@ import {
   type FromNode,
   type Limits,
 } from '../../../protocol/sync.js';
-import { pendingCount, signLegacyOps, type IngestReport, type Projection } from '../../kernel/index.js';
+import { pendingCount, signLegacyOps, wireTextOf, type IngestReport, type Projection } from '../../kernel/index.js';
 import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
 import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
@@ -404,7 +404,7 @@ export class SyncClient {
         const epoch = this.epoch;
         const after = this.sentUpTo;
         const rows = await this.opts.run(async (db) => {
-          const rows = await outbox(db, this.opts.origin, after, this.limits.max_ops_per_push);
+          const rows = (await outbox(db, this.opts.origin, after, this.limits.max_ops_per_push)).map((r) => ({ localSeq: r.localSeq, id: r.id, raw: wireTextOf(r) }));
           const unsigned = rows.filter((r) => r.raw === null).map((r) => r.id);
           if (unsigned.length > 0 && this.opts.signer && this.opts.workspace) {
             const texts = await signLegacyOps(db, this.opts.workspace, this.opts.signer(), unsigned);
@@ -416,7 +416,7 @@ export class SyncClient {
         // to no connection. Marking them sent would skip them on the next one, so read again from its mark.
         if (this.epoch !== epoch || this.sentUpTo !== after) continue;
         if (rows.length === 0) break;
-        // Each op goes out as the exact text stored when it was signed: the frame is built around them.
+        // Each op goes out as the exact text it was signed as (rebuilt from its row): the frame is built around them.
         const texts: string[] = [];
         let bytes = 64;
         let last = this.sentUpTo;

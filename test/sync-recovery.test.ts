@@ -1,6 +1,7 @@
 // The sync client recovering from what goes wrong on the other side: a relay restored from a backup
-// (BAD_CURSOR, or acknowledged ops gone), and a page that cannot be stored. A real SyncClient on a real
-// store, against a real relay (PostgreSQL for the backup case, as an operator would restore one).
+// (BAD_CURSOR, or acknowledged ops gone), and a page that cannot be stored; and pages that queue up
+// while one is stored, which go into one transaction. A real SyncClient on a real store, against a real
+// relay (PostgreSQL for the backup case, as an operator would restore one).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,7 +15,7 @@ import { positionKey, readPosition, writePosition } from '../node-agent/host/syn
 import { appendOps, type Projection } from '../node-agent/kernel/index.js';
 import { newThreadId } from '../protocol/ids.js';
 import { createLogger, silentLog, startRelay, type Relay } from '../server/index.js';
-import { Forger } from './helpers/forge.js';
+import { Forger, rawPeer } from './helpers/forge.js';
 import { createStream as createRelayStream, relayFolders } from './helpers/relay.js';
 import { until } from './helpers/until.js';
 
@@ -271,5 +272,62 @@ describe('sync errors are kept and logged', () => {
     expect(s.last_error).toMatch(/^UNAUTHORIZED/);
     expect(n.log.some((l) => l.includes('UNAUTHORIZED'))).toBe(true);
     await n.stop();
+  });
+});
+
+describe('pages that queue up while one is stored', () => {
+  let relay: Relay;
+  let folders: Awaited<ReturnType<typeof relayFolders>> | undefined;
+  beforeAll(async () => {
+    folders = await relayFolders();
+    // Pages of 100 ops, so a few hundred ops make many pages.
+    relay = await startRelay({ dataDir: folders.fresh(), operatorToken: OPERATOR, log: silentLog, limits: { page_size: 100 } });
+  });
+  afterAll(async () => {
+    await relay?.close();
+    folders?.cleanup();
+  });
+
+  it('go into the next transaction together, in stream order, with the cursor after the last of them', async () => {
+    const token = await createStream(relay, 'queued');
+    const m = new Forger();
+    const texts: string[] = [];
+    for (let i = 0; i < 300; i++) texts.push(...m.thread(`thread ${i}`).texts);
+    const peer = await rawPeer(relay.url, 'queued', token);
+    for (let i = 0; i < texts.length; i += 200) await peer.push(texts.slice(i, i + 200));
+    peer.close();
+
+    // The first page's transaction waits inside the store until the pages behind it are checked and waiting.
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const sizes: number[] = [];
+    const held: Projection = {
+      name: 'held',
+      apply: async (_tx, ops) => {
+        sizes.push(ops.length);
+        if (sizes.length === 1) await gate;
+      },
+    };
+    const reader = new Node(await freshStore(), 'reader', [...PROJECTIONS, held]);
+    await reader.start(relay.url, 'queued', token);
+    // Read from the client itself: its status goes through the store's queue, which the gate holds.
+    const waiting = () => (reader.client as unknown as { waiting: Array<{ results: unknown }> }).waiting;
+    await until('pages queued behind the held one', async () => (waiting().filter((p) => p.results !== null).length >= 4 ? true : undefined));
+    open();
+    const done = await until('all stored', async () => {
+      const s = await reader.status();
+      return s.cursor === texts.length && s.caught_up ? s : undefined;
+    });
+    expect(done.last_error).toBeNull();
+    expect(sizes[0]).toBe(100);
+    // The pages that waited went in together (up to 2,000 ops a transaction), so fewer transactions than pages.
+    expect(sizes.length).toBeLessThan(texts.length / 100);
+    expect(Math.max(...sizes)).toBeGreaterThanOrEqual(300);
+    expect(sizes.reduce((a, b) => a + b, 0)).toBe(texts.length);
+    // Each op once, in the order of the stream.
+    const rows = await reader.run((db) => db.select({ id: tables.ops.id }).from(tables.ops).orderBy(tables.ops.localSeq));
+    expect(rows.map((r) => r.id)).toEqual(texts.map((t) => (JSON.parse(t) as { id: string }).id));
+    expect((await reader.run((db) => readPosition(db, positionKey(relay.url, 'queued')))).cursor).toBe(texts.length);
+    await reader.stop();
   });
 });

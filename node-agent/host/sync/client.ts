@@ -75,6 +75,15 @@ export type SyncClientOptions = {
 const RECONNECT_BACKOFF = { baseMs: 200, maxMs: 10_000 } as const;
 /** Pages received but not yet stored before the socket stops being read. */
 const MAX_WAITING_PAGES = 8;
+/**
+ * Pages that queued up while one was stored go into the next transaction together, up to this many
+ * ops: a catch-up then pays one commit, one cursor write and one look at the key chain and the
+ * operations per batch instead of per page (measured 4-9% of the storing time on PGlite).
+ */
+const MAX_OPS_PER_STORE = 2_000;
+
+/** A received page on its way to the store; `results` once its signatures are checked, `taken` once a batch holds it. */
+type WaitingPage = { last: number; ws: WebSocket | null; results: CheckedOp[] | null; taken: boolean };
 
 /** Resolves in the check phase of the next event-loop turn, after its I/O phase. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -98,6 +107,8 @@ export class SyncClient {
   /** Counts connections closed: a pump that sees it move knows its connection went while it read. */
   private epoch = 0;
   private ingest: Promise<void> = Promise.resolve();
+  /** Pages received and not yet stored, in arrival order. */
+  private readonly waiting: WaitingPage[] = [];
   private received = 0;
   private pushed = 0;
   /** Kept until sync makes progress (a page stored, an ack, caught up): a welcome alone clears nothing. */
@@ -324,43 +335,70 @@ export class SyncClient {
    * page is then stored in arrival order. A bad op costs only itself, never the page or the connection.
    */
   private onOps(text: string, json: unknown): void {
-    const page = OpsPageSchema.safeParse(json);
-    if (!page.success) return this.fail(`the relay sent an invalid ops frame: ${page.error.issues[0]?.message ?? ''}`);
-    const rows = page.data.ops;
+    const parsed = OpsPageSchema.safeParse(json);
+    if (!parsed.success) return this.fail(`the relay sent an invalid ops frame: ${parsed.error.issues[0]?.message ?? ''}`);
+    const rows = parsed.data.ops;
     if (rows.length === 0) return;
     const texts = rawElements(rawMember(text, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
     if (!texts || texts.length !== rows.length || texts.some((t) => t === undefined)) return this.fail('the op texts could not be located in an ops frame');
+    const first = rows[0]!.seq;
     const last = rows[rows.length - 1]!.seq;
     this.head = Math.max(this.head, last);
-    const checked = checkOps(texts as string[]);
     // Backpressure: with enough pages waiting to be stored, stop reading the socket. The relay's
     // own send buffer then fills and it stops paging, so a long catch-up never sits in memory whole.
     const ws = this.ws;
+    const page: WaitingPage = { last, ws, results: null, taken: false };
+    const checked = checkOps(texts as string[]).then((results) => (page.results = results));
+    this.waiting.push(page);
     this.waitingPages++;
     if (this.waitingPages >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
+    let upTo = last;
     this.ingest = this.ingest
       .then(async () => {
-        const results = await checked;
+        // Stored already, with the page before it.
+        if (page.taken) return;
+        await checked;
         // PGlite runs in this thread and its queries settle as microtasks: pages stored back to back would
         // never let the event loop reach its I/O phase, so status, the dashboard and the relay's pings
-        // would wait for the whole catch-up. One page per event-loop turn.
+        // would wait for the whole catch-up. One batch per event-loop turn.
         await nextTurn();
-        if (ws === null || !this.failedSockets.has(ws)) await this.take(last, results);
+        if (ws !== null && this.failedSockets.has(ws)) return;
+        const batch = this.batchFrom(page);
+        upTo = batch[batch.length - 1]!.last;
+        await this.take(upTo, batch.length === 1 ? page.results! : batch.flatMap((p) => p.results!));
       })
       .catch((err: unknown) => {
-        const first = rows[0]!.seq;
         if (ws !== null) this.failedSockets.add(ws);
-        const message = `storing the page of seqs ${first}..${last} failed: ${String(err)}`;
+        const message = `storing the page of seqs ${first}..${upTo} failed: ${String(err)}`;
         if (ws === this.ws) this.fail(message);
         else this.setError(message, true);
       })
       .finally(() => {
+        this.waiting.splice(this.waiting.indexOf(page), 1);
         this.waitingPages--;
         if (this.waitingPages <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
       });
   }
 
-  /** Stores a page of checked stream ops and moves the cursor past them, in one transaction. */
+  /**
+   * `page` and the pages right after it that are checked already and came on the same connection, up to
+   * MAX_OPS_PER_STORE ops: stored in one transaction, in order, with the cursor moved past the last.
+   */
+  private batchFrom(page: WaitingPage): WaitingPage[] {
+    const batch = [page];
+    page.taken = true;
+    let ops = page.results!.length;
+    for (let i = this.waiting.indexOf(page) + 1; i < this.waiting.length; i++) {
+      const next = this.waiting[i]!;
+      if (next.ws !== page.ws || next.results === null || ops + next.results.length > MAX_OPS_PER_STORE) break;
+      next.taken = true;
+      batch.push(next);
+      ops += next.results.length;
+    }
+    return batch;
+  }
+
+  /** Stores checked stream ops (one page or several) and moves the cursor past them, in one transaction. */
   private async take(lastSeq: number, checked: CheckedOp[]): Promise<void> {
     const before = this.position;
     const { next, report } = await this.opts.run((db) => storePage(db, this.key, before, lastSeq, checked, this.opts.projections));

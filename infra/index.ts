@@ -6,6 +6,6 @@ export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, 
 export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedRead } from './read.js';
 export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
 export { packageRoot, packageVersion } from './package.js';
-export { sqlInteger, sqlLiteral, sqlText } from './sql.js';
+export { copyRow, sqlInteger, sqlLiteral, sqlText } from './sql.js';
 export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest, type RunFileResult } from './spawner.js';
 export { chooseWasmTier, wasmTieringSetting, WASM_TIERING_VARIABLE } from './wasm.js';

@@ -18,7 +18,8 @@ import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
 import { appendOps, ingestChecked, pendingCount, wireTextOf, type IngestReport } from '../node-agent/kernel/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { withParts } from '../node-agent/capabilities/threads/index.js';
-import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
+import { createStore, openStore, pgliteUnder, tables, type Store } from '../node-agent/adapters/store/index.js';
+import { copyRow } from '../infra/index.js';
 import { initWorkspace, type Workspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { createStream, relayFolders } from './helpers/relay.js';
@@ -146,6 +147,20 @@ describe('signed ops between two stores', () => {
     const types = Object.fromEntries(columns.rows.map((r) => [r.column_name, r.data_type]));
     expect(types['body']).toBe('json');
     expect(types).not.toHaveProperty('raw');
+  });
+
+  it('ingest writes by COPY: every character survives its text format, and the client under drizzle is found in and out of a transaction', async () => {
+    const b = await freshStore();
+    const awkward = ['tab\there', 'new\nline', 'cr\rhere', 'back\\slash', '\\N', '\\.', 'é 🎉 \u2028', '', "quote ' and \" both"];
+    await b.pg.exec('create table copy_check (n integer, t text)');
+    const rows = awkward.map((t, n) => copyRow([n, t])).join('') + copyRow([awkward.length, null]);
+    await b.db.transaction(async (tx) => {
+      await pgliteUnder(tx).query("copy copy_check (n, t) from '/dev/blob'", [], { blob: new Blob([rows]) });
+    });
+    const back = await pgliteUnder(b.db).query<{ n: number; t: string | null }>('select n, t from copy_check order by n');
+    expect(back.rows.map((r) => r.t)).toEqual([...awkward, null]);
+    expect(() => copyRow(['a\u0000b'])).toThrow(TypeError);
+    expect(() => pgliteUnder({})).toThrow(TypeError);
   });
 
   it('a store from before ops were stored once is upgraded on open: every wire text comes back as it was', async () => {

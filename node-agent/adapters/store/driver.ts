@@ -47,3 +47,16 @@ export function drizzleClient(pg: PGlite): PGlite {
   for (const oid of AS_TEXT) pg.parsers[oid] = asText;
   return wrap(pg);
 }
+
+/**
+ * The PGlite client (or open transaction) under a drizzle handle. drizzle keeps it as its session's
+ * `client` and offers nothing public that reaches it; COPY FROM a blob needs it. Throws when drizzle's
+ * shape has changed, rather than leaving a caller without its bulk path (a test pins it).
+ */
+export function pgliteUnder(db: object): Pick<PGlite, 'query'> {
+  const client = (db as { session?: { client?: unknown } }).session?.client;
+  if (typeof client !== 'object' || client === null || typeof (client as { query?: unknown }).query !== 'function') {
+    throw new TypeError('pgliteUnder: no PGlite client under this drizzle handle');
+  }
+  return client as Pick<PGlite, 'query'>;
+}

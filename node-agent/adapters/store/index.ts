@@ -2,3 +2,4 @@
 export { createStore, homeTemplateDir, makeTemplate, NODE_PURPOSE, openStore, packagedTemplateDir, storeTemplate, storeTemplateReady, templateProblem, type Db, type OpenOptions, type Store } from './open.js';
 export * as tables from './schema.js';
 export { afterCommit, beforeCommit, hookedStore, runCommitHooks } from './commit-hooks.js';
+export { pgliteUnder } from './driver.js';

@@ -374,7 +374,8 @@ export class SyncClient {
         else this.setError(message, true);
       })
       .finally(() => {
-        this.waiting.splice(this.waiting.indexOf(page), 1);
+        const at = this.waiting.indexOf(page);
+        if (at >= 0) this.waiting.splice(at, 1);
         this.waitingPages--;
         if (this.waitingPages <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
       });

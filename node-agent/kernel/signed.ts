@@ -5,7 +5,7 @@ import { openedHere, openOp, signOp, workspaceOfKey, type CheckedOp, type OpSign
 import { OpPayloadSchema, WORKSPACE_OPERATION, type Op } from '../../protocol/ops.js';
 import { checkStorable, PENDING_LIMITS, STORABLE, type StorableReason } from '../../protocol/storable.js';
 import { tables } from '../adapters/store/index.js';
-import { ingestOps, LAMPORT_AHEAD_LIMIT, type Exec, type IncomingOp } from './log.js';
+import { ingestOps, LAMPORT_AHEAD_LIMIT, rowToOp, type Exec, type IncomingOp } from './log.js';
 import type { Projection } from './projections.js';
 
 /**
@@ -272,7 +272,7 @@ export async function signLegacyOps(db: Exec, workspace: string, signer: OpSigne
     .from(tables.ops)
     .where(and(inArray(tables.ops.id, [...ids]), eq(tables.ops.workspace, workspace), isNull(tables.ops.sig)));
   for (const r of rows) {
-    const op = { id: r.id, workspace: r.workspace, origin: r.origin, lamport: r.lamport, ts: r.ts, kind: r.kind, operation: r.operation, thread: r.thread, session: r.session, body: r.body, key: signer.key } as Op;
+    const op = { ...rowToOp(r), key: signer.key } as Op;
     const { raw, sig } = signOp(op, signer);
     await db.update(tables.ops).set({ key: signer.key, sig, body: op.body }).where(eq(tables.ops.id, r.id));
     out.set(r.id, raw);

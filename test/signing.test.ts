@@ -15,7 +15,7 @@ import { commitNextKey, NEXT_KEY_FILE, readWorkspaceKey, writeNextKey } from '..
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
 import { newOpId, newThreadId } from '../protocol/ids.js';
 import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';
-import { appendOps, ingestChecked, pendingCount, wireTextOf, type IngestReport } from '../node-agent/kernel/index.js';
+import { appendOps, ingestChecked, pendingCount, signLegacyOps, wireTextOf, type IngestReport } from '../node-agent/kernel/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { withParts } from '../node-agent/capabilities/threads/index.js';
 import { createStore, openStore, pgliteUnder, tables, type Store } from '../node-agent/adapters/store/index.js';
@@ -200,6 +200,21 @@ describe('signed ops between two stores', () => {
     } finally {
       await older.close();
     }
+  });
+
+  it('an op of ours written before signing is signed on its way out: its text verifies and is what the row gives back', async () => {
+    const b = await freshStore();
+    const m = new Forger();
+    const t = newThreadId();
+    const legacy = { id: newOpId(), workspace: m.workspace, origin: 'old', lamport: 1, ts: new Date().toISOString(), kind: 'x.custom', operation: t, thread: null, session: null, body: { zeta: 1, alpha: [2] }, sig: null, key: null };
+    await b.db.insert(tables.ops).values(legacy);
+    const texts = await b.db.transaction((tx) => signLegacyOps(tx, m.workspace, m.signer, [legacy.id]));
+    const text = texts.get(legacy.id)!;
+    expect((await checkOps([text]))[0]).toMatchObject({ ok: true, op: { id: legacy.id, key: m.signer.key, body: legacy.body } });
+    const [row] = await b.db.select().from(tables.ops).where(eq(tables.ops.id, legacy.id));
+    expect(wireTextOf(row!)).toBe(text);
+    // Signed once: asked again, it is left as it is.
+    expect((await signLegacyOps(b.db, m.workspace, m.signer, [legacy.id])).size).toBe(0);
   });
 
   it('refuses every kind of tampering with its reason, folds none of it, and still takes the genuine op later', async () => {

@@ -10,15 +10,20 @@ export type GroupLimits = { maxOps: number; maxBytes: number };
 type Waiting = { ops: readonly OpToAppend[]; bytes: number; resolve: (c: Committed) => void; reject: (err: unknown) => void };
 
 /**
- * Appends for one stream, one transaction at a time. While a transaction runs, new pushes queue; the
- * next transaction takes everything queued (up to the group limits), so a busy stream commits in
- * fewer, larger transactions instead of one per push. Each push resolves only once its transaction
- * committed; pushes resolve in the order they were queued; a failed transaction fails exactly the
- * pushes in it. `onCommitted` receives the rows each transaction stored, before any push resolves.
+ * Appends for one stream. New pushes queue; each transaction takes everything queued (up to the group
+ * limits), so a busy stream commits in fewer, larger transactions instead of one per push. Up to
+ * `depth` transactions may be on their way at once, for a store that applies appends in the order they
+ * were made ({@link StreamStore.appendDepth}): the next one is already waiting when the one before
+ * commits, so the database never idles while this thread hands out acks. Each push resolves only once
+ * its transaction committed; transactions settle in the order they were made, so pushes resolve in the
+ * order they were queued; a failed transaction fails exactly the pushes in it. `onCommitted` receives the
+ * rows each transaction stored, in commit order, before any of its pushes resolves.
  */
 export class GroupCommitter {
   private readonly waiting: Waiting[] = [];
-  private running = false;
+  private inFlight = 0;
+  /** Settles transactions in the order they were made. */
+  private settled: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly stream: string,
@@ -27,9 +32,9 @@ export class GroupCommitter {
     private readonly onCommitted: (rows: StoredOp[], head: number) => void,
   ) {}
 
-  /** Whether a transaction is running (its commit notice is about to be handed over). */
+  /** Whether a transaction is on its way (its commit notice is about to be handed over). */
   get busy(): boolean {
-    return this.running;
+    return this.inFlight > 0;
   }
 
   append(ops: readonly OpToAppend[]): Promise<Committed> {
@@ -37,7 +42,7 @@ export class GroupCommitter {
     for (const op of ops) bytes += op.text.length;
     return new Promise<Committed>((resolve, reject) => {
       this.waiting.push({ ops, bytes, resolve, reject });
-      if (!this.running) void this.run();
+      this.pump();
     });
   }
 
@@ -55,34 +60,39 @@ export class GroupCommitter {
     return group;
   }
 
-  private async run(): Promise<void> {
-    this.running = true;
-    try {
-      while (this.waiting.length > 0) {
-        const group = this.take();
-        let out: Awaited<ReturnType<StreamStore['append']>>;
+  private pump(): void {
+    while (this.waiting.length > 0 && this.inFlight < Math.max(1, this.store.appendDepth)) {
+      const group = this.take();
+      this.inFlight += 1;
+      const appended = this.store.append(
+        this.stream,
+        group.flatMap((w) => w.ops),
+      );
+      // Not `.catch` first: a rejection is handled below, in turn, so it is never reported as unhandled.
+      appended.catch(() => undefined);
+      this.settled = this.settled.then(async () => {
         try {
-          out = await this.store.append(
-            this.stream,
-            group.flatMap((w) => w.ops),
-          );
+          this.settle(group, await appended);
         } catch (err) {
           for (const w of group) w.reject(err);
-          continue;
+        } finally {
+          this.inFlight -= 1;
+          this.pump();
         }
-        try {
-          this.onCommitted(out.rows, out.head);
-        } catch {
-          // The feed re-reads from storage on its next notice; the pushes are committed either way.
-        }
-        let at = 0;
-        for (const w of group) {
-          w.resolve({ results: out.results.slice(at, at + w.ops.length), head: out.head });
-          at += w.ops.length;
-        }
-      }
-    } finally {
-      this.running = false;
+      });
+    }
+  }
+
+  private settle(group: Waiting[], out: Awaited<ReturnType<StreamStore['append']>>): void {
+    try {
+      this.onCommitted(out.rows, out.head);
+    } catch {
+      // The feed re-reads from storage on its next notice; the pushes are committed either way.
+    }
+    let at = 0;
+    for (const w of group) {
+      w.resolve({ results: out.results.slice(at, at + w.ops.length), head: out.head });
+      at += w.ops.length;
     }
   }
 }

@@ -1,27 +1,51 @@
 // Group commit on a real PGlite store: pushes that arrive while a commit runs share the next one.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId } from '../protocol/ids.js';
 import { GroupCommitter } from '../server/commit.js';
 import { openPgliteStore, silentLog, type OpToAppend, type StoredOp, type StreamStore } from '../server/index.js';
+import { PgliteThread } from '../server/storage/pglite-thread.js';
 
-let dir = '';
+const dirs: string[] = [];
 let store: StreamStore;
-/** The same store, counting its append transactions. */
+/** The same store, counting its append transactions and how many were on their way at once. */
 let counted: StreamStore;
 let appends = 0;
+let inFlight = 0;
+let mostInFlight = 0;
+/** A second copy of the same database, on a thread of its own, for the thread's own cases. */
+let thread: PgliteThread;
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'nexus-relay-commit-'));
-  store = await openPgliteStore({ dataDir: dir, log: silentLog });
-  counted = Object.create(store, { append: { value: (s: string, ops: readonly OpToAppend[]) => (appends++, store.append(s, ops)) } }) as StreamStore;
+  const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-commit-'));
+  const copy = mkdtempSync(join(tmpdir(), 'nexus-relay-commit-'));
+  const spare = mkdtempSync(join(tmpdir(), 'nexus-relay-commit-'));
+  dirs.push(dir, copy, spare);
+  await (await openPgliteStore({ dataDir: dir, log: silentLog })).close();
+  cpSync(dir, copy, { recursive: true });
+  cpSync(dir, spare, { recursive: true });
+  [store, thread] = await Promise.all([openPgliteStore({ dataDir: dir, log: silentLog }), PgliteThread.open(join(copy, 'pgdata'), [])]);
+  counted = Object.create(store, {
+    append: {
+      value: async (s: string, ops: readonly OpToAppend[]) => {
+        appends += 1;
+        mostInFlight = Math.max(mostInFlight, ++inFlight);
+        try {
+          return await store.append(s, ops);
+        } finally {
+          inFlight -= 1;
+        }
+      },
+    },
+  }) as StreamStore;
 });
 
 afterAll(async () => {
   await store?.close();
-  rmSync(dir, { recursive: true, force: true });
+  await thread?.close();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 const op = (id = newOpId()): OpToAppend => ({ id, text: JSON.stringify({ id }) });
@@ -66,4 +90,93 @@ describe('GroupCommitter', () => {
     await store.createStream('nowhere', 'h');
     expect((await committer.append([op()])).results[0]!.seq).toBe(1);
   });
+
+  it('keeps a second transaction waiting at the database, and seqs in push order when the first meets a duplicate', async () => {
+    await store.createStream('piped', 'h');
+    const stored = op();
+    await store.append('piped', [stored]);
+    const committer = new GroupCommitter('piped', counted, { maxOps: 1_000, maxBytes: 1 << 20 }, () => undefined);
+    mostInFlight = 0;
+    // The first push repeats a stored op, so its transaction fails on the unique index and the careful
+    // script runs in its place; the second push's transaction is already waiting behind it by then.
+    const pushes = [[stored, op()], [op()], [op(), op()], [op()]];
+    const outs = await Promise.all(pushes.map((ops) => committer.append(ops)));
+    expect(store.appendDepth).toBe(2);
+    expect(mostInFlight).toBe(2);
+    expect(outs[0]!.results[0]).toEqual({ op: stored.id, seq: 1, duplicate: true });
+    expect(outs.flatMap((c) => c.results.filter((r) => !r.duplicate).map((r) => r.seq))).toEqual([2, 3, 4, 5, 6]);
+    expect((await store.read('piped', 0, 10)).map((r) => JSON.parse(r.op) as { id: string }).map((o) => o.id)).toEqual(pushes.flat().map((o) => o.id));
+  });
+
+  it('settles transactions in the order they were made, whichever the database finishes first', async () => {
+    await store.createStream('overtaken', 'h');
+    // The first append is held back until the second has committed.
+    let first = true;
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    const slowFirst = Object.create(store, {
+      append: {
+        value: async (s: string, ops: readonly OpToAppend[]) => {
+          if (!first) return store.append(s, ops).finally(release);
+          first = false;
+          await held;
+          return store.append(s, ops);
+        },
+      },
+    }) as StreamStore;
+    const handed: number[] = [];
+    const committer = new GroupCommitter('overtaken', slowFirst, { maxOps: 1_000, maxBytes: 1 << 20 }, (rows) => handed.push(...rows.map((r) => r.seq)));
+    const order: number[] = [];
+    const outs = await Promise.all([[op()], [op()]].map((ops, i) => committer.append(ops).then((c) => (order.push(i), c))));
+    // The second push's transaction committed first, so it holds seq 1; it still resolves second.
+    expect(outs.map((c) => c.results[0]!.seq)).toEqual([2, 1]);
+    expect(order).toEqual([0, 1]);
+    expect(handed).toEqual([2, 1]);
+  });
 });
+
+describe('PgliteThread', () => {
+  it('answers statements and scripts, with PostgreSQL error codes', async () => {
+    expect(await thread.query<{ n: number }>('SELECT $1::int + 1 AS n', [41])).toEqual([{ n: 42 }]);
+    expect(await thread.exec('SELECT 1 AS a; SELECT 2 AS b')).toEqual([[{ a: 1 }], [{ b: 2 }]]);
+    await expect(thread.query('SELECT * FROM no_such_table')).rejects.toMatchObject({ code: '42P01' });
+    await thread.exec('CREATE TABLE IF NOT EXISTS t (k int PRIMARY KEY)');
+    await thread.exec('INSERT INTO t VALUES (1)');
+    await expect(thread.exec('INSERT INTO t VALUES (1)')).rejects.toMatchObject({ code: '23505' });
+    expect(await thread.execOr('INSERT INTO t VALUES (1)', 'SELECT 7 AS fallback')).toEqual({ fellBack: true, results: [[{ fallback: 7 }]] });
+    expect(await thread.execOr('INSERT INTO t VALUES (2) RETURNING k', 'SELECT 7')).toEqual({ fellBack: false, results: [[{ k: 2 }]] });
+    // Only a unique violation falls back.
+    await expect(thread.execOr('SELECT 1/0', 'SELECT 7')).rejects.toMatchObject({ code: '22012' });
+  });
+
+  it('runs a transaction as one job: committed when its function resolves, rolled back when it throws', async () => {
+    await thread.exec('CREATE TABLE IF NOT EXISTS tx (k int PRIMARY KEY)');
+    // A statement sent while the transaction is open waits for its end, and sees what it committed.
+    let outside: Promise<unknown[]> | undefined;
+    await thread.transaction(async (tx) => {
+      await tx.query('INSERT INTO tx VALUES (1)');
+      outside = thread.query('SELECT count(*)::int AS n FROM tx');
+      await tx.query('INSERT INTO tx VALUES (2)');
+    });
+    expect(await outside).toEqual([{ n: 2 }]);
+    await expect(
+      thread.transaction(async (tx) => {
+        await tx.query('INSERT INTO tx VALUES (3)');
+        throw new Error('changed my mind');
+      }),
+    ).rejects.toThrow('changed my mind');
+    // A failed statement inside rolls the whole transaction back.
+    await expect(thread.transaction(async (tx) => (await tx.query('INSERT INTO tx VALUES (4)'), await tx.query('INSERT INTO tx VALUES (1)')))).rejects.toMatchObject({ code: '23505' });
+    expect(await thread.query('SELECT k FROM tx ORDER BY k')).toEqual([{ k: 1 }, { k: 2 }]);
+  });
+
+  it('fails every waiting call with STORE_FAILED when its thread dies, and every later one', async () => {
+    const doomed = await PgliteThread.open(join(dirs[2]!, 'pgdata'), []);
+    const waiting = doomed.query('SELECT pg_sleep(0.5)');
+    await (doomed as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
+    await expect(waiting).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    await expect(doomed.query('SELECT 1')).rejects.toMatchObject({ code: 'STORE_FAILED' });
+    await doomed.close();
+  });
+});
+

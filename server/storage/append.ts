@@ -3,7 +3,7 @@
 import { sqlLiteral as literal } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { AppendResult, OpToAppend, StoredOp } from './port.js';
-import type { Sql, SqlDb } from './sql.js';
+import type { SqlDb } from './sql.js';
 
 /** What an append did: each op's fate in order, the head after it, and the rows it stored, in seq order. */
 export type AppendOutcome = { results: AppendResult[]; head: number; rows: StoredOp[] };
@@ -13,11 +13,6 @@ export type AppendOutcome = { results: AppendResult[]; head: number; rows: Store
  * literal (PostgreSQL: a NOTIFY, delivered only if the transaction commits).
  */
 export type OnAppend = (streamLiteral: string) => string;
-
-/** Whether `err` is PostgreSQL's unique_violation (SQLSTATE 23505), from PGlite or node-postgres. */
-function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
-}
 
 /**
  * The ops to insert (the first occurrence of each id), for each op given the index of its id in
@@ -38,12 +33,6 @@ function firstsOf(ops: readonly OpToAppend[]): { firsts: OpToAppend[]; firstInde
   return { firsts, firstIndex, position };
 }
 
-async function lockHead(tx: Sql, stream: string): Promise<number> {
-  const [row] = await tx.query<{ head: unknown }>('SELECT head FROM streams WHERE name = $1 FOR UPDATE', [stream]);
-  if (!row) throw new NexusError('UNKNOWN_STREAM', `no stream ${stream}`);
-  return Number(row.head);
-}
-
 /**
  * Rows of literals (PGlite passes a parameter through the same text encoding as the statement, so
  * parameters saved nothing and cost a placeholder each): `(n, id, text)` with n counting from 1.
@@ -53,17 +42,17 @@ function valuesOf(fresh: readonly OpToAppend[]): string {
 }
 
 /** Seqs for the firsts (stored ones keep theirs, fresh ones follow head), then the outcome. */
-function outcome(ops: readonly OpToAppend[], plan: ReturnType<typeof firstsOf>, head: number, stored: Map<string, number>): { out: AppendOutcome; fresh: OpToAppend[] } {
+function outcome(ops: readonly OpToAppend[], plan: ReturnType<typeof firstsOf>, head: number, stored: Map<string, number>): AppendOutcome {
   const seqOfFirst: number[] = [];
-  const fresh: OpToAppend[] = [];
+  let fresh = 0;
   const rows: StoredOp[] = [];
   for (const op of plan.firsts) {
     const known = stored.get(op.id);
     if (known !== undefined) seqOfFirst.push(known);
     else {
-      fresh.push(op);
-      seqOfFirst.push(head + fresh.length);
-      rows.push({ seq: head + fresh.length, op: op.text });
+      fresh += 1;
+      seqOfFirst.push(head + fresh);
+      rows.push({ seq: head + fresh, op: op.text });
     }
   }
   const results = ops.map((op, i): AppendResult => {
@@ -72,7 +61,7 @@ function outcome(ops: readonly OpToAppend[], plan: ReturnType<typeof firstsOf>, 
     const duplicate = stored.has(op.id) || plan.position[first] !== i;
     return { op: op.id, seq: seqOfFirst[first]!, duplicate };
   });
-  return { out: { results, head: head + fresh.length, rows }, fresh };
+  return { results, head: head + fresh, rows };
 }
 
 /**
@@ -81,8 +70,10 @@ function outcome(ops: readonly OpToAppend[], plan: ReturnType<typeof firstsOf>, 
  * (an implicit transaction): the rows go in at the locked head + 1.., the head moves by their number
  * and comes back, and the unique (stream, op_id) index is the duplicate check. A plain INSERT: an id
  * already stored raises unique_violation, which rolls the script back (ON CONFLICT DO NOTHING would
- * make every insert a speculative one, measured 1.3-2x slower on PGlite), and a careful transaction
- * then looks the ids up first (by index, one probe per id) and inserts only the new ones.
+ * make every insert a speculative one, measured 1.3-2x slower on PGlite), and the careful script runs in
+ * its place with nothing between them, so appends still take their seqs in the order they were made.
+ * It takes the lock first; its later statements then see every op committed before it, insert only the
+ * ids not stored (one index probe each), and read back the seqs of the ones that were.
  */
 export async function appendOps(db: SqlDb, stream: string, ops: readonly OpToAppend[], onAppend?: OnAppend): Promise<AppendOutcome> {
   const plan = firstsOf(ops);
@@ -93,37 +84,36 @@ export async function appendOps(db: SqlDb, stream: string, ops: readonly OpToApp
     if (!row) throw new NexusError('UNKNOWN_STREAM', `no stream ${stream}`);
     return { results: [], head: Number(row.head), rows: [] };
   }
-  try {
-    const script = [
-      `INSERT INTO stream_ops (stream, seq, op_id, op) SELECT ${name}, h.head + v.n, v.id, v.op FROM (SELECT head FROM streams WHERE name = ${name} FOR UPDATE) h, (VALUES ${valuesOf(fresh)}) AS v(n, id, op)`,
-      `UPDATE streams SET head = head + ${fresh.length} WHERE name = ${name} RETURNING head`,
-      ...(onAppend ? [onAppend(name)] : []),
-    ].join(';\n');
-    const results = await db.exec(script);
+  const values = `(VALUES ${valuesOf(fresh)}) AS v(n, id, op)`;
+  const notify = onAppend ? [onAppend(name)] : [];
+  const usual = [
+    `INSERT INTO stream_ops (stream, seq, op_id, op) SELECT ${name}, h.head + v.n, v.id, v.op FROM (SELECT head FROM streams WHERE name = ${name} FOR UPDATE) h, ${values}`,
+    `UPDATE streams SET head = head + ${fresh.length} WHERE name = ${name} RETURNING head`,
+    ...notify,
+  ].join(';\n');
+  const careful = [
+    `SELECT head FROM streams WHERE name = ${name} FOR UPDATE`,
+    `WITH ins AS (INSERT INTO stream_ops (stream, seq, op_id, op) SELECT ${name}, h.head + f.k, f.id, f.op FROM (SELECT head FROM streams WHERE name = ${name}) h, ` +
+      `(SELECT v.id, v.op, row_number() OVER (ORDER BY v.n) AS k FROM ${values} WHERE NOT EXISTS (SELECT 1 FROM stream_ops o WHERE o.stream = ${name} AND o.op_id = v.id)) f RETURNING 1) ` +
+      `UPDATE streams SET head = head + (SELECT count(*) FROM ins) WHERE name = ${name} RETURNING head`,
+    `SELECT o.op_id, o.seq FROM ${values} JOIN stream_ops o ON o.stream = ${name} AND o.op_id = v.id`,
+    ...notify,
+  ].join(';\n');
+  const { fellBack, results } = await db.execOr(usual, careful);
+  if (!fellBack) {
     const [row] = (results[1] ?? []) as Array<{ head: unknown }>;
     // No stream row: the INSERT found no head to add to and the UPDATE moved nothing.
     if (!row) throw new NexusError('UNKNOWN_STREAM', `no stream ${stream}`);
-    return outcome(ops, plan, Number(row.head) - fresh.length, new Map()).out;
-  } catch (err) {
-    if (!isUniqueViolation(err)) throw err;
+    return outcome(ops, plan, Number(row.head) - fresh.length, new Map());
   }
-  return db.transaction(async (tx) => {
-    const head = await lockHead(tx, stream);
-    const found = await tx.query<{ op_id: string; seq: unknown }>(
-      // A join drives one index probe per id; `op_id = ANY(...)` was planned as a scan of the whole stream.
-      'SELECT s.op_id, s.seq FROM unnest($2::text[]) AS i(id) JOIN stream_ops s ON s.stream = $1 AND s.op_id = i.id',
-      [stream, fresh.map((o) => o.id)],
-    );
-    const { out, fresh: left } = outcome(ops, plan, head, new Map(found.map((r) => [r.op_id, Number(r.seq)])));
-    if (left.length > 0) {
-      await tx.exec(
-        [
-          `INSERT INTO stream_ops (stream, seq, op_id, op) SELECT ${name}, ${head} + v.n, v.id, v.op FROM (VALUES ${valuesOf(left)}) AS v(n, id, op)`,
-          `UPDATE streams SET head = ${out.head} WHERE name = ${name}`,
-          ...(onAppend ? [onAppend(name)] : []),
-        ].join(';\n'),
-      );
-    }
-    return out;
-  });
+  const [before] = (results[0] ?? []) as Array<{ head: unknown }>;
+  if (!before) throw new NexusError('UNKNOWN_STREAM', `no stream ${stream}`);
+  const head = Number(before.head);
+  // Ops stored before this append keep their seqs; the ones it stored follow the old head.
+  const stored = new Map<string, number>();
+  for (const r of (results[2] ?? []) as Array<{ op_id: string; seq: unknown }>) if (Number(r.seq) <= head) stored.set(r.op_id, Number(r.seq));
+  const out = outcome(ops, plan, head, stored);
+  const [after] = (results[1] ?? []) as Array<{ head: unknown }>;
+  if (Number(after?.head) !== out.head) throw new Error(`append to ${stream}: the head moved to ${String(after?.head)}, expected ${out.head}`);
+  return out;
 }

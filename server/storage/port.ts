@@ -18,6 +18,11 @@ export type StreamSummary = { name: string; head: number; createdAt: string };
 /** Storage for streams and their op logs. Every method may be called concurrently. */
 export interface StreamStore {
   readonly kind: 'pglite' | 'postgres';
+  /**
+   * How many appends to one stream may be on their way at once and still take their seqs in the order
+   * they were made: 1 where appends could overtake one another on the way (separate connections).
+   */
+  readonly appendDepth: number;
   /** Creates a stream with head 0; false when one by that name exists. */
   createStream(name: string, tokenHash: string): Promise<boolean>;
   /** The stream, or null. */

@@ -4,7 +4,7 @@ import { NexusError } from '../../protocol/errors.js';
 import type { Logger } from '../../infra/index.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { CommitEmitter, migrate, quoteIdent, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
+import { CommitEmitter, execOrInTurn, migrate, quoteIdent, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
 
 /**
  * The NOTIFY channel; payloads are `<stream>:<seq>` for a commit (rows are always read from the table)
@@ -53,8 +53,11 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
   const pool = new pg.Pool({ ...config, max: opts.poolSize ?? 10 });
   // An idle client's error must not reach the process as an unhandled 'error' event.
   pool.on('error', (err) => opts.log.warn('postgres pool client failed', { error: err.message }));
+  const sql = adapt(pool);
   const db: SqlDb = {
-    ...adapt(pool),
+    ...sql,
+    // The relay appends to a stream one group at a time (appendDepth 1): nothing of ours comes between.
+    execOr: (script, fallback) => execOrInTurn(sql, script, fallback),
     async transaction(fn) {
       const client = await pool.connect();
       try {
@@ -140,6 +143,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
 
   return sqlStreamStore(db, emitter, {
     kind: 'postgres',
+    appendDepth: 1,
     // Delivered only if the transaction commits, and to every listener (this instance's too).
     onAppend: (streamLiteral) => `SELECT pg_notify('${NOTIFY_CHANNEL}', ${streamLiteral} || ':' || (SELECT head FROM streams WHERE name = ${streamLiteral}))`,
     onChange: async (tx, stream) => {

@@ -14,8 +14,33 @@ export type Sql = {
   exec(script: string): Promise<unknown[][]>;
 };
 
-/** A database: statements, and transactions that commit when `fn` resolves and roll back when it throws. */
-export type SqlDb = Sql & { transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> };
+/** What {@link SqlDb.execOr} ran: the script's rows, or the fallback's when the script hit a unique index. */
+export type ExecOrOutcome = { fellBack: boolean; results: unknown[][] };
+
+/**
+ * A database: statements; transactions that commit when `fn` resolves and roll back when it throws; and
+ * `execOr`, which runs a script and, if it fails on a unique index (SQLSTATE 23505, the script rolled
+ * back), runs `fallback` in its place, with nothing of this database's other work between the two.
+ */
+export type SqlDb = Sql & {
+  transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
+  execOr(script: string, fallback: string): Promise<ExecOrOutcome>;
+};
+
+/** Whether `err` is PostgreSQL's unique_violation (SQLSTATE 23505). */
+export function isUniqueViolation(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
+}
+
+/** `execOr` for a database whose calls nothing can overtake (one append at a time per stream). */
+export async function execOrInTurn(sql: Sql, script: string, fallback: string): Promise<ExecOrOutcome> {
+  try {
+    return { fellBack: false, results: await sql.exec(script) };
+  } catch (err) {
+    if (!isUniqueViolation(err)) throw err;
+  }
+  return { fellBack: true, results: await sql.exec(fallback) };
+}
 
 /** Any number an advisory lock can hold: serialises migrations between relay instances. */
 const MIGRATION_LOCK = 0x6e78_7265;
@@ -81,6 +106,7 @@ export class CommitEmitter {
 /** What the two back-ends add to the shared SQL. */
 export type SqlStoreHooks = {
   kind: StreamStore['kind'];
+  appendDepth: number;
   /** A statement for the append transaction once the head moved (PostgreSQL: NOTIFY). */
   onAppend?: OnAppend;
   /** Runs inside the transaction that deletes a stream or replaces its token (PostgreSQL: NOTIFY). */
@@ -92,6 +118,7 @@ export type SqlStoreHooks = {
 export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStoreHooks): StreamStore {
   return {
     kind: hooks.kind,
+    appendDepth: hooks.appendDepth,
 
     async createStream(name, tokenHash) {
       const rows = await db.query('INSERT INTO streams (name, token_hash) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING RETURNING name', [name, tokenHash]);

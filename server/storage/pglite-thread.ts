@@ -1,0 +1,186 @@
+// PGlite on a thread of its own: the relay's event loop stays free while a query runs.
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
+import { NexusError } from '../../protocol/errors.js';
+import type { ExecOrOutcome, Sql, SqlDb } from './sql.js';
+
+// PGlite runs its queries as synchronous WebAssembly. On the relay's own thread, every commit and every
+// page read held up the sockets: parsing the next pushes, writing acks and frames, answering /healthz. On a
+// thread of its own, the relay's JavaScript and PostgreSQL's work run side by side on two cores, and the
+// event loop only ever waits for a message. The worker is a few lines of plain CommonJS (eval), so it runs
+// from the sources under vitest, from dist/ and from the bundles alike; it loads PGlite's CommonJS build
+// by the absolute path resolved here. Everything above the `SqlDb` interface (the append, migrations,
+// transactions of several statements) stays on the relay's thread and sends its statements over.
+
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+let pg = null;
+let chain = Promise.resolve();
+const txs = new Map();
+let nextTx = 1;
+const ok = (id, value) => parentPort.postMessage({ id, ok: true, value });
+const fail = (id, err) => parentPort.postMessage({ id, ok: false, error: { message: String((err && err.message) || err), code: err && typeof err.code === 'string' ? err.code : undefined } });
+const statement = async (db, m) => m.op === 'query' ? (await db.query(m.text, m.params)).rows : (await db.exec(m.script)).map((r) => r.rows);
+// Top-level work runs one job after another; a transaction is one job, from its BEGIN to its end.
+const run = (fn) => { const p = chain.then(fn); chain = p.catch(() => undefined); return p; };
+const job = (id, fn) => run(fn).then((v) => ok(id, v), (e) => fail(id, e));
+parentPort.on('message', (m) => {
+  if (m.tx !== undefined) {
+    const t = txs.get(m.tx);
+    if (!t) return fail(m.id, new Error('no such transaction'));
+    // A transaction's statements run in the order sent; its end waits for them.
+    t.steps = t.steps.then(() => {
+      if (m.op === 'commit' || m.op === 'rollback') {
+        t.end = m.id;
+        t.rolledBack = m.op === 'rollback';
+        return t.rolledBack ? t.rollback(new Error('rolled back')) : t.commit();
+      }
+      return statement(t.tx, m).then((v) => ok(m.id, v), (e) => fail(m.id, e));
+    });
+  } else if (m.op === 'begin') {
+    // Answered with the transaction's number once it is open; its end is answered to the commit or rollback.
+    run(() => new Promise((released) => {
+      const n = nextTx++;
+      const t = { steps: Promise.resolve(), end: null, rolledBack: false };
+      txs.set(n, t);
+      pg.transaction((tx) => new Promise((commit, rollback) => {
+        Object.assign(t, { tx, commit, rollback });
+        ok(m.id, n);
+      })).then(
+        () => ok(t.end, null),
+        (e) => (t.end === null ? fail(m.id, e) : t.rolledBack ? ok(t.end, null) : fail(t.end, e)),
+      ).finally(() => { txs.delete(n); released(); });
+    }));
+  } else if (m.op === 'execOr') {
+    // The fallback runs in the same job as the script it replaces: no other work comes between.
+    job(m.id, async () => {
+      try {
+        return { fellBack: false, results: await statement(pg, { op: 'exec', script: m.script }) };
+      } catch (e) {
+        if (!e || e.code !== '23505') throw e;
+      }
+      return { fellBack: true, results: await statement(pg, { op: 'exec', script: m.fallback }) };
+    });
+  } else if (m.op === 'open') {
+    job(m.id, async () => {
+      const { PGlite } = require(workerData.entry);
+      pg = await PGlite.create({ dataDir: m.dataDir, startParams: [...PGlite.defaultStartParams, ...m.startParams] });
+      return null;
+    });
+  } else if (m.op === 'close') {
+    job(m.id, async () => { if (pg) await pg.close(); pg = null; return null; });
+  } else {
+    job(m.id, () => statement(pg, m));
+  }
+});
+`;
+
+type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { message: string; code?: string } };
+type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void };
+
+/** An error from the database thread: its message, and PostgreSQL's SQLSTATE as `code` when it had one. */
+class DatabaseError extends Error {
+  constructor(
+    message: string,
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'DatabaseError';
+  }
+}
+
+/**
+ * One PGlite database served by a worker thread, seen as a {@link SqlDb}. Calls may be made concurrently:
+ * the thread runs one top-level statement (or one whole transaction) at a time, in the order asked. The
+ * worker is referenced only while it has work, so a store left open never holds a process open.
+ */
+export class PgliteThread implements SqlDb {
+  private readonly worker: Worker;
+  private readonly pending = new Map<number, Pending>();
+  private next = 1;
+  private broken: Error | null = null;
+
+  private constructor() {
+    const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { entry } });
+    this.worker.unref();
+    this.worker.on('message', (m: Reply) => {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      if (this.pending.size === 0) this.worker.unref();
+      if (m.ok) p.resolve(m.value);
+      else p.reject(new DatabaseError(m.error.message, m.error.code));
+    });
+    const fail = (err: Error) => {
+      this.broken ??= err;
+      for (const p of this.pending.values()) p.reject(this.broken);
+      this.pending.clear();
+    };
+    this.worker.on('error', (err) => fail(new NexusError('STORE_FAILED', `the relay's database thread failed: ${err.message}`)));
+    this.worker.on('exit', (code) => fail(new NexusError('STORE_FAILED', `the relay's database thread ended (exit code ${code})`)));
+  }
+
+  /** Opens (creating on first use) the PGlite database in `dataDir` on a new thread. */
+  static async open(dataDir: string, settings: readonly string[]): Promise<PgliteThread> {
+    const thread = new PgliteThread();
+    try {
+      await thread.call({ op: 'open', dataDir, startParams: settings.flatMap((s) => ['-c', s]) });
+      return thread;
+    } catch (err) {
+      await thread.worker.terminate();
+      throw err;
+    }
+  }
+
+  private call(message: Record<string, unknown>): Promise<unknown> {
+    if (this.broken) return Promise.reject(this.broken);
+    const id = this.next++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      if (this.pending.size === 1) this.worker.ref();
+      this.worker.postMessage({ ...message, id });
+    });
+  }
+
+  private on(tx: number | undefined): Sql {
+    return {
+      query: async <T>(text: string, params?: unknown[]) => (await this.call({ op: 'query', text, params, tx })) as T[],
+      exec: async (script: string) => (await this.call({ op: 'exec', script, tx })) as unknown[][],
+    };
+  }
+
+  query<T>(text: string, params?: unknown[]): Promise<T[]> {
+    return this.on(undefined).query<T>(text, params);
+  }
+
+  exec(script: string): Promise<unknown[][]> {
+    return this.on(undefined).exec(script);
+  }
+
+  execOr(script: string, fallback: string): Promise<ExecOrOutcome> {
+    return this.call({ op: 'execOr', script, fallback }) as Promise<ExecOrOutcome>;
+  }
+
+  async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {
+    const tx = (await this.call({ op: 'begin' })) as number;
+    let value: T;
+    try {
+      value = await fn(this.on(tx));
+    } catch (err) {
+      await this.call({ op: 'rollback', tx }).catch(() => undefined);
+      throw err;
+    }
+    await this.call({ op: 'commit', tx });
+    return value;
+  }
+
+  /** Closes the database, then ends the thread. */
+  async close(): Promise<void> {
+    try {
+      if (!this.broken) await this.call({ op: 'close' });
+    } finally {
+      await this.worker.terminate();
+    }
+  }
+}

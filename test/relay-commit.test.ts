@@ -143,10 +143,22 @@ describe('PgliteThread', () => {
     await thread.exec('CREATE TABLE IF NOT EXISTS t (k int PRIMARY KEY)');
     await thread.exec('INSERT INTO t VALUES (1)');
     await expect(thread.exec('INSERT INTO t VALUES (1)')).rejects.toMatchObject({ code: '23505' });
-    expect(await thread.execOr('INSERT INTO t VALUES (1)', 'SELECT 7 AS fallback')).toEqual({ fellBack: true, results: [[{ fallback: 7 }]] });
-    expect(await thread.execOr('INSERT INTO t VALUES (2) RETURNING k', 'SELECT 7')).toEqual({ fellBack: false, results: [[{ k: 2 }]] });
-    // Only a unique violation falls back.
-    await expect(thread.execOr('SELECT 1/0', 'SELECT 7')).rejects.toMatchObject({ code: '22012' });
+    let built = 0;
+    const fallback = () => (built++, 'SELECT 7 AS fallback');
+    // The fallback is built only when needed, and nothing queued behind the script runs before it.
+    const behind = thread.query<{ k: number }>('SELECT max(k) AS k FROM t');
+    expect(await thread.execOr('INSERT INTO t VALUES (2) RETURNING k', fallback)).toEqual({ fellBack: false, results: [[{ k: 2 }]] });
+    expect(built).toBe(0);
+    const failing = thread.execOr('INSERT INTO t VALUES (1)', () => (built++, 'INSERT INTO t VALUES (3) RETURNING k'));
+    const after = thread.query<{ k: number }>('SELECT max(k) AS k FROM t');
+    expect(await failing).toEqual({ fellBack: true, results: [[{ k: 3 }]] });
+    expect(built).toBe(1);
+    expect(await behind).toEqual([{ k: 1 }]);
+    expect(await after).toEqual([{ k: 3 }]);
+    // Only a unique violation falls back; a fallback that cannot be built fails its call and frees the queue.
+    await expect(thread.execOr('SELECT 1/0', fallback)).rejects.toMatchObject({ code: '22012' });
+    await expect(thread.execOr('INSERT INTO t VALUES (1)', () => { throw new Error('no fallback today'); })).rejects.toThrow('no fallback today');
+    expect(await thread.query('SELECT count(*)::int AS n FROM t')).toEqual([{ n: 3 }]);
   });
 
   it('runs a transaction as one job: committed when its function resolves, rolled back when it throws', async () => {

@@ -91,7 +91,7 @@ export async function appendOps(db: SqlDb, stream: string, ops: readonly OpToApp
     `UPDATE streams SET head = head + ${fresh.length} WHERE name = ${name} RETURNING head`,
     ...notify,
   ].join(';\n');
-  const careful = [
+  const careful = () => [
     `SELECT head FROM streams WHERE name = ${name} FOR UPDATE`,
     `WITH ins AS (INSERT INTO stream_ops (stream, seq, op_id, op) SELECT ${name}, h.head + f.k, f.id, f.op FROM (SELECT head FROM streams WHERE name = ${name}) h, ` +
       `(SELECT v.id, v.op, row_number() OVER (ORDER BY v.n) AS k FROM ${values} WHERE NOT EXISTS (SELECT 1 FROM stream_ops o WHERE o.stream = ${name} AND o.op_id = v.id)) f RETURNING 1) ` +

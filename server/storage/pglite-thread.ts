@@ -17,6 +17,7 @@ const { parentPort, workerData } = require('node:worker_threads');
 let pg = null;
 let chain = Promise.resolve();
 const txs = new Map();
+const fallbacks = new Map();
 let nextTx = 1;
 const ok = (id, value) => parentPort.postMessage({ id, ok: true, value });
 const fail = (id, err) => parentPort.postMessage({ id, ok: false, error: { message: String((err && err.message) || err), code: err && typeof err.code === 'string' ? err.code : undefined } });
@@ -52,15 +53,25 @@ parentPort.on('message', (m) => {
       ).finally(() => { txs.delete(n); released(); });
     }));
   } else if (m.op === 'execOr') {
-    // The fallback runs in the same job as the script it replaces: no other work comes between.
-    job(m.id, async () => {
+    // On a unique violation the job asks for its fallback and holds the queue until it comes, so the
+    // fallback runs in this job's place: no other work comes between the two.
+    run(async () => {
       try {
-        return { fellBack: false, results: await statement(pg, { op: 'exec', script: m.script }) };
+        return ok(m.id, { fellBack: false, results: await statement(pg, { op: 'exec', script: m.script }) });
       } catch (e) {
-        if (!e || e.code !== '23505') throw e;
+        if (!e || e.code !== '23505') return fail(m.id, e);
       }
-      return { fellBack: true, results: await statement(pg, { op: 'exec', script: m.fallback }) };
+      const next = new Promise((resolve) => fallbacks.set(m.id, resolve));
+      ok(m.id, { fellBack: true, results: null });
+      const f = await next;
+      if (typeof f.script !== 'string') return fail(f.id, new Error('no fallback was given'));
+      return statement(pg, { op: 'exec', script: f.script }).then((v) => ok(f.id, v), (e) => fail(f.id, e));
     });
+  } else if (m.op === 'fallback') {
+    const resolve = fallbacks.get(m.of);
+    fallbacks.delete(m.of);
+    if (resolve) resolve(m);
+    else fail(m.id, new Error('nothing waits for a fallback'));
   } else if (m.op === 'open') {
     job(m.id, async () => {
       const { PGlite } = require(workerData.entry);
@@ -133,9 +144,8 @@ export class PgliteThread implements SqlDb {
     }
   }
 
-  private call(message: Record<string, unknown>): Promise<unknown> {
+  private call(message: Record<string, unknown>, id = this.next++): Promise<unknown> {
     if (this.broken) return Promise.reject(this.broken);
-    const id = this.next++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) this.worker.ref();
@@ -158,8 +168,24 @@ export class PgliteThread implements SqlDb {
     return this.on(undefined).exec(script);
   }
 
-  execOr(script: string, fallback: string): Promise<ExecOrOutcome> {
-    return this.call({ op: 'execOr', script, fallback }) as Promise<ExecOrOutcome>;
+  async execOr(script: string, fallback: () => string): Promise<ExecOrOutcome> {
+    const id = this.next++;
+    const first = (await this.call({ op: 'execOr', script }, id)) as ExecOrOutcome;
+    if (!first.fellBack) return first;
+    let text: string | null = null;
+    let failure: unknown;
+    try {
+      text = fallback();
+    } catch (err) {
+      failure = err;
+    }
+    // The thread holds its queue until it hears back, so it always gets an answer: a script or none.
+    const results = this.call({ op: 'fallback', of: id, script: text });
+    if (text === null) {
+      results.catch(() => undefined);
+      throw failure;
+    }
+    return { fellBack: true, results: (await results) as unknown[][] };
   }
 
   async transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T> {

@@ -20,11 +20,12 @@ export type ExecOrOutcome = { fellBack: boolean; results: unknown[][] };
 /**
  * A database: statements; transactions that commit when `fn` resolves and roll back when it throws; and
  * `execOr`, which runs a script and, if it fails on a unique index (SQLSTATE 23505, the script rolled
- * back), runs `fallback` in its place, with nothing of this database's other work between the two.
+ * back), runs the script `fallback` gives in its place, with nothing of this database's other work
+ * between the two (the fallback is only built when it is needed).
  */
 export type SqlDb = Sql & {
   transaction<T>(fn: (tx: Sql) => Promise<T>): Promise<T>;
-  execOr(script: string, fallback: string): Promise<ExecOrOutcome>;
+  execOr(script: string, fallback: () => string): Promise<ExecOrOutcome>;
 };
 
 /** Whether `err` is PostgreSQL's unique_violation (SQLSTATE 23505). */
@@ -33,13 +34,13 @@ export function isUniqueViolation(err: unknown): boolean {
 }
 
 /** `execOr` for a database whose calls nothing can overtake (one append at a time per stream). */
-export async function execOrInTurn(sql: Sql, script: string, fallback: string): Promise<ExecOrOutcome> {
+export async function execOrInTurn(sql: Sql, script: string, fallback: () => string): Promise<ExecOrOutcome> {
   try {
     return { fellBack: false, results: await sql.exec(script) };
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
   }
-  return { fellBack: true, results: await sql.exec(fallback) };
+  return { fellBack: true, results: await sql.exec(fallback()) };
 }
 
 /** Any number an advisory lock can hold: serialises migrations between relay instances. */

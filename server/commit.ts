@@ -71,14 +71,19 @@ export class GroupCommitter {
       // Not `.catch` first: a rejection is handled below, in turn, so it is never reported as unhandled.
       appended.catch(() => undefined);
       this.settled = this.settled.then(async () => {
+        let out: Awaited<typeof appended> | undefined;
+        let failure: unknown;
         try {
-          this.settle(group, await appended);
+          out = await appended;
         } catch (err) {
-          for (const w of group) w.reject(err);
-        } finally {
-          this.inFlight -= 1;
-          this.pump();
+          failure = err;
         }
+        // The next transaction goes out before this one's pushes are answered: the database works on
+        // it while acks and frames are written.
+        this.inFlight -= 1;
+        this.pump();
+        if (out === undefined) for (const w of group) w.reject(failure);
+        else this.settle(group, out);
       });
     }
   }

@@ -1,5 +1,7 @@
 // PGlite on a thread of its own: the relay's event loop stays free while a query runs.
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { NexusError } from '../../protocol/errors.js';
 import type { ExecOrOutcome, Sql, SqlDb } from './sql.js';
@@ -132,8 +134,19 @@ export class PgliteThread implements SqlDb {
     this.worker.on('exit', (code) => fail(new NexusError('STORE_FAILED', `the relay's database thread ended (exit code ${code})`)));
   }
 
-  /** Opens (creating on first use) the PGlite database in `dataDir` on a new thread. */
+  /**
+   * Opens (creating on first use) the PGlite database in `dataDir` on a new thread. Creating one runs
+   * PostgreSQL's initdb in a WebAssembly instance of its own, whose memory (about 350 MB here) stays
+   * resident until that thread's heap is next collected, which an idle relay may never get to. So a
+   * new database is made by a thread that then ends, giving all of it back at once, and opened again
+   * by the thread that serves it (one more open, ~0.7 s, on a relay's first start only).
+   */
   static async open(dataDir: string, settings: readonly string[]): Promise<PgliteThread> {
+    if (!existsSync(join(dataDir, 'PG_VERSION'))) await (await PgliteThread.start(dataDir, settings)).close();
+    return PgliteThread.start(dataDir, settings);
+  }
+
+  private static async start(dataDir: string, settings: readonly string[]): Promise<PgliteThread> {
     const thread = new PgliteThread();
     try {
       await thread.call({ op: 'open', dataDir, startParams: settings.flatMap((s) => ['-c', s]) });

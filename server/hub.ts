@@ -17,6 +17,12 @@ export type FeedConsumer = {
   evict(code: 'UNKNOWN_STREAM' | 'UNAUTHORIZED', message: string): void;
 };
 
+/** A frame built for one cursor: the head it was built under, and whether it stopped short of it. */
+type SharedFrame = { head: number; built: Promise<OpsFrame | null>; short: boolean };
+
+/** Frames a feed keeps for consumers at other cursors: readers of a backlog drift a few pages apart. */
+const FRAMES_KEPT = 16;
+
 /** Bounds of a feed's cache of recent ops, and of one group commit. */
 export type FeedLimits = { pageSize: number; cacheOps: number; cacheBytes: number; group: GroupLimits };
 
@@ -39,8 +45,8 @@ export class StreamFeed {
   private closed = false;
   /** The highest head heard of while a commit of ours ran: looked at once its rows are in. */
   private deferred = 0;
-  /** The last frame built, for the consumers at the same cursor. */
-  private shared: { after: number; head: number; limit: number; maxBytes: number; built: Promise<OpsFrame | null> } | null = null;
+  /** Frames built lately, by cursor and bounds, for the consumers that ask for the same ones. */
+  private readonly frames = new Map<string, SharedFrame>();
   private readonly unsubscribe: () => void;
   private readonly committer: GroupCommitter;
 
@@ -95,18 +101,25 @@ export class StreamFeed {
    * The next `ops` frame for a consumer whose cursor is `after` (null when there is nothing after it).
    * Consumers at the same cursor share one frame, built once: after a commit every live consumer asks
    * for the same rows, and catch-ups that started together ask for the same pages (one read, not one
-   * per consumer). Rows once committed never change, so a frame for `after` stays true; it is kept
-   * only while the head has not moved, since a later one may hold more.
+   * per consumer), even as they drift a few pages apart. Rows once committed never change, so a frame
+   * for `after` stays true; one that ended at the head it was built under is kept only while the head
+   * has not moved, since a later one may hold more, and one that stopped short of it stays as it is.
    */
   frame(after: number, limit: number, maxBytes: number): Promise<OpsFrame | null> {
-    const m = this.shared;
-    if (m && m.after === after && m.head === this.head && m.limit === limit && m.maxBytes === maxBytes) return m.built;
+    const key = `${after}:${limit}:${maxBytes}`;
+    const kept = this.frames.get(key);
+    if (kept && (kept.head === this.head || kept.short)) return kept.built;
+    const head = this.head;
     const built = this.page(after, limit, maxBytes).then((rows) => (rows.length === 0 ? null : opsFrame(rows, maxBytes)));
-    this.shared = { after, head: this.head, limit, maxBytes, built };
-    // A failed read is not kept for the next consumer: it reads again.
-    built.catch(() => {
-      if (this.shared?.built === built) this.shared = null;
-    });
+    const entry: SharedFrame = { head, built, short: false };
+    this.frames.delete(key);
+    this.frames.set(key, entry);
+    if (this.frames.size > FRAMES_KEPT) this.frames.delete(this.frames.keys().next().value!);
+    built.then(
+      (f) => void (entry.short = f !== null && f.last < head),
+      // A failed read is not kept for the next consumer: it reads again.
+      () => void (this.frames.get(key) === entry && this.frames.delete(key)),
+    );
     return built;
   }
 
@@ -129,7 +142,7 @@ export class StreamFeed {
     this.closed = true;
     this.unsubscribe();
     this.rows = [];
-    this.shared = null;
+    this.frames.clear();
   }
 
   private async fill(): Promise<void> {

@@ -760,35 +760,62 @@ async function jsFanout(nats: Nats, subs: number, count: number, rate: number): 
 // ---- 5. /healthz during catch-ups
 
 /** `readers` bare clients catch up on `ops` at once while /healthz is polled every 10 ms; the poll latencies. */
+/**
+ * Polls `url` every 10 ms from a process of its own until stopped, then gives each poll's latency. Not
+ * from this process: its 20 readers receive 100,000 ops, and a poller beside them measured their work.
+ */
+function healthzPoller(url: string): { stop(): Promise<number[]> } {
+  const script = `
+    let polling = true;
+    const samples = [];
+    process.stdin.on('end', () => (polling = false)).resume();
+    (async () => {
+      while (polling) {
+        const s = performance.now();
+        const res = await fetch(${JSON.stringify(url)});
+        await res.text();
+        if (res.status !== 200) throw new Error('/healthz answered ' + res.status);
+        samples.push(performance.now() - s);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      process.stdout.write(JSON.stringify(samples));
+    })().catch((err) => { console.error(String(err)); process.exit(1); });`;
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return {
+    async stop() {
+      child.stdin!.end();
+      const code = await exited;
+      if (code !== 0) throw new Error(`the /healthz poller exited with ${code}`);
+      return JSON.parse(out) as number[];
+    },
+  };
+}
+
 async function oursHealthz(relay: RelayProc, readers: number, ops: BenchOp[], run = 1): Promise<{ lat: Lat; catchupMs: number }> {
   const seeded = await seedOurs(relay, ops, `healthz${run}`);
-  const samples: number[] = [];
-  let polling = true;
-  const poller = (async () => {
-    while (polling) {
-      const s = performance.now();
-      const res = await fetch(`${relay.url}/healthz`);
-      await res.text();
-      if (res.status !== 200) throw new Error(`/healthz answered ${res.status}`);
-      samples.push(performance.now() - s);
-      await new Promise((r) => setTimeout(r, 10));
-    }
-  })();
+  const poller = healthzPoller(`${relay.url}/healthz`);
+  // Its first polls come before the catch-up starts.
+  await new Promise((r) => setTimeout(r, 300));
   const t0 = performance.now();
   const conns: RelayConn[] = [];
+  let stopped: number[] | null = null;
   try {
     await Promise.all(
       Array.from({ length: readers }, async (_, i) => {
         const c = await RelayConn.open(relay.url, seeded.stream, seeded.token, 0, `bench-hz-${i}`);
         conns.push(c);
-        c.onOps = () => undefined;
+        // Pages are not parsed (onOps stays null): only caught_up is awaited.
         await c.caughtUp;
       }),
     );
-    return { lat: lat(samples), catchupMs: performance.now() - t0 };
+    const catchupMs = performance.now() - t0;
+    stopped = await poller.stop();
+    return { lat: lat(stopped), catchupMs };
   } finally {
-    polling = false;
-    await poller;
+    if (stopped === null) await poller.stop().catch(() => undefined);
     await Promise.all(conns.map((c) => c.close()));
   }
 }

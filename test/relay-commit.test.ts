@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId } from '../protocol/ids.js';
 import { GroupCommitter } from '../server/commit.js';
+import { StreamFeed } from '../server/hub.js';
 import { openPgliteStore, silentLog, type OpToAppend, type StoredOp, type StreamStore } from '../server/index.js';
 import { PgliteThread } from '../server/storage/pglite-thread.js';
 
@@ -108,6 +109,19 @@ describe('GroupCommitter', () => {
     expect((await store.read('piped', 0, 10)).map((r) => JSON.parse(r.op) as { id: string }).map((o) => o.id)).toEqual(pushes.flat().map((o) => o.id));
   });
 
+  it('sends the next transaction before answering the pushes of the one that committed', async () => {
+    await store.createStream('next-first', 'h');
+    const events: string[] = [];
+    const logged = Object.create(store, {
+      append: { value: (s: string, ops: readonly OpToAppend[]) => (events.push(`append ${ops.length}`), store.append(s, ops)) },
+    }) as StreamStore;
+    // The feed hears of a commit as its pushes are answered, so its notice marks that moment.
+    const committer = new GroupCommitter('next-first', logged, { maxOps: 1_000, maxBytes: 1 << 20 }, (rows) => events.push(`committed ${rows.length}`));
+    // Two go out at once (appendDepth 2); the third waits for the first to commit.
+    await Promise.all([[op()], [op(), op()], [op(), op(), op()]].map((ops) => committer.append(ops)));
+    expect(events).toEqual(['append 1', 'append 2', 'append 3', 'committed 1', 'committed 2', 'committed 3']);
+  });
+
   it('settles transactions in the order they were made, whichever the database finishes first', async () => {
     await store.createStream('overtaken', 'h');
     // The first append is held back until the second has committed.
@@ -132,6 +146,33 @@ describe('GroupCommitter', () => {
     expect(outs.map((c) => c.results[0]!.seq)).toEqual([2, 1]);
     expect(order).toEqual([0, 1]);
     expect(handed).toEqual([2, 1]);
+  });
+});
+
+describe('StreamFeed frames', () => {
+  it('shares a frame among consumers at one cursor while they drift apart, and rebuilds one that ended at a head that moved', async () => {
+    await store.createStream('frames', 'h');
+    await store.append('frames', Array.from({ length: 30 }, () => op()));
+    const feed = new StreamFeed('frames', store, { pageSize: 10, cacheOps: 40, cacheBytes: 1 << 20, group: { maxOps: 100, maxBytes: 1 << 20 } }, silentLog);
+    try {
+      feed.known(30);
+      const first = feed.frame(0, 10, 1 << 20);
+      const second = feed.frame(10, 10, 1 << 20);
+      const tail = feed.frame(25, 10, 1 << 20);
+      // A consumer still at 0 after another asked for the next page gets the frame already built.
+      expect(feed.frame(0, 10, 1 << 20)).toBe(first);
+      expect((await second)!.last).toBe(20);
+      expect((await tail)!).toMatchObject({ count: 5, last: 30 });
+      await feed.append([op(), op()]);
+      expect(feed.head).toBe(32);
+      // Stopped short of the head it was built under: still true. Ended at it: built again, with the new ops.
+      expect(feed.frame(0, 10, 1 << 20)).toBe(first);
+      const again = feed.frame(25, 10, 1 << 20);
+      expect(again).not.toBe(tail);
+      expect((await again)!).toMatchObject({ count: 7, last: 32 });
+    } finally {
+      feed.close();
+    }
   });
 });
 

@@ -21,7 +21,7 @@ export type FeedConsumer = {
 type SharedFrame = { head: number; built: Promise<OpsFrame | null>; short: boolean };
 
 /** Frames a feed keeps for consumers at other cursors: readers of a backlog drift a few pages apart. */
-const FRAMES_KEPT = 16;
+const FRAMES_KEPT = 4;
 
 /** Bounds of a feed's cache of recent ops, and of one group commit. */
 export type FeedLimits = { pageSize: number; cacheOps: number; cacheBytes: number; group: GroupLimits };

@@ -1,11 +1,14 @@
 // A relay in a process of its own for `bench/sync.ts`, so it never shares an event loop with the
 // clients measuring it (NATS runs in its own process too). Started by the bench; prints one JSON
 // line `{"url": ...}` once listening, and closes when its stdin ends or it gets SIGTERM. A line `gc` on
-// stdin runs a full garbage collection (when started with --expose-gc), so memory can be read settled.
+// stdin runs a full garbage collection (when started with --expose-gc) on every thread, so memory can be
+// read settled.
 //   BENCH_RELAY_DATA       PGlite data folder, or
 //   BENCH_RELAY_DB_URL     PostgreSQL URL (+ BENCH_RELAY_DB_SCHEMA, a schema of its own)
 //   BENCH_RELAY_OPERATOR   the operator token to use
+import { BroadcastChannel } from 'node:worker_threads';
 import { createLogger, startRelay } from '../server/index.js';
+import { COLLECT_GARBAGE_CHANNEL } from '../server/storage/pglite-thread.js';
 
 async function main(): Promise<void> {
   const dataDir = process.env['BENCH_RELAY_DATA'];
@@ -29,7 +32,12 @@ async function main(): Promise<void> {
   process.stdin.on('error', () => void stop());
   process.stdin.setEncoding('utf8');
   process.stdin.on('data', (chunk: string) => {
-    if (chunk.split('\n').includes('gc')) (globalThis as { gc?: () => void }).gc?.();
+    if (!chunk.split('\n').includes('gc')) return;
+    (globalThis as { gc?: () => void }).gc?.();
+    // The relay's PGlite thread collects its own heap when asked on this channel.
+    const collect = new BroadcastChannel(COLLECT_GARBAGE_CHANNEL);
+    collect.postMessage('gc');
+    collect.close();
   });
   process.on('SIGTERM', () => void stop());
   process.on('SIGINT', () => void stop());

@@ -23,7 +23,7 @@
 // BENCH_FANOUT_SUBS, BENCH_FANOUT_RATE, BENCH_FANOUT_SECS, BENCH_BACKLOG, BENCH_HZ_READERS, BENCH_HZ_OPS,
 // BENCH_MEM_CONNS, BENCH_RSS_SLOW, BENCH_RSS_SLOW_OPS, BENCH_RSS_READERS, BENCH_RSS_SMALL, BENCH_RSS_BACKLOG,
 // BENCH_REPEATS, BENCH_PARTS (e.g. "ingest,latency,fanout,catchup,healthz,memory,rss"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
-// BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: the relay child writes a V8 CPU profile there),
+// BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: each relay child writes V8 CPU profiles in a folder of its own there, one per thread),
 // BENCH_CLIENT_PROF (a folder: each SyncClient catch-up's node process writes a V8 CPU profile there).
 // Quick run: BENCH_OPS=5000 BENCH_LAT_SECS=2 BENCH_FANOUT_SECS=2 BENCH_BACKLOG=10000 npm run bench:sync
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -318,7 +318,9 @@ async function startChild<T>(script: string, env: Record<string, string>, execAr
 }
 
 async function startRelayChild(env: Record<string, string>, label: string): Promise<RelayProc> {
-  const execArgv = ['--expose-gc', ...(RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${RELAY_PROF}`, `--cpu-prof-name=relay-${label}-${RUN_ID}.cpuprofile`] : [])];
+  // A folder per relay child, with Node's own file names: one profile per thread (a fixed name would
+  // have the database thread's and the relay's overwrite each other).
+  const execArgv = ['--expose-gc', ...(RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(RELAY_PROF, `relay-${label}-${RUN_ID}`)}`] : [])];
   const c = await startChild<{ url: string; storage: string }>('./sync-relay.js', { ...env, BENCH_RELAY_OPERATOR: OPERATOR }, execArgv);
   return { ...c.first, child: c.child, stop: c.stop };
 }

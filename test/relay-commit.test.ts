@@ -224,12 +224,18 @@ describe('PgliteThread', () => {
   });
 
   it('fails every waiting call with STORE_FAILED when its thread dies, and every later one', async () => {
-    const doomed = await PgliteThread.open(join(dirs[2]!, 'pgdata'), []);
+    const heard: Error[] = [];
+    const doomed = await PgliteThread.open(join(dirs[2]!, 'pgdata'), [], (err) => heard.push(err));
     const waiting = doomed.query('SELECT pg_sleep(0.5)');
     await (doomed as unknown as { worker: { terminate(): Promise<number> } }).worker.terminate();
     await expect(waiting).rejects.toMatchObject({ code: 'STORE_FAILED' });
     await expect(doomed.query('SELECT 1')).rejects.toMatchObject({ code: 'STORE_FAILED' });
     await doomed.close();
+    // Told once, with the reason; a thread ended by close() is not a failure.
+    expect(heard.map((e) => (e as { code?: string }).code)).toEqual(['STORE_FAILED']);
+    const closed: Error[] = [];
+    await (await PgliteThread.open(join(dirs[2]!, 'pgdata'), [], (err) => closed.push(err))).close();
+    expect(closed).toEqual([]);
   });
 });
 

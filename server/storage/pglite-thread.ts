@@ -124,8 +124,9 @@ export class PgliteThread implements SqlDb {
   private readonly pending = new Map<number, Pending>();
   private next = 1;
   private broken: Error | null = null;
+  private closing = false;
 
-  private constructor() {
+  private constructor(private readonly onBroken?: (err: Error) => void) {
     const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
     // A young generation of 4 MB, not V8's default of up to 16 MB per semi-space: the thread's garbage is
     // short-lived (statements and their results), and a fresh relay's RSS grew by ~20 MB as 500 nodes
@@ -145,6 +146,7 @@ export class PgliteThread implements SqlDb {
       else p.reject(new DatabaseError(m.error.message, m.error.code));
     });
     const fail = (err: Error) => {
+      if (this.broken === null && !this.closing) this.onBroken?.(err);
       this.broken ??= err;
       for (const p of this.pending.values()) p.reject(this.broken);
       this.pending.clear();
@@ -158,15 +160,16 @@ export class PgliteThread implements SqlDb {
    * PostgreSQL's initdb in a WebAssembly instance of its own, whose memory (about 350 MB here) stays
    * resident until that thread's heap is next collected, which an idle relay may never get to. So a
    * new database is made by a thread that then ends, giving all of it back at once, and opened again
-   * by the thread that serves it (one more open, ~0.7 s, on a relay's first start only).
+   * by the thread that serves it (one more open, ~0.7 s, on a relay's first start only). `onBroken`
+   * hears once if the serving thread fails or ends other than by `close()`.
    */
-  static async open(dataDir: string, settings: readonly string[]): Promise<PgliteThread> {
+  static async open(dataDir: string, settings: readonly string[], onBroken?: (err: Error) => void): Promise<PgliteThread> {
     if (!existsSync(join(dataDir, 'PG_VERSION'))) await (await PgliteThread.start(dataDir, settings)).close();
-    return PgliteThread.start(dataDir, settings);
+    return PgliteThread.start(dataDir, settings, onBroken);
   }
 
-  private static async start(dataDir: string, settings: readonly string[]): Promise<PgliteThread> {
-    const thread = new PgliteThread();
+  private static async start(dataDir: string, settings: readonly string[], onBroken?: (err: Error) => void): Promise<PgliteThread> {
+    const thread = new PgliteThread(onBroken);
     try {
       await thread.call({ op: 'open', dataDir, startParams: settings.flatMap((s) => ['-c', s]) });
       return thread;
@@ -235,6 +238,7 @@ export class PgliteThread implements SqlDb {
 
   /** Closes the database, then ends the thread. */
   async close(): Promise<void> {
+    this.closing = true;
     try {
       if (!this.broken) await this.call({ op: 'close' });
     } finally {

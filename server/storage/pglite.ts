@@ -45,7 +45,9 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
   try {
     // The relay runs for hours and takes in backlogs: V8's optimised code pays (see infra/wasm.ts).
     chooseWasmTier(true);
-    pg = await withPrivateUmask(() => PgliteThread.open(target, PGLITE_SETTINGS));
+    // Every call fails from then on, and /readyz says so; the log says why.
+    const broken = (err: Error) => opts.log.error('the relay store failed: every storage call fails until the relay restarts', { dir: opts.dataDir, error: err.message });
+    pg = await withPrivateUmask(() => PgliteThread.open(target, PGLITE_SETTINGS, broken));
     const db = pg;
     // Appends write op texts as literals, where a doubled quote must be the only escape.
     await db.exec('SET standard_conforming_strings = on');

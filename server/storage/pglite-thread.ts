@@ -195,12 +195,15 @@ export class PgliteThread implements SqlDb {
     };
   }
 
+  /** Statements outside any transaction: made once, not per call. */
+  private readonly direct: Sql = this.on(undefined);
+
   query<T>(text: string, params?: unknown[]): Promise<T[]> {
-    return this.on(undefined).query<T>(text, params);
+    return this.direct.query<T>(text, params);
   }
 
   exec(script: string): Promise<unknown[][]> {
-    return this.on(undefined).exec(script);
+    return this.direct.exec(script);
   }
 
   async execOr(script: string, fallback: () => string): Promise<ExecOrOutcome> {

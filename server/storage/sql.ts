@@ -29,7 +29,7 @@ export type SqlDb = Sql & {
 };
 
 /** Whether `err` is PostgreSQL's unique_violation (SQLSTATE 23505). */
-export function isUniqueViolation(err: unknown): boolean {
+function isUniqueViolation(err: unknown): boolean {
   return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505';
 }
 

@@ -90,7 +90,6 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class SyncClient {
   private ws: WebSocket | null = null;
-  private waitingPages = 0;
   private stopped = false;
   private refused = false;
   private connected = false;
@@ -350,8 +349,7 @@ export class SyncClient {
     const page: WaitingPage = { last, ws, results: null, taken: false };
     const checked = checkOps(texts as string[]).then((results) => (page.results = results));
     this.waiting.push(page);
-    this.waitingPages++;
-    if (this.waitingPages >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
+    if (this.waiting.length >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
     let upTo = last;
     this.ingest = this.ingest
       .then(async () => {
@@ -376,8 +374,7 @@ export class SyncClient {
       .finally(() => {
         const at = this.waiting.indexOf(page);
         if (at >= 0) this.waiting.splice(at, 1);
-        this.waitingPages--;
-        if (this.waitingPages <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
+        if (this.waiting.length <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
       });
   }
 

@@ -24,7 +24,7 @@
 // BENCH_MEM_CONNS, BENCH_RSS_SLOW, BENCH_RSS_SLOW_OPS, BENCH_RSS_READERS, BENCH_RSS_SMALL, BENCH_RSS_BACKLOG,
 // BENCH_REPEATS, BENCH_PARTS (e.g. "ingest,latency,fanout,catchup,healthz,memory,rss"), BENCH_TIMEOUT_S (per measurement), BENCH_NATS_URL,
 // BENCH_DATABASE_URL, BENCH_RELAY_PROF (a folder: each relay child writes V8 CPU profiles in a folder of its own there, one per thread),
-// BENCH_CLIENT_PROF (a folder: each SyncClient catch-up's node process writes a V8 CPU profile there).
+// BENCH_CLIENT_PROF (a folder: each SyncClient catch-up's node process writes V8 CPU profiles in a folder of its own there, one per thread).
 // Quick run: BENCH_OPS=5000 BENCH_LAT_SECS=2 BENCH_FANOUT_SECS=2 BENCH_BACKLOG=10000 npm run bench:sync
 import { spawn, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
@@ -320,7 +320,8 @@ async function startChild<T>(script: string, env: Record<string, string>, execAr
 async function startRelayChild(env: Record<string, string>, label: string): Promise<RelayProc> {
   // A folder per relay child, with Node's own file names: one profile per thread (a fixed name would
   // have the database thread's and the relay's overwrite each other).
-  const execArgv = ['--expose-gc', ...(RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(RELAY_PROF, `relay-${label}-${RUN_ID}`)}`] : [])];
+  // With the V8 flags `nxs` runs with (bin/nxs's #! line), so the figures are those of a relay as deployed.
+  const execArgv = ['--expose-gc', '--single-threaded-gc', ...(RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(RELAY_PROF, `relay-${label}-${RUN_ID}`)}`] : [])];
   const c = await startChild<{ url: string; storage: string }>('./sync-relay.js', { ...env, BENCH_RELAY_OPERATOR: OPERATOR }, execArgv);
   return { ...c.first, child: c.child, stop: c.stop };
 }
@@ -1078,7 +1079,9 @@ async function oursCatchup(relay: RelayProc, stream: string, token: string, tota
  * fresh store: its rate, and a warning when it did not end holding exactly the backlog.
  */
 async function oursSyncClient(relay: RelayProc, stream: string, token: string, total: number, stores: Stores, label: string): Promise<number> {
-  const execArgv = CLIENT_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CLIENT_PROF}`, `--cpu-prof-name=${label}-${RUN_ID}.cpuprofile`] : [];
+  // As `nxs node start` runs a node; profiles in a folder per run, one per thread (a fixed file name had the
+  // verification thread's profile overwrite the main thread's).
+  const execArgv = ['--single-threaded-gc', ...(CLIENT_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(CLIENT_PROF, `${label}-${RUN_ID}`)}`] : [])];
   const env = { BENCH_NODE_RELAY: relay.url, BENCH_NODE_STREAM: stream, BENCH_NODE_TOKEN: token, BENCH_NODE_TOTAL: String(total), BENCH_NODE_STORE: stores.nextDir(), BENCH_NODE_HOME: stores.home };
   const c = await startChild<{ rate: number; cpuMs: number; stored: number; cursor: number }>('./sync-node.js', env, execArgv);
   await c.stop();

@@ -57,7 +57,8 @@ async function start(io: Io, json: boolean, tickMs: number | undefined): Promise
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
   const logFd = openSync(paths.log, 'a', 0o600);
   const runArgs = tickMs === undefined ? [] : ['--tick-ms', String(tickMs)];
-  const child = spawn(process.execPath, [join(packageRoot(), 'bin', 'nxs'), 'node', 'run', ...runArgs], {
+  // The V8 flag bin/nxs's #! line gives a node run in the foreground: the same program either way.
+  const child = spawn(process.execPath, ['--single-threaded-gc', join(packageRoot(), 'bin', 'nxs'), 'node', 'run', ...runArgs], {
     detached: true,
     stdio: ['ignore', logFd, logFd],
     env: { ...io.env, NEXUS_HOME: paths.home },

@@ -34,19 +34,35 @@ export function natsServerPid(): number | null {
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
+ * RSS once two readings in a row, each after `collect`, agree within 1 MiB (at most 8 readings). A fresh
+ * relay gives memory back for a while after its start (the thread that created its database ended, and
+ * freed pages are returned lazily): a single early reading was up to 24 MB high, and 500 connections
+ * then read as negative memory.
+ */
+async function steadyRss(pid: number, collect: () => Promise<void>): Promise<number | null> {
+  let last: number | null = null;
+  for (let i = 0; i < 8; i++) {
+    await collect();
+    const now = rssBytes(pid);
+    if (now === null) return null;
+    if (last !== null && Math.abs(now - last) < 1024 * 1024) return now;
+    last = now;
+  }
+  return last;
+}
+
+/**
  * Bytes of resident memory `pid` gained per connection while `open(n)` connections are held idle:
  * RSS read after things settle (and `collect`, a garbage collection where the process has one to
  * ask for), before and after. `open` resolves to a closer.
  */
 export async function perConnection(pid: number, n: number, collect: () => Promise<void>, open: (n: number) => Promise<() => Promise<void>>): Promise<number | null> {
   await settle(1_000);
-  await collect();
-  const before = rssBytes(pid);
+  const before = await steadyRss(pid, collect);
   const close = await open(n);
   try {
     await settle(1_500);
-    await collect();
-    const after = rssBytes(pid);
+    const after = await steadyRss(pid, collect);
     return before === null || after === null ? null : (after - before) / n;
   } finally {
     await close();

@@ -34,10 +34,10 @@ export function natsServerPid(): number | null {
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
- * RSS once two readings in a row, each after `collect`, agree within 1 MiB (at most 8 readings). A fresh
- * relay gives memory back for a while after its start (the thread that created its database ended, and
- * freed pages are returned lazily): a single early reading was up to 24 MB high, and 500 connections
- * then read as negative memory.
+ * RSS once two readings in a row, each after `collect`, agree within 1 MiB (at most 8 readings): a
+ * reading taken while a process is still giving memory back says nothing about what it holds. This
+ * does not catch memory given back seconds later: a fresh relay still sometimes drops ~25 MB while
+ * the connections are held, and that run reads negative (the bench counts it as not measured).
  */
 async function steadyRss(pid: number, collect: () => Promise<void>): Promise<number | null> {
   let last: number | null = null;

@@ -35,9 +35,9 @@ const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
  * RSS once two readings in a row, each after `collect`, agree within 1 MiB (at most 8 readings): a
- * reading taken while a process is still giving memory back says nothing about what it holds. (What
- * made whole runs read negative was V8 resizing the relay's young generation by up to ~30 MB between
- * the two readings: the bench now starts that relay with it held at full size.)
+ * reading taken while a process is still giving memory back says nothing about what it holds. V8
+ * resizing the relay's young generation (up to ~30 MB) made whole runs read negative, so the bench
+ * starts that relay with it held at full size; readings still spread between runs, hence the median.
  */
 async function steadyRss(pid: number, collect: () => Promise<void>): Promise<number | null> {
   let last: number | null = null;

@@ -317,11 +317,19 @@ async function startChild<T>(script: string, env: Record<string, string>, execAr
   };
 }
 
+/** The V8 flags `nxs` runs relays and nodes with (bin/nxs's #! line): the children measured run as deployed. */
+const NXS_NODE_FLAGS = ['--single-threaded-gc'];
+
+/**
+ * CPU profiles of a child in a folder of its own under `root`, with Node's own file names: one profile
+ * per thread (a fixed name had one thread's profile overwrite another's). None when `root` is unset.
+ */
+function profileArgs(root: string | undefined, folder: string): string[] {
+  return root ? ['--cpu-prof', `--cpu-prof-dir=${join(root, folder)}`] : [];
+}
+
 async function startRelayChild(env: Record<string, string>, label: string, extraArgv: readonly string[] = []): Promise<RelayProc> {
-  // A folder per relay child, with Node's own file names: one profile per thread (a fixed name would
-  // have the database thread's and the relay's overwrite each other).
-  // With the V8 flags `nxs` runs with (bin/nxs's #! line), so the figures are those of a relay as deployed.
-  const execArgv = ['--expose-gc', '--single-threaded-gc', ...extraArgv, ...(RELAY_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(RELAY_PROF, `relay-${label}-${RUN_ID}`)}`] : [])];
+  const execArgv = ['--expose-gc', ...NXS_NODE_FLAGS, ...extraArgv, ...profileArgs(RELAY_PROF, `relay-${label}-${RUN_ID}`)];
   const c = await startChild<{ url: string; storage: string }>('./sync-relay.js', { ...env, BENCH_RELAY_OPERATOR: OPERATOR }, execArgv);
   return { ...c.first, child: c.child, stop: c.stop };
 }
@@ -762,7 +770,6 @@ async function jsFanout(nats: Nats, subs: number, count: number, rate: number): 
 
 // ---- 5. /healthz during catch-ups
 
-/** `readers` bare clients catch up on `ops` at once while /healthz is polled every 10 ms; the poll latencies. */
 /**
  * Polls `url` every 10 ms from a process of its own until stopped, then gives each poll's latency. Not
  * from this process: its 20 readers receive 100,000 ops, and a poller beside them measured their work.
@@ -797,6 +804,7 @@ function healthzPoller(url: string): { stop(): Promise<number[]> } {
   };
 }
 
+/** `readers` bare clients catch up on `ops` at once while /healthz is polled every 10 ms; the poll latencies. */
 async function oursHealthz(relay: RelayProc, readers: number, ops: BenchOp[], run = 1): Promise<{ lat: Lat; catchupMs: number }> {
   const seeded = await seedOurs(relay, ops, `healthz${run}`);
   const poller = healthzPoller(`${relay.url}/healthz`);
@@ -1079,9 +1087,7 @@ async function oursCatchup(relay: RelayProc, stream: string, token: string, tota
  * fresh store: its rate, and a warning when it did not end holding exactly the backlog.
  */
 async function oursSyncClient(relay: RelayProc, stream: string, token: string, total: number, stores: Stores, label: string): Promise<number> {
-  // As `nxs node start` runs a node; profiles in a folder per run, one per thread (a fixed file name had the
-  // verification thread's profile overwrite the main thread's).
-  const execArgv = ['--single-threaded-gc', ...(CLIENT_PROF ? ['--cpu-prof', `--cpu-prof-dir=${join(CLIENT_PROF, `${label}-${RUN_ID}`)}`] : [])];
+  const execArgv = [...NXS_NODE_FLAGS, ...profileArgs(CLIENT_PROF, `${label}-${RUN_ID}`)];
   const env = { BENCH_NODE_RELAY: relay.url, BENCH_NODE_STREAM: stream, BENCH_NODE_TOKEN: token, BENCH_NODE_TOTAL: String(total), BENCH_NODE_STORE: stores.nextDir(), BENCH_NODE_HOME: stores.home };
   const c = await startChild<{ rate: number; cpuMs: number; stored: number; cursor: number }>('./sync-node.js', env, execArgv);
   await c.stop();

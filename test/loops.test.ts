@@ -273,6 +273,22 @@ describe('repeat detection', () => {
     expect(op.threads.find((t) => t.thread === sent.json.thread)).toMatchObject({ awaiting_human: true });
   });
 
+  it('keys on the target role: after three answered identical asks to one role, the same words to another role are accepted', async () => {
+    ws = await makeWorkspace({ git: false });
+    ws.persona('coder', { mode: 'reply' });
+    ws.persona('reviewer', { mode: 'reply' });
+    ws.persona('switcher', { mode: 'switch', arg: 'coder:3:reviewer' });
+    const sent = await ws.nxc(['send', 'switcher', '--subject', 's', '--json', 'get it done']);
+    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
+    await ws.waitIdle();
+    const sends = ws.agentLog().filter((e) => e.cmd === 'send');
+    expect(sends.map((e) => e.code)).toEqual([0, 0, 0, 0]);
+    const op = operationOf(await ws.status(true), sent.json.operation);
+    expect(op.threads).toHaveLength(5);
+    const root = op.threads.find((t) => t.thread === sent.json.thread)!;
+    expect(root).toMatchObject({ state: 'answered', escalated: false, substituted: false });
+  });
+
   it('counts only asks answered before the asking turn began: a fan-out of one text in one turn is not a repeat, however fast its answers land', async () => {
     ws = await makeWorkspace({ git: false });
     ws.persona('coder', { mode: 'reply' });

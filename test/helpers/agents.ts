@@ -80,6 +80,15 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
       await nxc(['send', role!, '--subject', 'again', same === 'same' ? 'do it again' : `do it again (turn ${turn})`]);
       return 0;
     }
+    case 'switch': {
+      // `first:n:second`: commissions `first` with the same words on each of its first n turns, then `second`
+      // with those very words, then answers its own thread.
+      const [first, n, second] = arg.split(':');
+      if (turn <= Number(n)) await nxc(['send', first!, '--subject', 'again', 'do it again']);
+      else if (turn === Number(n) + 1) await nxc(['send', second!, '--subject', 'again', 'do it again']);
+      else await nxc(['reply', '--thread', thread, 'done']);
+      return 0;
+    }
     case 'rounds': {
       const [role, n] = arg.split(':');
       if (turn <= Number(n)) await nxc(['send', role!, '--subject', `round ${turn}`, `round ${turn}`]);

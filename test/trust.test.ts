@@ -62,7 +62,8 @@ describe('nxs sync trust', () => {
       ['--workspace', bee.id, '--key', publicJwkText(bee), '--name', 'Bad Alias'],
       ['--workspace', bee.id, '--key', publicJwkText(bee), '--name', cee.id], // an alias that reads as an id
       ['--workspace', bee.id], // no key
-      ['--key', publicJwkText(bee)], // no workspace
+      ['--key', publicJwkText(bee), publicJwkText(bee)], // the key twice
+      ['--workspace', bee.id, 'nxs-invite:%%%'], // a damaged invite
       ['--workspace', bee.id, '--key', publicJwkText(bee), '--bogus'],
     ];
     for (const args of cases) {
@@ -184,5 +185,56 @@ describe('nxs sync trust', () => {
     const r = await me.nxs(['sync', 'trust', 'list', '--json'], { cwd: join(me.root, '..') });
     expect(r.code).toBe(2);
     expect(r.json.error.code).toBe('NOT_A_WORKSPACE');
+  });
+});
+
+describe('trust in one paste', () => {
+  let me: TestWorkspace;
+  let dee: TestWorkspace;
+  let eff: TestWorkspace;
+  beforeAll(async () => {
+    [me, dee, eff] = await Promise.all([makeWorkspace({ git: false }), makeWorkspace({ git: false }), makeWorkspace({ git: false })]);
+  });
+  afterAll(async () => {
+    await Promise.all([me, dee, eff].map((w) => w?.cleanup()));
+  });
+
+  it('takes the line `nxs key show --invite` prints, with no --workspace: the key fixes the id', async () => {
+    const invite = await dee.nxs(['key', 'show', '--invite']);
+    expect(invite.code, invite.stderr).toBe(0);
+    const line = invite.stdout.trim();
+    expect(line).toMatch(/^nxs-invite:[A-Za-z0-9_-]+$/);
+    expect(line.split('\n')).toHaveLength(1);
+    const r = await me.nxs(['sync', 'trust', 'add', line, '--name', 'dee', '--json']);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json).toMatchObject({ added: true, workspace: dee.id, name: 'dee', key: JSON.parse(publicJwkText(dee)) });
+    const json = await dee.nxs(['key', 'show', '--invite', '--json']);
+    expect(json.json).toEqual({ workspace: dee.id, invite: line });
+  });
+
+  it('takes the whole output of `nxs key show --json`, on stdin', async () => {
+    const shown = await eff.nxs(['key', 'show', '--json']);
+    expect(shown.code).toBe(0);
+    const r = await me.nxs(['sync', 'trust', 'add', '-', '--json'], { input: shown.stdout });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json).toMatchObject({ added: true, workspace: eff.id });
+  });
+
+  it('checks an id the paste or --workspace claims against the key, and writes nothing when they differ', async () => {
+    const before = trustBytes(me);
+    const shown = (await eff.nxs(['key', 'show', '--json'])).json;
+    const forged = JSON.stringify({ ...shown, workspace: dee.id });
+    const r = await me.nxs(['sync', 'trust', 'add', forged, '--json']);
+    expect(r.code).toBe(2);
+    expect(r.json.error).toMatchObject({ code: 'TRUST_KEY_MISMATCH', details: { workspace: dee.id, key_workspace: eff.id } });
+    const line = (await dee.nxs(['key', 'show', '--invite'])).stdout.trim();
+    const claimed = await me.nxs(['sync', 'trust', 'add', line, '--workspace', eff.id, '--json']);
+    expect(claimed.code).toBe(2);
+    expect(claimed.json.error).toMatchObject({ code: 'TRUST_KEY_MISMATCH', details: { workspace: eff.id, key_workspace: dee.id } });
+    const body = JSON.parse(Buffer.from(line.slice('nxs-invite:'.length), 'base64url').toString());
+    const tampered = 'nxs-invite:' + Buffer.from(JSON.stringify({ ...body, workspace: eff.id })).toString('base64url');
+    const t = await me.nxs(['sync', 'trust', 'add', tampered, '--json']);
+    expect(t.json.error.code).toBe('TRUST_KEY_MISMATCH');
+    expect(trustBytes(me)).toBe(before);
   });
 });

@@ -1,14 +1,21 @@
 // `nxs key show | rotate`: the workspace's signing keys, through the node when it serves the workspace.
 import { findWorkspace } from '../adapters/workspace/index.js';
+import { inviteOf } from '../capabilities/trust/index.js';
 import { printJson, routerOf } from './io.js';
-import type { Verb } from './spec.js';
+import { bool, type Verb } from './spec.js';
 
 const show: Verb = {
   path: ['key', 'show'],
   command: 'keys.show',
+  flags: { invite: { type: 'boolean', help: 'print one line that `nxs sync trust add` on the other workspace takes whole' } },
   run: async (io, a) => {
     const ws = findWorkspace(io.cwd, io.env);
     const report = (await routerOf(io)(ws, (run) => run('keys.show', {}), io.env)).result;
+    if (bool(a, 'invite')) {
+      const invite = inviteOf(report.public_jwk);
+      if (a.json) return printJson(io, { workspace: report.workspace, invite });
+      return io.stdout(`${invite}\n`);
+    }
     if (a.json) return printJson(io, report);
     const lines = [
       `workspace ${report.workspace} (${report.short})`,

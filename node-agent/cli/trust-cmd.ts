@@ -15,19 +15,24 @@ function label(e: TrustEntry): string {
 
 const add: Verb = {
   path: ['sync', 'trust', 'add'],
+  args: '[INVITE | KEY | FILE | -]',
+  arity: [0, 1],
   summary: "trust a workspace: its stamped commissions are admitted here (its coordinator's word on who asks and how deep)",
+  details:
+    'Give the other workspace\'s key as it printed it: the line of `nxs key show --invite`, the whole output of\n' +
+    '`nxs key show --json`, or its public JWK; inline, as a file, or - for stdin. The key fixes the workspace id;\n' +
+    '--workspace, when given, is checked against it.',
   flags: {
-    workspace: { type: 'string', value: 'ID', help: 'the workspace id to trust (required)' },
-    key: { type: 'string', value: 'JWK|FILE|-', help: "its public_jwk from `nxs key show`: JSON, a file, or - for stdin (required)" },
+    workspace: { type: 'string', value: 'ID', help: 'the workspace id you expect the key to belong to (checked, not needed)' },
+    key: { type: 'string', value: 'KEY|FILE|-', help: 'the same as the positional argument, for scripts written before it' },
     name: { type: 'string', value: 'ALIAS', help: 'an alias to address it by' },
   },
   run: async (io, a) => {
-    const workspace = str(a, 'workspace');
-    const keyArg = str(a, 'key');
-    if (workspace === undefined || keyArg === undefined) throw new NexusError('USAGE', 'nxs sync trust add needs --workspace ID and --key JWK|FILE|-');
+    const given = [a.positionals[0], str(a, 'key')].filter((v): v is string => v !== undefined);
+    if (given.length !== 1) throw new NexusError('USAGE', 'nxs sync trust add needs the key once: an invite line, `nxs key show --json` output, a JWK, a FILE or -');
     const ws = findWorkspace(io.cwd, io.env);
-    const key = keyArg === '-' ? await io.readStdin() : keyArg;
-    const r = addTrust(ws.paths, { workspace, key, name: str(a, 'name') ?? null, cwd: io.cwd });
+    const key = given[0] === '-' ? await io.readStdin() : given[0]!;
+    const r = addTrust(ws.paths, { workspace: str(a, 'workspace') ?? null, key, name: str(a, 'name') ?? null, cwd: io.cwd });
     if (a.json) return printJson(io, { added: r.added, renamed: r.renamed, ...show(r.entry) });
     if (r.added) io.stdout(`trusting ${label(r.entry)}: its stamped commissions are admitted here\n`);
     else if (r.renamed) io.stdout(`already trusted: ${r.entry.workspace}; its alias is now "${r.entry.name}"\n`);
@@ -42,7 +47,7 @@ const list: Verb = {
     const ws = findWorkspace(io.cwd, io.env);
     const entries = listTrust(ws.paths);
     if (a.json) return printJson(io, { workspace: ws.id, trusted: entries.map(show) });
-    if (entries.length === 0) return io.stdout('no workspace is trusted here (nxs sync trust add --workspace ID --key JWK)\n');
+    if (entries.length === 0) return io.stdout("no workspace is trusted here (nxs sync trust add <the line the other side's `nxs key show --invite` printed>)\n");
     for (const e of entries) io.stdout(`${e.workspace}  ${e.name ?? '-'}  added ${e.added_at}\n`);
   },
 };

@@ -2,6 +2,7 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parsePublicJwk, workspaceIdFromPublicJwk, type PublicJwk } from '../../../crypto/index.js';
+import { INVITE_PREFIX, readKeyOffer, type KeyOffer } from './offer.js';
 import { readSmallFileSync } from '../../../infra/index.js';
 import { WORKSPACE_PUB_FILE } from '../keys/files.js';
 import { NexusError } from '../../../protocol/errors.js';
@@ -118,39 +119,27 @@ export function selfId(paths: Pick<WorkspacePaths, 'keys'>): WorkspaceId {
 }
 
 /**
- * A key as given on the command line: a JWK object, its JSON text (starting with `{`), or the path
- * of a file holding it (relative to `cwd`). Throws USAGE when it is none of these or not exactly an
- * Ed25519 public JWK (a private key is refused without echoing it).
+ * A key as given on the command line: an invite line, the JSON of `nxs key show --json`, a JWK object
+ * or its JSON text, or the path of a file holding any of these (relative to `cwd`). Throws USAGE when
+ * it is none of these or not exactly an Ed25519 public JWK (a private key is refused without echoing it).
  */
-export function readKeyArgument(key: unknown, cwd: string = process.cwd()): PublicJwk {
-  let jwk: unknown = key;
-  if (typeof key === 'string') {
-    const text = key.trim();
-    if (text.startsWith('{')) {
-      try {
-        jwk = JSON.parse(text);
-      } catch {
-        throw new NexusError('USAGE', '--key looks like JSON but does not parse; give the public JWK or the path of a file holding it');
-      }
-    } else {
-      const file = isAbsolute(text) ? text : resolve(cwd, text);
-      if (text === '' || !existsSync(file)) throw new NexusError('USAGE', `--key ${JSON.stringify(key)} is neither a JWK (JSON) nor an existing file`);
-      const stat = statSync(file);
-      if (!stat.isFile() || stat.size > KEY_FILE_MAX_BYTES) throw new NexusError('USAGE', `${file} is not a small file holding a public JWK`);
-      try {
-        jwk = JSON.parse(readFileSync(file, 'utf8'));
-      } catch {
-        throw new NexusError('USAGE', `${file} does not hold a JSON public JWK`);
-      }
-    }
-  }
-  return parsePublicJwk(jwk);
+export function readKeyArgument(key: unknown, cwd: string = process.cwd()): KeyOffer {
+  if (typeof key !== 'string') return readKeyOffer(key);
+  const text = key.trim();
+  if (text.startsWith('{') || text.startsWith(INVITE_PREFIX)) return readKeyOffer(text);
+  const file = isAbsolute(text) ? text : resolve(cwd, text);
+  if (text === '' || !existsSync(file)) throw new NexusError('USAGE', `--key ${JSON.stringify(key)} is neither an invite, a JWK (JSON) nor an existing file`);
+  const stat = statSync(file);
+  if (!stat.isFile() || stat.size > KEY_FILE_MAX_BYTES) throw new NexusError('USAGE', `${file} is not a small file holding a public key`);
+  const body = readFileSync(file, 'utf8').trim();
+  if (!body.startsWith('{') && !body.startsWith(INVITE_PREFIX)) throw new NexusError('USAGE', `${file} holds neither an invite line nor a JSON public key`);
+  return readKeyOffer(body);
 }
 
 export type AddTrustInput = {
-  /** The workspace id to trust. */
-  workspace: string;
-  /** Its public key: a JWK object, JSON text, or a file path (see readKeyArgument). */
+  /** The workspace id to trust; when given it must be the one the key derives (the key alone fixes it). */
+  workspace?: string | null;
+  /** Its public key: an invite, `nxs key show --json` output, a JWK object, JSON text, or a file path (see readKeyArgument). */
   key: unknown;
   /** An alias for it. */
   name?: string | null;
@@ -167,24 +156,29 @@ export type AddTrustResult = {
 };
 
 /**
- * Trusts `workspace`, whose public key `key` is. Refused: a workspace id that is not one (USAGE),
- * a key that is not an Ed25519 public JWK (USAGE), a key whose id is not `workspace`
- * (TRUST_KEY_MISMATCH), this workspace itself (USAGE), an alias that is not valid or already names
+ * Trusts the workspace whose public key `key` is (the key fixes the id). Refused: a claimed workspace
+ * id that is not one (USAGE), a key that is not an Ed25519 public JWK (USAGE), a key whose id is not the
+ * one claimed by `workspace` or by the offer itself (TRUST_KEY_MISMATCH), this workspace itself (USAGE), an alias that is not valid or already names
  * another entry (USAGE). Trusting the same workspace again changes nothing (`added: false`); with
  * a new `name` it sets the alias (`renamed: true`).
  */
 export function addTrust(paths: Pick<WorkspacePaths, 'nxs' | 'keys'>, input: AddTrustInput): AddTrustResult {
-  const ws = WorkspaceId.safeParse(input.workspace);
-  if (!ws.success) throw new NexusError('USAGE', `${JSON.stringify(input.workspace)} is not a workspace id (26 characters a-z2-7)`);
-  const key = readKeyArgument(input.key, input.cwd);
-  const keyId = workspaceIdFromPublicJwk(key);
-  if (keyId !== ws.data) {
-    throw new NexusError('TRUST_KEY_MISMATCH', `that key belongs to workspace ${keyId}, not ${ws.data}; nothing was trusted`, {
-      workspace: ws.data,
-      key_workspace: keyId,
-    });
+  const claimed = input.workspace ?? null;
+  if (claimed !== null && !WorkspaceId.safeParse(claimed).success) {
+    throw new NexusError('USAGE', `${JSON.stringify(claimed)} is not a workspace id (26 characters a-z2-7)`);
   }
-  if (ws.data === selfId(paths)) throw new NexusError('USAGE', `${ws.data} is this workspace; it needs no trust entry for itself`);
+  const offer = readKeyArgument(input.key, input.cwd);
+  const key = offer.key;
+  for (const said of [claimed, offer.claimed]) {
+    if (said !== null && said !== offer.workspace) {
+      throw new NexusError('TRUST_KEY_MISMATCH', `that key belongs to workspace ${offer.workspace}, not ${said}; nothing was trusted`, {
+        workspace: said,
+        key_workspace: offer.workspace,
+      });
+    }
+  }
+  const workspace = offer.workspace;
+  if (workspace === selfId(paths)) throw new NexusError('USAGE', `${workspace} is this workspace; it needs no trust entry for itself`);
   const name = input.name ?? null;
   if (name !== null && (!ALIAS_RE.test(name) || WORKSPACE_ID_RE.test(name))) {
     throw new NexusError('USAGE', `alias ${JSON.stringify(name)} is not valid: a lowercase letter, then up to 39 of a-z 0-9 . _ - (and not a workspace id)`);
@@ -192,17 +186,17 @@ export function addTrust(paths: Pick<WorkspacePaths, 'nxs' | 'keys'>, input: Add
   return withFileLock(trustFile(paths), () => {
     const entries = listTrust(paths);
     const owner = name === null ? undefined : entries.find((e) => e.name === name);
-    if (owner !== undefined && owner.workspace !== ws.data) {
+    if (owner !== undefined && owner.workspace !== workspace) {
       throw new NexusError('USAGE', `alias ${JSON.stringify(name)} already names ${owner.workspace}`, { alias: name, workspace: owner.workspace });
     }
-    const existing = entries.find((e) => e.workspace === ws.data);
+    const existing = entries.find((e) => e.workspace === workspace);
     if (existing !== undefined) {
       if (name === null || name === existing.name) return { added: false, renamed: false, entry: existing };
       const entry = { ...existing, name };
-      writeTrust(paths, entries.map((e) => (e.workspace === ws.data ? entry : e)));
+      writeTrust(paths, entries.map((e) => (e.workspace === workspace ? entry : e)));
       return { added: false, renamed: true, entry };
     }
-    const entry: TrustEntry = { workspace: ws.data, key, name, added_at: new Date().toISOString() };
+    const entry: TrustEntry = { workspace, key, name, added_at: new Date().toISOString() };
     writeTrust(paths, [...entries, entry]);
     return { added: true, renamed: false, entry };
   });

@@ -23,6 +23,7 @@ export {
   type TrustEntry,
 } from './entries.js';
 export { claimStamp, stampSeen } from './seen.js';
+export { INVITE_PREFIX, inviteOf, readKeyOffer, type KeyOffer } from './offer.js';
 
 /** One row of a workspace's key chain as this node verified it: `key` was certified by a rotation op signed by `signedBy`. */
 export type CertifiedKey = { key: string; signedBy: string };

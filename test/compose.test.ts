@@ -67,7 +67,7 @@ describe('docker-compose.yml, by reading', () => {
     }
     expect(readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n')).toContain('.env');
     expect(readFileSync(join(REPO, '.gitignore'), 'utf8').split('\n')).toContain('.env');
-    expect(readFileSync(join(REPO, 'README.md'), 'utf8')).toMatch(/NEXUS_RELAY_TOKEN=.*> \.env/);
+    expect(readFileSync(join(REPO, 'docs', 'sync.md'), 'utf8')).toMatch(/NEXUS_RELAY_TOKEN=.*> \.env/);
   });
 
   it('starts each service once what it needs is healthy', () => {

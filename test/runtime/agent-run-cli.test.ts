@@ -64,6 +64,14 @@ describe('nxs agent run', () => {
     expect(r.stderr).toMatch(/ended budget_exhausted/);
   });
 
+  it('names the address it tried when the provider cannot be reached', async () => {
+    // Port 9 (discard) on loopback: nothing listens, so every attempt is refused at once.
+    declare('lost', 'budget:\n  max_model_calls: 2\n', 'runtime:\n  builtin: { provider: openai, base_url: "http://127.0.0.1:9/v1" }\n');
+    const r = await ws.nxs(['agent', 'run', 'lost', 'anyone there?'], { env });
+    expect(r.code).toBe(RUN_NOT_COMPLETED_EXIT);
+    expect(r.stderr).toContain('http://127.0.0.1:9/v1');
+  });
+
   it.each<[string, string[], Record<string, string>, string]>([
     ['a persona on another runtime', ['agent', 'run', 'other', 'x'], env, 'RUNTIME_UNCONFIGURED'],
     ['a missing key', ['agent', 'run', 'helper', 'x'], {}, 'RUNTIME_UNCONFIGURED'],

@@ -63,24 +63,27 @@ function retryAfter(headers: unknown): number | null {
 }
 
 /**
- * Sorts an error thrown by either SDK. Both SDKs share the same class names and fields
+ * Sorts an error thrown by either SDK (`url`: the base URL the client called, named in a connection failure).
+ * Both SDKs share the same class names and fields
  * (`status`, `headers`, `error`), so one reading serves both.
  */
-export function classifyProviderError(err: unknown): ProviderError {
+export function classifyProviderError(err: unknown, url?: string): ProviderError {
   if (err instanceof ProviderError) return err;
+  // A connection that failed or timed out says where it was going: a wrong base_url reads at once.
+  const at = url === undefined ? '' : ` (${url})`;
   const e = err as { name?: string; constructor?: { name?: string }; status?: unknown; headers?: unknown; error?: unknown; message?: string };
   const kind = e?.constructor?.name ?? e?.name ?? '';
   const message = e?.message ?? String(err);
   if (kind === 'APIUserAbortError' || e?.name === 'AbortError') return new ProviderError('the request was aborted', false, null, true, { cause: err });
-  if (kind === 'APIConnectionTimeoutError') return new ProviderError('the request timed out', true, null, false, { cause: err });
-  if (kind === 'APIConnectionError') return new ProviderError(`the connection failed: ${message}`, true, null, false, { cause: err });
+  if (kind === 'APIConnectionTimeoutError') return new ProviderError(`the request timed out${at}`, true, null, false, { cause: err });
+  if (kind === 'APIConnectionError') return new ProviderError(`the connection failed${at}: ${message}`, true, null, false, { cause: err });
   const status = typeof e?.status === 'number' ? e.status : null;
   if (status !== null) return new ProviderError(`HTTP ${status}: ${message}`, TRANSIENT_STATUS.has(status), retryAfter(e.headers), false, { cause: err });
   // An error event inside a stream carries no HTTP status, only the error's type.
   const body = e?.error as { error?: { type?: string }; type?: string } | undefined;
   const type = body?.error?.type ?? body?.type;
   if (typeof type === 'string') return new ProviderError(`${type}: ${message}`, TRANSIENT_ERROR_TYPES.has(type), null, false, { cause: err });
-  return new ProviderError(message, false, null, false, { cause: err });
+  return new ProviderError(`${message}${at}`, false, null, false, { cause: err });
 }
 
 /** Parses tool arguments the model sent as text. Malformed JSON is kept, not thrown: the loop asks for a correction. */

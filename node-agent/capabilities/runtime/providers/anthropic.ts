@@ -91,7 +91,7 @@ export function anthropicClient(opts: AnthropicOptions): ModelClient {
           }
         }
       } catch (err) {
-        throw classifyProviderError(err);
+        throw classifyProviderError(err, client.baseURL);
       }
       const content: AssistantBlock[] = [];
       for (const [, b] of [...blocks].sort(([a], [c]) => a - c)) {

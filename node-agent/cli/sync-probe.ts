@@ -35,7 +35,12 @@ export function probe(binding: Binding, node: string, timeoutMs = 5_000): Promis
       clearTimeout(timer);
       ws.removeAllListeners();
       ws.on('error', () => undefined);
-      ws.terminate();
+      // An answered probe leaves with a normal close, so the relay does not log a lost node; the socket
+      // itself is not waited for (the answer is in).
+      if (ws.readyState === WebSocket.OPEN) {
+        ws.close(1000, 'probe done');
+        setTimeout(() => ws.terminate(), 1_000).unref();
+      } else ws.terminate();
       resolve(p);
     };
     const timer = setTimeout(() => done({ ok: false, refused: false, cause: `no answer within ${Math.round(timeoutMs / 1000)} s` }), timeoutMs);

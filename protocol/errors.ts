@@ -55,6 +55,7 @@ export const ERROR_TABLE = {
   RUNTIME_UNCONFIGURED: { exit: 2, http: 422, summary: 'the agent runtime cannot start: a key or setting is missing' },
   JOURNAL_INVALID: { exit: 2, http: 422, summary: 'a run journal cannot be read back' },
   RELAY_UNREACHABLE: { exit: 1, http: 502, summary: 'the relay did not answer' },
+  RELAY_CERT_MISMATCH: { exit: 1, http: 502, summary: "the relay's TLS certificate is not the one this binding is pinned to" },
   ADDRESS_IN_USE: { exit: 1, http: 503, summary: 'the address to listen on is taken by another process' },
   LISTEN_FAILED: { exit: 1, http: 503, summary: 'the address could not be listened on' },
   STORE_BUSY: { exit: 1, http: 503, summary: 'the workspace store is held by another process' },

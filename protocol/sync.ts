@@ -150,6 +150,8 @@ export const SYNC_ERROR_TABLE = {
   UNKNOWN_STREAM: { close: 4011, retry: false, summary: 'no stream by that name' },
   SLOW_CONSUMER: { close: 4020, retry: true, summary: 'the consumer did not read fast enough; resume from resume_from' },
   PING_TIMEOUT: { close: 4021, retry: true, summary: 'no frame arrived within ping_timeout_ms of a ping' },
+  HELLO_TIMEOUT: { close: 4022, retry: true, summary: 'no hello arrived within the time a connection is given to say it' },
+  TOO_MANY_PENDING: { close: 4029, retry: true, summary: 'too many connections from one address have not said hello yet (HTTP 429 at the upgrade)' },
   INTERNAL: { close: 4500, retry: true, summary: 'the relay failed; try again' },
 } as const satisfies Record<string, { close: number; retry: boolean; summary: string }>;
 
@@ -291,6 +293,24 @@ export function syncUrl(base: string): string {
   url.search = '';
   url.hash = '';
   return url.toString();
+}
+
+// ---- the relay's certificate
+
+/**
+ * A TLS certificate's pin as `nxs relay serve` prints it and `nxs sync bind --relay-fingerprint` takes it:
+ * `sha256:` and the SHA-256 of the certificate's DER bytes in lowercase hex. Colons and upper case (as
+ * openssl prints it) are accepted and normalised.
+ */
+export const CertFingerprintSchema = z
+  .string()
+  .transform((s) => s.trim().toLowerCase().replace(/^sha256:/, '').replace(/:/g, ''))
+  .pipe(z.string().regex(/^[0-9a-f]{64}$/, 'a certificate fingerprint is sha256: and 64 hex digits'))
+  .transform((hex) => `sha256:${hex}`);
+
+/** The pin of a certificate from Node's `fingerprint256` (colon-separated upper-case hex). */
+export function pinOf(fingerprint256: string): string {
+  return `sha256:${fingerprint256.replace(/:/g, '').toLowerCase()}`;
 }
 
 // ---- exact op texts

@@ -9,6 +9,8 @@ export type RelayIo = {
   stderr: (s: string) => void;
   /** Resolves when `serve` should stop; default: the first SIGINT or SIGTERM. */
   untilStopped?: () => Promise<void>;
+  /** Calls `reload` whenever `serve` should read its certificate again; returns the unsubscribe. Default: on SIGHUP. */
+  onReload?: (reload: () => void) => () => void;
 };
 
 /** Strict parseArgs; an unknown or malformed option is USAGE with `help` attached. */

@@ -28,7 +28,15 @@ import { tokenMatches } from './tokens.js';
 type AckResult = z.infer<typeof AckResultSchema>;
 
 /** What every connection shares. */
-export type ConnectionDeps = { store: StreamStore; hub: Hub; limits: Limits; metrics: RelayMetrics; log: Logger };
+export type ConnectionDeps = {
+  store: StreamStore;
+  hub: Hub;
+  limits: Limits;
+  metrics: RelayMetrics;
+  log: Logger;
+  /** A connection that has sent no hello this long after opening is closed as HELLO_TIMEOUT. */
+  helloTimeoutMs: number;
+};
 
 /** Frames read ahead of the one being handled before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 4;
@@ -68,6 +76,8 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private pushesInFlight = 0;
   private acks: Promise<void> = Promise.resolve();
   private readonly pinger: NodeJS.Timeout;
+  /** Runs out unless a hello arrives first; cleared by the first hello frame. */
+  private helloTimer: NodeJS.Timeout | undefined;
   private pongDeadline: NodeJS.Timeout | undefined;
   /** This connection's lines: `conn` and the peer's address, then `stream` and `node` once known. */
   private log: Logger;
@@ -78,11 +88,18 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     readonly id: number,
     private readonly deps: ConnectionDeps,
     remote?: string,
+    /** Called once the connection is admitted or gone: it no longer counts against its address's pending cap. */
+    private readonly released: () => void = () => undefined,
   ) {
     this.log = deps.log.child({ conn: id, ...(remote === undefined ? {} : { remote }) });
     ws.on('message', (data, isBinary) => this.onFrame(data, isBinary));
     ws.on('close', (code, reason) => {
-      this.log.info('node disconnected', { code, reason: reason.toString(), sent_seq: this.cursor, open_ms: Date.now() - this.opened });
+      // 1000 is a node saying goodbye, 1001 one of the two sides going away; 1006 is a socket that just
+      // went (a crash, a cut cable) and is worth a warning.
+      const normal = code === 1000 || code === 1001;
+      const fields = { code, normal, reason: reason.toString(), sent_seq: this.cursor, open_ms: Date.now() - this.opened };
+      if (code === 1006) this.log.warn('node disconnected', fields);
+      else this.log.info('node disconnected', fields);
       this.shutdown();
     });
     ws.on('error', (err: Error & { code?: string }) => {
@@ -95,6 +112,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       this.shutdown();
     });
     this.pinger = setInterval(() => this.ping(), deps.limits.ping_interval_ms);
+    this.helloTimer = setTimeout(() => this.fail('HELLO_TIMEOUT', `no hello within ${deps.helloTimeoutMs} ms of connecting`), deps.helloTimeoutMs);
     deps.metrics.connected(this);
   }
 
@@ -153,6 +171,10 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     }
     const type = isRecord(value) ? value['type'] : undefined;
     if (this.state === 'hello' && type !== 'hello') return this.fail('NOT_HELLO', 'the first frame must be hello');
+    if (type === 'hello') {
+      clearTimeout(this.helloTimer);
+      this.helloTimer = undefined;
+    }
     const max = this.deps.limits.max_ops_per_push;
     if (type === 'push' && isRecord(value) && Array.isArray(value['ops']) && value['ops'].length > max) {
       return this.fail('TOO_MANY_OPS', `the push holds ${value['ops'].length} ops; the limit is ${max}`);
@@ -195,6 +217,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     if (h.since > row.head) return this.fail('BAD_CURSOR', `since ${h.since} is past the stream head ${row.head}`, row.head);
     feed.known(row.head);
     this.state = 'open';
+    this.released();
     this.stream = row.name;
     this.tokenHash = row.tokenHash;
     this.cursor = h.since;
@@ -358,7 +381,9 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private shutdown(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.released();
     clearInterval(this.pinger);
+    clearTimeout(this.helloTimer);
     this.heard();
     if (this.ws.isPaused) this.ws.resume();
     if (this.joined !== null) this.deps.hub.leave(this.joined, this);

@@ -11,6 +11,8 @@ export type HttpDeps = AdminDeps & {
   version: string;
   /** When set, /metrics answers only `Authorization: Bearer <token>` with the token hashing to this. */
   metricsTokenHash?: string;
+  /** What the relay warned about at start (plain text beyond loopback); shown in /healthz. */
+  warnings?: readonly string[];
 };
 
 /** How long `/readyz` waits for storage. */
@@ -20,7 +22,8 @@ const READY_TIMEOUT_MS = 2_000;
 export function createHttpApp(deps: HttpDeps): Hono {
   const app = new Hono();
 
-  app.get('/healthz', (c) => c.json({ ok: true }));
+  // Healthy either way; a warning here is for whoever watches the health check, not a failure.
+  app.get('/healthz', (c) => c.json(deps.warnings?.length ? { ok: true, warnings: deps.warnings } : { ok: true }));
 
   app.get('/readyz', async (c) => {
     let timer: NodeJS.Timeout | undefined;

@@ -1,6 +1,7 @@
 // Starts a relay: storage (PGlite or PostgreSQL), the operator token, the HTTP app and the sync socket on one port.
 import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { NexusError } from '../protocol/errors.js';
 import { DEFAULT_LIMITS, LimitsSchema, SYNC_PROTOCOL, type Limits } from '../protocol/sync.js';
@@ -11,7 +12,8 @@ import { RelayMetrics } from './metrics.js';
 import { packageVersion } from './paths.js';
 import { openPgliteStore, openPostgresStore, type StreamStore } from './storage/index.js';
 import { hashToken, newToken, tokenMatches } from './tokens.js';
-import { attachSyncServer } from './ws.js';
+import { certificatePin, isLoopbackHost, plainTextWarning, type TlsMaterial } from './tls.js';
+import { attachSyncServer, DEFAULT_HELLO_TIMEOUT_MS, DEFAULT_MAX_PENDING_PER_ADDRESS } from './ws.js';
 
 /** Options of {@link startRelay}. Exactly one of `dataDir` and `databaseUrl`. */
 export type RelayOptions = {
@@ -35,12 +37,27 @@ export type RelayOptions = {
   pollMs?: number;
   /** When set, /metrics requires `Authorization: Bearer <metricsToken>` (at least 16 characters). */
   metricsToken?: string;
+  /** Serve HTTPS and `wss://` with this certificate and key (PEM); {@link Relay.reloadTls} swaps them live. */
+  tls?: TlsMaterial;
+  /** A connection that has not sent `hello` within this many ms is closed as HELLO_TIMEOUT (default 5 s). */
+  helloTimeoutMs?: number;
+  /** Connections from one address that have not been admitted yet (no hello, or hello not answered) at most (default 64). */
+  maxPendingPerAddress?: number;
 };
 
 /** A running relay. */
 export type Relay = {
-  /** The base URL, `http://127.0.0.1:PORT`; the sync socket is `ws://.../v1/sync`. */
+  /** The base URL, `http://127.0.0.1:PORT` (`https://` with TLS); the sync socket is `ws(s)://.../v1/sync`. */
   url: string;
+  /** With TLS: the certificate's pin (`sha256:...`), for `nxs sync bind --relay-fingerprint`. */
+  fingerprint?: string;
+  /** Set when the relay listens beyond loopback without TLS: what it warned at start and shows in /healthz. */
+  warnings: string[];
+  /**
+   * Serves a new certificate and key to connections made from now on; open connections keep theirs.
+   * Returns the new pin. TypeError on a relay started without TLS.
+   */
+  reloadTls(tls: TlsMaterial): string;
   port: number;
   /** Set only when this start made the operator token: shown once, stored hashed. */
   operatorToken?: string;
@@ -118,20 +135,47 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
     const page = limits.page_size;
     const group = { maxOps: 4 * limits.max_ops_per_push, maxBytes: 4 * limits.max_frame_bytes };
     const hub = new Hub(store, { pageSize: page, cacheOps: 4 * page, cacheBytes: 4 * limits.max_frame_bytes, group }, log);
+    const warnings = opts.tls === undefined && !isLoopbackHost(host) ? [plainTextWarning(host)] : [];
     const app = createHttpApp({ store, hub, metrics, limits, log, isOperator: (t) => tokenMatches(t, operator.hash),
       version,
+      warnings,
       ...(opts.metricsToken === undefined ? {} : { metricsTokenHash: hashToken(opts.metricsToken) }),
     });
     // Not serve(): listening ourselves lets a busy port surface as an error.
-    const server = createAdaptorServer({ fetch: app.fetch, overrideGlobalObjects: false }) as Server;
-    const sync = attachSyncServer(server, { store, hub, limits, metrics, log });
+    const tls = opts.tls;
+    const server = createAdaptorServer({
+      fetch: app.fetch,
+      overrideGlobalObjects: false,
+      ...(tls === undefined ? {} : { createServer: createHttpsServer, serverOptions: { cert: tls.cert, key: tls.key } }),
+    }) as Server;
+    const sync = attachSyncServer(server, {
+      store, hub, limits, metrics, log,
+      helloTimeoutMs: opts.helloTimeoutMs ?? DEFAULT_HELLO_TIMEOUT_MS,
+      maxPendingPerAddress: opts.maxPendingPerAddress ?? DEFAULT_MAX_PENDING_PER_ADDRESS,
+    });
     const port = await listen(server, host, opts.port ?? 0);
     const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
+    const url = `${tls === undefined ? 'http' : 'https'}://${shown}:${port}`;
+    let fingerprint = tls === undefined ? undefined : certificatePin(tls.cert);
     let closing: Promise<void> | undefined;
-    log.info('relay listening', { url: `http://${shown}:${port}`, storage: store.kind, version, protocol: SYNC_PROTOCOL });
+    log.info('relay listening', { url, storage: store.kind, version, protocol: SYNC_PROTOCOL, tls: tls !== undefined, ...(fingerprint === undefined ? {} : { fingerprint }) });
+    for (const w of warnings) log.warn(w, { host });
     return {
-      url: `http://${shown}:${port}`,
+      url,
       port,
+      warnings,
+      get fingerprint() {
+        return fingerprint;
+      },
+      reloadTls(next: TlsMaterial): string {
+        if (tls === undefined) throw new TypeError('reloadTls: this relay was started without TLS');
+        const pin = certificatePin(next.cert);
+        // Node keeps the context each open connection was made with; only new handshakes see this one.
+        (server as unknown as HttpsServer).setSecureContext({ cert: next.cert, key: next.key });
+        fingerprint = pin;
+        log.info('tls certificate reloaded', { fingerprint: pin });
+        return pin;
+      },
       ...(operator.made === undefined ? {} : { operatorToken: operator.made }),
       storage: store.kind,
       limits,

@@ -84,6 +84,21 @@ describe('docker-compose.yml, by reading', () => {
     expect([...nginx.matchAll(/server (relay-\d+):7420;/g)].map((m) => m[1])).toEqual(RELAYS);
   });
 
+  it('serves TLS from certificates in a mounted folder when .env names them, passed through nginx untouched', () => {
+    for (const name of RELAYS) {
+      const s = services[name]!;
+      expect(s.environment!['NEXUS_RELAY_TLS_CERT'], name).toBe('${NEXUS_RELAY_TLS_CERT:-}');
+      expect(s.environment!['NEXUS_RELAY_TLS_KEY'], name).toBe('${NEXUS_RELAY_TLS_KEY:-}');
+      expect(s.volumes, name).toContain('./certs:/certs:ro');
+      expect(s.healthcheck!.test[3], name).toContain('NEXUS_RELAY_TLS_CERT');
+    }
+    const conf = services['relay']!.volumes!.find((v) => v.includes('nginx.conf'))!.split(':')[0]!;
+    const nginx = readFileSync(join(REPO, conf), 'utf8');
+    // A stream (TCP) proxy: nginx holds no key, and a client's pin is the relays' own certificate.
+    expect(nginx).toMatch(/^stream \{/m);
+    expect(nginx).not.toMatch(/^http \{/m);
+  });
+
   it('gives the node its home volume and the workspaces folder', () => {
     expect(services['node']!.command).toEqual(['node', 'run']);
     expect(services['node']!.volumes).toEqual(['nodehome:/data', './workspaces:/workspaces']);

@@ -1,11 +1,14 @@
 // `nxs sync ...`: bind this workspace to a relay stream, show how sync is doing, unbind.
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { CertFingerprintSchema } from '../../protocol/sync.js';
 import { NexusError } from '../../protocol/errors.js';
 import { PENDING_LIMITS } from '../../protocol/storable.js';
 import { nodePaths, originId } from '../host/node/files.js';
 import { callNode } from '../host/rpc/client.js';
 import { servingNode } from '../host/remote.js';
 import { checkRelayUrl, removeBinding, writeBinding, type Binding } from '../host/sync/binding.js';
+import { isTlsRelay, readCaFile } from '../host/sync/tls.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { printJson, routerOf, type Io } from './io.js';
 import { bool, str, type Args, type Verb } from './spec.js';
@@ -42,7 +45,25 @@ async function bind(io: Io, a: Args): Promise<void> {
   if (!url || !stream || !token) throw new NexusError('USAGE', 'nxs sync bind needs <relay-url>, --stream NAME and a stream token (--token T, --token -, or --token-file F)');
   if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(stream)) throw new NexusError('USAGE', `stream name ${JSON.stringify(stream)} is not valid`);
   const ws = findWorkspace(io.cwd, io.env);
-  const binding: Binding = { relay: checkRelayUrl(url), stream, token, bound_at: new Date().toISOString() };
+  const relay = checkRelayUrl(url);
+  const caFile = str(a, 'ca-file');
+  const pinGiven = str(a, 'relay-fingerprint');
+  if ((caFile !== undefined || pinGiven !== undefined) && !isTlsRelay(relay)) {
+    throw new NexusError('USAGE', `--ca-file and --relay-fingerprint are for a TLS relay: give its https:// or wss:// URL, not ${relay}`);
+  }
+  const pin = pinGiven === undefined ? undefined : CertFingerprintSchema.safeParse(pinGiven);
+  if (pin !== undefined && !pin.success) throw new NexusError('USAGE', `--relay-fingerprint ${pinGiven}: ${pin.error.issues[0]?.message ?? 'not a fingerprint'}`);
+  // Kept as an absolute path (the node reads it from another folder) and read now, so a typo fails here.
+  const caPath = caFile === undefined ? undefined : resolve(io.cwd, caFile);
+  if (caPath !== undefined) readCaFile(caPath);
+  const binding: Binding = {
+    relay,
+    stream,
+    token,
+    bound_at: new Date().toISOString(),
+    ...(caPath === undefined ? {} : { ca_file: caPath }),
+    ...(pin === undefined || !pin.success ? {} : { relay_fingerprint: pin.data }),
+  };
   const home = nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined).home;
   const answer = await probe(binding, originId(home));
   // A refusal is never bound, offline or not: the relay has said this binding cannot work.
@@ -141,10 +162,14 @@ export const SYNC_VERBS: readonly Verb[] = [
       token: { type: 'string', value: 'T', help: 'the stream token; "-" reads it from stdin' },
       'token-file': { type: 'string', value: 'F', help: 'read the stream token from file F' },
       offline: { type: 'boolean', help: 'bind even when the relay does not answer now (checked when sync first connects)' },
+      'ca-file': { type: 'string', value: 'FILE', help: "trust the relay's certificate when it chains to this CA (PEM), beside the system's" },
+      'relay-fingerprint': { type: 'string', value: 'sha256:HEX', help: 'accept only the relay certificate with this pin (printed by nxs relay serve)' },
     },
     details:
       'The relay is asked at once: an unknown stream (UNKNOWN_STREAM) or a wrong token (UNAUTHORIZED) binds nothing, exit 2;\n' +
-      'a relay that does not answer binds nothing either (RELAY_UNREACHABLE, exit 1) unless --offline is given.',
+      'a relay that does not answer binds nothing either (RELAY_UNREACHABLE, exit 1) unless --offline is given.\n' +
+      'An https:// or wss:// relay is reached over TLS: --ca-file trusts a private CA, --relay-fingerprint pins the relay\n' +
+      "certificate (then no CA is needed): any other certificate is refused (RELAY_CERT_MISMATCH) before the token is sent.",
     run: (io, a) => bind(io, a),
   },
   {

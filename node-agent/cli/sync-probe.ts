@@ -4,6 +4,8 @@ import WebSocket from 'ws';
 import { ERROR_TABLE, type ErrorCode } from '../../protocol/errors.js';
 import { FromRelaySchema, SYNC_PROTOCOL, syncUrl } from '../../protocol/sync.js';
 import type { Binding } from '../host/sync/binding.js';
+import { relaySocketOptions } from '../host/sync/tls.js';
+import { NexusError } from '../../protocol/errors.js';
 
 export type Probe =
   | { ok: true; head: number }
@@ -28,12 +30,17 @@ export function connectCause(err: unknown): string {
 
 export function probe(binding: Binding, node: string, timeoutMs = 5_000): Promise<Probe> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(syncUrl(binding.relay), { handshakeTimeout: timeoutMs });
+    const ws = new WebSocket(syncUrl(binding.relay), { handshakeTimeout: timeoutMs, ...relaySocketOptions(binding) });
     const done = (p: Probe) => {
       clearTimeout(timer);
       ws.removeAllListeners();
       ws.on('error', () => undefined);
-      ws.terminate();
+      // An answered probe leaves with a normal close, so the relay does not log a lost node; the socket
+      // itself is not waited for (the answer is in).
+      if (ws.readyState === WebSocket.OPEN) {
+        ws.close(1000, 'probe done');
+        setTimeout(() => ws.terminate(), 1_000).unref();
+      } else ws.terminate();
       resolve(p);
     };
     const timer = setTimeout(() => done({ ok: false, refused: false, cause: `no answer within ${Math.round(timeoutMs / 1000)} s` }), timeoutMs);
@@ -51,6 +58,9 @@ export function probe(binding: Binding, node: string, timeoutMs = 5_000): Promis
       if (frame.data.type === 'error') return done({ ok: false, refused: true, code: refusalCode(frame.data.code), message: frame.data.message });
     });
     ws.on('unexpected-response', (_req, res) => done({ ok: false, refused: false, cause: `HTTP ${res.statusCode} instead of a sync socket (is this a Nexus relay's base URL?)` }));
-    ws.on('error', (err) => done({ ok: false, refused: false, cause: connectCause(err) }));
+    // A certificate other than the pinned one is a refusal of ours, not an unreachable relay: never bound, --offline or not.
+    ws.on('error', (err) =>
+      done(err instanceof NexusError ? { ok: false, refused: true, code: err.code, message: err.message } : { ok: false, refused: false, cause: connectCause(err) }),
+    );
   });
 }

@@ -32,6 +32,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
   let page: Page;
   let url: string;
   let base: string;
+  /** The dashboard on 127.0.0.1: Node's fetch does not resolve its *.localhost name (browsers do). */
+  let direct: string;
   let escalated: string;
   /** The operation holding b's working copy, and the commission queued behind it. */
   let holder: string;
@@ -64,6 +66,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     node = await startNode({ home, log: createLogger({ component: 'node', sink: (l) => nodeLog.push(l) }) });
     url = node.ui()!.url;
     base = new URL(url).origin;
+    direct = `http://127.0.0.1:${new URL(url).port}`;
     browser = await chromium.launch({ executablePath: CHROMIUM!, args: ['--no-sandbox'] });
     context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
     page = await context.newPage();
@@ -88,17 +91,17 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
 
   it('refuses every request without the secret with 403, and one with a wrong secret', async () => {
     for (const path of ['/', '/operations', '/sync', '/events', `/w/${a.id}/t/t-x`, '/?k=wrong-secret']) {
-      expect((await fetch(base + path, { redirect: 'manual' })).status, path).toBe(403);
+      expect((await fetch(direct + path, { redirect: 'manual' })).status, path).toBe(403);
     }
     for (const action of ['reply', 'withdraw']) {
-      const post = await fetch(`${base}/w/${a.id}/t/t-x/${action}`, { method: 'POST', body: new URLSearchParams({ text: 'hi', actor: 'alice' }) });
+      const post = await fetch(`${direct}/w/${a.id}/t/t-x/${action}`, { method: 'POST', body: new URLSearchParams({ text: 'hi', actor: 'alice' }) });
       expect(post.status, action).toBe(403);
     }
-    const withCookieOfAnother = await fetch(base + '/', { headers: { cookie: `nxs_ui_${new URL(base).port}=not-the-secret` } });
+    const withCookieOfAnother = await fetch(direct + '/', { headers: { cookie: `__Host-nxs_ui=not-the-secret; nxs_ui_${new URL(base).port}=not-the-secret` } });
     expect(withCookieOfAnother.status).toBe(403);
   });
 
-  it('nxs ui prints the URL the node serves; opening it sets an HttpOnly SameSite=Strict cookie and drops the secret from the address bar', async () => {
+  it('nxs ui prints the URL the node serves; opening it sets an HttpOnly SameSite=Strict __Host- cookie and drops the secret from the address bar', async () => {
     const printed = await a.nxs(['ui', '--json']);
     expect(printed.code, printed.stderr).toBe(0);
     expect(printed.json).toMatchObject({ url, loopback: true, host: '127.0.0.1', opened: false });
@@ -108,7 +111,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     expect(page.url()).toBe(`${base}/`);
     const cookies = await context.cookies(base);
     expect(cookies).toHaveLength(1);
-    expect(cookies[0]).toMatchObject({ httpOnly: true, sameSite: 'Strict', value: new URL(url).searchParams.get('k') });
+    expect(cookies[0]).toMatchObject({ name: '__Host-nxs_ui', secure: true, httpOnly: true, sameSite: 'Strict', value: new URL(url).searchParams.get('k') });
   });
 
   it('a fresh node with two workspaces: nothing needs you, and Operations lists both', async () => {

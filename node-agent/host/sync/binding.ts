@@ -4,7 +4,7 @@ import { readSmallFileSync, writeFileAtomic } from '../../../infra/index.js';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { NexusError } from '../../../protocol/errors.js';
-import { syncUrl } from '../../../protocol/sync.js';
+import { CertFingerprintSchema, syncUrl } from '../../../protocol/sync.js';
 import type { WorkspacePaths } from '../../paths.js';
 
 export const BindingSchema = z.object({
@@ -12,6 +12,10 @@ export const BindingSchema = z.object({
   stream: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/),
   token: z.string().min(1).max(512),
   bound_at: z.string(),
+  /** A private CA (PEM file, absolute path) the relay's certificate must chain to, beside the system's. */
+  ca_file: z.string().optional(),
+  /** The relay certificate's pin (`sha256:...`): any other certificate is refused with RELAY_CERT_MISMATCH. */
+  relay_fingerprint: CertFingerprintSchema.optional(),
 });
 export type Binding = z.infer<typeof BindingSchema>;
 

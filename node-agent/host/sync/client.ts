@@ -22,6 +22,7 @@ import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js
 import type { Binding } from './binding.js';
 import { refusalLine, storePage } from './page.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
+import { relaySocketOptions, socketErrorWords } from './tls.js';
 
 export type SyncStatus = {
   bound: true;
@@ -73,6 +74,8 @@ export type SyncClientOptions = {
  * nodes reconnecting together.
  */
 const RECONNECT_BACKOFF = { baseMs: 200, maxMs: 10_000 } as const;
+/** How long a stopping node waits for the relay to answer its close before cutting the socket. */
+const GOODBYE_MS = 1_000;
 /** Pages received but not yet stored before the socket stops being read. */
 const MAX_WAITING_PAGES = 8;
 /**
@@ -138,8 +141,23 @@ export class SyncClient {
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     if (this.silenceTimer) clearTimeout(this.silenceTimer);
-    this.ws?.terminate();
+    await this.goodbye();
     await this.ingest;
+  }
+
+  /**
+   * Ends the connection with a normal close (1000), so the relay logs a node that left rather than one
+   * that vanished; a relay that does not answer the close within a second is cut.
+   */
+  private async goodbye(): Promise<void> {
+    const ws = this.ws;
+    if (ws === null || ws.readyState === WebSocket.CLOSED) return;
+    if (ws.readyState !== WebSocket.OPEN) return void ws.terminate();
+    const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+    ws.close(1000, 'node stopping');
+    const cut = setTimeout(() => ws.terminate(), GOODBYE_MS);
+    await closed;
+    clearTimeout(cut);
   }
 
   /** Something was written locally: push it when the connection allows. */
@@ -180,7 +198,15 @@ export class SyncClient {
 
   private connect(): void {
     if (this.stopped || this.refused) return;
-    const ws = new WebSocket(syncUrl(this.opts.binding.relay), { maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000 });
+    let tls: WebSocket.ClientOptions;
+    try {
+      tls = relaySocketOptions(this.opts.binding);
+    } catch (err) {
+      // The CA file went missing: said in status, and tried again with the usual backoff.
+      this.setError(socketErrorWords(err as Error));
+      return this.scheduleReconnect();
+    }
+    const ws = new WebSocket(syncUrl(this.opts.binding.relay), { maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000, ...tls });
     this.ws = ws;
     ws.on('open', () => {
       this.armSilence();
@@ -206,7 +232,7 @@ export class SyncClient {
       this.scheduleReconnect();
     });
     // Named with the relay's address: "connect ECONNREFUSED" alone does not say which relay.
-    ws.on('error', (err) => this.setError(`${this.opts.binding.relay}: ${err.message}`));
+    ws.on('error', (err) => this.setError(`${this.opts.binding.relay}: ${socketErrorWords(err)}`));
   }
 
   /**

@@ -2,3 +2,4 @@
 export { BindingSchema, checkRelayUrl, readBinding, removeBinding, writeBinding, type Binding } from './binding.js';
 export { SyncClient, type SyncClientOptions, type SyncStatus } from './client.js';
 export { outboxSize, positionKey, readPosition, type SyncPosition } from './state.js';
+export { isTlsRelay, readCaFile, relaySocketOptions, socketErrorWords } from './tls.js';

@@ -1,5 +1,6 @@
 // The dashboard's routes. Every request must carry the node's secret (the URL's ?k= once, then the
-// HttpOnly SameSite=Strict cookie set from it); every read and every action runs a command of
+// HttpOnly SameSite=Strict cookie set from it, on loopback a __Host- cookie of the dashboard's own host
+// name); every state-changing request must come from its own page; every read and every action runs a command of
 // protocol/commands.ts through the node's own command path, so the page is refused as the CLI is.
 import { randomBytes } from 'node:crypto';
 import { userInfo } from 'node:os';
@@ -15,7 +16,7 @@ import { esc } from './html.js';
 import { page, type View } from './layout.js';
 import type { LiveHub } from './live.js';
 import { needsOf } from './needs.js';
-import { cookieName, secretMatches } from './secret.js';
+import { cookieName, HOST_COOKIE, secretMatches } from './secret.js';
 import { renderNeeds } from './views/needs.js';
 import { renderOperations } from './views/operations.js';
 import { renderSync, type SyncPageEntry } from './views/sync.js';
@@ -27,8 +28,10 @@ export type UiAppOptions = {
   /** Kept by whoever serves the app, which closes it with the server. */
   cache: Caches;
   secret: string;
-  /** The port the app is served on now (the cookie is named by it). */
+  /** The port the app is served on now (the cookie is named by it beyond loopback). */
   port: () => number;
+  /** On loopback, the dashboard's own host name (see secret.ts): the secret's cookie is set only there. Null beyond loopback. */
+  hostName: () => string | null;
   /** The person a reply is posted as when the page names nobody (default: the login name). */
   defaultActor?: string;
 };
@@ -36,6 +39,8 @@ export type UiAppOptions = {
 const ACTOR_COOKIE = 'nxs_actor';
 /** A message is at most 256 KiB; the form around it adds little. */
 const MAX_FORM_BYTES = 300 * 1024;
+/** Methods that change nothing; every other one must come from the dashboard's own page. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 /** How long an open page waits between keep-alive comments on its event stream. */
 const KEEPALIVE_MS = 15_000;
 
@@ -128,27 +133,42 @@ export function uiApp(o: UiAppOptions): Hono {
     if (!c.res.headers.get('Cache-Control')) c.header('Cache-Control', 'no-store');
   });
 
-  // The secret, on every request. A URL carrying it sets the cookie and is answered with a redirect
-  // to the same page without it, so it leaves the address bar.
+  // A state-changing request from another origin is refused, however it authenticates (cookie, ?k=, bearer):
+  // a browser names the page that made it, and only the dashboard's own page may change anything.
   app.use('*', async (c, next) => {
+    if (SAFE_METHODS.has(c.req.method)) return next();
+    const origin = c.req.header('origin');
+    const site = c.req.header('sec-fetch-site');
+    if ((origin !== undefined && origin !== new URL(c.req.url).origin) || (site !== undefined && site !== 'same-origin')) {
+      return c.text('403: cross-origin request refused\n', 403);
+    }
+    return next();
+  });
+
+  // The secret, on every request. A URL carrying it sets the cookie and is answered with a redirect
+  // to the same page without it, so it leaves the address bar. On loopback the cookie is set only on
+  // the dashboard's own host name: a URL on 127.0.0.1 or localhost is sent there first.
+  app.use('*', async (c, next) => {
+    const url = new URL(c.req.url);
+    const named = o.hostName();
+    const onName = named !== null && url.hostname === named;
+    // On loopback only the name's own cookie counts: one a browser kept for 127.0.0.1 went to every local port.
+    const cookie = onName ? HOST_COOKIE : named === null ? cookieName(o.port()) : null;
     const fromUrl = c.req.query('k');
     if (fromUrl !== undefined && secretMatches(fromUrl, o.secret)) {
-      setCookie(c, cookieName(o.port()), o.secret, { httpOnly: true, sameSite: 'Strict', path: '/' });
+      if (named !== null && !onName) {
+        if (c.req.method !== 'GET') return c.text(`403: open the dashboard at http://${named}:${o.port()}/\n`, 403);
+        return c.redirect(`http://${named}:${o.port()}${url.pathname}${url.search}`, 303);
+      }
+      setCookie(c, cookie!, o.secret, onName ? { httpOnly: true, sameSite: 'Strict', path: '/', secure: true } : { httpOnly: true, sameSite: 'Strict', path: '/' });
       if (c.req.method !== 'GET') return next();
-      const url = new URL(c.req.url);
       url.searchParams.delete('k');
       return c.redirect(`${url.pathname}${url.search}`, 303);
     }
     const auth = c.req.header('authorization');
     const bearer = auth?.startsWith('Bearer ') ? auth.slice(7) : undefined;
-    if (!secretMatches(getCookie(c, cookieName(o.port())), o.secret) && !secretMatches(bearer, o.secret)) {
+    if (!(cookie !== null && secretMatches(getCookie(c, cookie), o.secret)) && !secretMatches(bearer, o.secret)) {
       return c.text('403: this dashboard needs its secret. Open the URL `nxs ui` prints.\n', 403);
-    }
-    // A form posted from another origin is refused even with the cookie (SameSite already keeps it away).
-    const origin = c.req.header('origin');
-    const site = c.req.header('sec-fetch-site');
-    if (c.req.method === 'POST' && ((origin !== undefined && origin !== new URL(c.req.url).origin) || (site !== undefined && site !== 'same-origin'))) {
-      return c.text('403: cross-origin form refused\n', 403);
     }
     return next();
   });

@@ -44,7 +44,26 @@ export function secretMatches(given: string | undefined | null, secret: string):
   return timingSafeEqual(a, b);
 }
 
-/** The cookie that carries the secret after the first visit; named by port, so two nodes on one host keep theirs apart. */
+/**
+ * Beyond loopback, the cookie that carries the secret after the first visit; named by port, so two
+ * nodes on one host keep theirs apart. Browsers send it to every port of that host.
+ */
 export function cookieName(port: number): string {
   return `nxs_ui_${port}`;
+}
+
+/**
+ * On loopback, the cookie that carries the secret. `__Host-` makes the browser keep it to the exact host
+ * that set it (no Domain, Path=/, Secure): with the dashboard on a name of its own, no other local
+ * server is sent it. Browsers treat http://*.localhost as a secure context, so Secure is honoured there.
+ */
+export const HOST_COOKIE = '__Host-nxs_ui';
+
+/**
+ * The dashboard's own host name on loopback: a name under `.localhost` (browsers resolve it to loopback
+ * themselves) made from the secret, so another local server can neither share its cookies nor guess
+ * the name to send a browser to. A new secret makes a new name.
+ */
+export function dashboardHostName(secret: string): string {
+  return `nxs-${createHash('sha256').update('nxs-ui-host\0').update(secret).digest('hex').slice(0, 20)}.localhost`;
 }

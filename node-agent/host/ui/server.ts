@@ -14,7 +14,7 @@ import type { Logger } from '../../../infra/index.js';
 import { uiApp } from './app.js';
 import { StatusCache, ViewCache, type UiBackend } from './data.js';
 import { LiveHub } from './live.js';
-import { strongSecret, uiSecret } from './secret.js';
+import { dashboardHostName, strongSecret, uiSecret } from './secret.js';
 
 export type UiOptions = {
   /** NEXUS_HOME/node: the secret and the remembered port live here. */
@@ -72,7 +72,8 @@ export async function startUi(opts: UiOptions): Promise<UiServer> {
   const hub = new LiveHub(opts.backend, opts.syncEveryMs === undefined ? {} : { syncEveryMs: opts.syncEveryMs });
   let current = { server: null as Server | null, host: LOOPBACK, port: 0 };
   const cache = { views: new ViewCache(), status: new StatusCache(opts.backend) };
-  const app = uiApp({ backend: opts.backend, hub, cache, secret, port: () => current.port });
+  const name = dashboardHostName(secret);
+  const app = uiApp({ backend: opts.backend, hub, cache, secret, port: () => current.port, hostName: () => (isLoopback(current.host) ? name : null) });
 
   async function bind(host: string, port: number | null): Promise<void> {
     if (!isLoopback(host) && !strongSecret(secret)) {
@@ -101,7 +102,8 @@ export async function startUi(opts: UiOptions): Promise<UiServer> {
   }
 
   const info = (): UiInfo => ({
-    url: `http://${shownHost(current.host)}:${current.port}/?k=${secret}`,
+    // On loopback the page is opened on its own name, where its cookie stays (see secret.ts).
+    url: `http://${isLoopback(current.host) ? name : shownHost(current.host)}:${current.port}/?k=${secret}`,
     host: current.host,
     port: current.port,
     loopback: isLoopback(current.host),

@@ -59,7 +59,7 @@ class Matcher {
         this.leftMs -= performance.now() - started;
       };
       const onMessage = (hits: number[]) => (done(), resolve(hits));
-      const onError = (err: Error) => (done(), reject(err));
+      const onError = (err: Error) => (done(), reject(new ToolFailure(`the search failed: ${err.message}`)));
       // A backtracking regular expression does not yield; only stopping its thread ends it.
       const timer = setTimeout(() => (done(), void this.worker.terminate(), resolve(null)), Math.max(0, this.leftMs));
       this.worker.on('message', onMessage);

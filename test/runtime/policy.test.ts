@@ -185,7 +185,9 @@ describe('a Bash(prefix:*) rule grants its command, with arguments inside the wo
     expect(decide(p({ tools: ['Bash(npm test:*)'] }), 'Bash', bash(command), root).kind).toBe(expected);
   });
 
-  it('an exact rule runs what the person wrote, paths and all', () => {
+  it('an exact rule runs what the person wrote, paths and all, beside a prefix that would not', () => {
     expect(decide(p({ tools: ['Bash(cat /etc/hostname)'] }), 'Bash', bash('cat /etc/hostname'), root).kind).toBe('allow');
+    expect(decide(p({ tools: ['Bash(cat:*)', 'Bash(cat /etc/hostname)'] }), 'Bash', bash('cat /etc/hostname'), root).kind).toBe('allow');
+    expect(decide(p({ tools: ['Bash(cat:*)', 'Bash(cat /etc/hostname)'] }), 'Bash', bash('cat /etc/passwd'), root).kind).toBe('needs_approval');
   });
 });

@@ -107,8 +107,10 @@ export function decide(policy: ToolPolicy, name: string, input: unknown, root: s
   // A persona that was not offered the shell gets no shell at all, inspection or not.
   if (policy.bashRules.length === 0) return { kind: 'needs_approval', reason: 'Bash is not among the tools this persona declares' };
   const line = command.trim();
-  const rule = SHELL_SYNTAX.test(line) ? undefined : policy.bashRules.find((r) => matches(r, line));
-  if (rule?.kind === 'exact') return { kind: 'allow' };
+  const matching = SHELL_SYNTAX.test(line) ? [] : policy.bashRules.filter((r) => matches(r, line));
+  if (matching.some((r) => r.kind === 'exact')) return { kind: 'allow' };
+  // The longest prefix that matches: its own words are the person's, the rest are the model's.
+  const rule = matching.reduce<BashRule | undefined>((best, r) => (r.kind === 'prefix' && (best?.kind !== 'prefix' || r.prefix.length > best.prefix.length) ? r : best), undefined);
   if (rule?.kind === 'prefix') {
     const refused = ruleArgumentsRefusal(line, rule.prefix, root);
     if (refused === null) return { kind: 'allow' };

@@ -90,12 +90,23 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
   const apply = (v: Verdict) => {
     if (v.kind === 'stop') throw new Stop(v.status, v.reason);
   };
+  // One abort listener for the whole run. Each step (a model call, a tool call, a wait) runs one at a
+  // time under a signal of its own that this listener aborts, so whatever a step (or a provider's
+  // SDK) hangs on its signal is dropped with the step instead of piling up on the run's.
+  let step = new AbortController();
+  stopSignal.addEventListener('abort', () => step.abort(stopSignal.reason), { once: true });
+  const stepSignal = (): AbortSignal => {
+    step = new AbortController();
+    if (stopSignal.aborted) step.abort(stopSignal.reason);
+    return step.signal;
+  };
   const waitFor = <T>(p: Promise<T>): Promise<T> =>
     new Promise<T>((resolve, reject) => {
+      const signal = stepSignal();
       const onAbort = () => reject(stopped() ?? new Stop('cancelled', 'the run was cancelled'));
-      if (stopSignal.aborted) return onAbort();
-      stopSignal.addEventListener('abort', onAbort, { once: true });
-      p.then(resolve, reject).finally(() => stopSignal.removeEventListener('abort', onAbort));
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
     });
   const sleep = (ms: number) => waitFor(new Promise<void>((r) => setTimeout(r, ms).unref()));
 
@@ -113,7 +124,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       journal.append({ t: 'request', call: callNo, attempt, tools: tools.map((t) => t.name) });
       opts.onEvent?.({ type: 'request', call: callNo, attempt, tools: tools.map((t) => t.name) });
       try {
-        return await opts.client.call({ system, messages, tools, signal: stopSignal, timeoutMs: remainingMs(budget, now()), onText: (delta) => opts.onEvent?.({ type: 'text', delta }) });
+        return await opts.client.call({ system, messages, tools, signal: stepSignal(), timeoutMs: remainingMs(budget, now()), onText: (delta) => opts.onEvent?.({ type: 'text', delta }) });
       } catch (err) {
         checkpoint();
         const pe = err instanceof ProviderError ? err : new ProviderError(String(err), false, null, false, { cause: err });
@@ -151,7 +162,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
         continue;
       }
       const pc: PendingCall = { id: call.id, tool: call.name, summary: summary(call) };
-      const decision = decide(opts.policy, call.name, call.input);
+      const decision = decide(opts.policy, call.name, call.input, opts.root);
       if (decision.kind === 'deny') {
         journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'denied', lease: null });
         opts.onEvent?.({ type: 'tool_refused', call: pc, reason: decision.reason });
@@ -194,7 +205,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       const out = await executeTool(call.name as ToolName, call.input, {
         root: opts.root,
         env: opts.env,
-        signal: stopSignal,
+        signal: stepSignal(),
         maxChars: budget.limits.max_tool_output_chars,
         leases: opts.leases,
         owner,

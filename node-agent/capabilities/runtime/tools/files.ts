@@ -1,49 +1,17 @@
-// The file tools (Read, LS, Grep, Write, Edit), confined to the working directory and out of the private .nxs/ folder.
+// The file tools (Read, LS, Write, Edit), confined to the working directory, out of .nxs/ and, for writing, out of the rule folders.
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, realpath, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { readCapped } from '../../../../infra/index.js';
+import { resolveInside, ToolFailure } from './confine.js';
+import { isBinary } from './grep.js';
 
-/** A tool's own refusal or failure, told to the model as an error result; the run goes on. */
-export class ToolFailure extends Error {
-  override name = 'ToolFailure';
-}
+export { resolveInside, ToolFailure } from './confine.js';
+export { grepTool } from './grep.js';
 
 const MAX_LS_ENTRIES = 1000;
-const MAX_GREP_MATCHES = 200;
-const MAX_GREP_FILE_BYTES = 1024 * 1024;
-const MAX_GREP_LINE = 300;
 /** The most Read and Edit take in: a larger file is refused rather than pulled into memory. */
 const MAX_FILE_BYTES = 16 * 1024 * 1024;
-const SKIPPED_DIRS = new Set(['.git', '.nxs', 'node_modules']);
-
-async function realOrAncestor(p: string): Promise<string> {
-  try {
-    return await realpath(p);
-  } catch {
-    const up = path.dirname(p);
-    return up === p ? p : path.join(await realOrAncestor(up), path.basename(p));
-  }
-}
-
-/**
- * The absolute path of `p` under `root`, or a refusal. Symlinks are followed before the check,
- * so a link cannot lead out. `.nxs/` holds keys and the store: only its artifacts may be read.
- */
-export async function resolveInside(root: string, p: string, mode: 'read' | 'write'): Promise<string> {
-  const realRoot = await realpath(root);
-  const abs = await realOrAncestor(path.resolve(realRoot, p));
-  const rel = path.relative(realRoot, abs);
-  if (rel.startsWith('..') || path.isAbsolute(rel)) throw new ToolFailure(`${p} is outside the working directory`);
-  const [first, second] = rel.split(path.sep);
-  if (first === '.nxs' && !(mode === 'read' && second === 'artifacts')) throw new ToolFailure(`${p} is in the workspace's private .nxs/ folder`);
-  if (first === '.git' && mode === 'write') throw new ToolFailure(`${p} is inside .git/; use git commands instead`);
-  return abs;
-}
-
-function isBinary(text: string): boolean {
-  return text.slice(0, 8000).includes('\0');
-}
 
 /**
  * The text of a file in the working copy: a regular file only (a FIFO or a device is refused
@@ -78,43 +46,6 @@ export async function lsTool(root: string, input: { path?: string | undefined })
   const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort();
   const shown = names.slice(0, MAX_LS_ENTRIES);
   return shown.join('\n') + (names.length > shown.length ? `\n(${names.length - shown.length} more not shown)` : '') || '(empty folder)';
-}
-
-async function* walk(dir: string): AsyncGenerator<string> {
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) {
-      if (!SKIPPED_DIRS.has(e.name)) yield* walk(p);
-    } else if (e.isFile()) yield p;
-  }
-}
-
-export async function grepTool(root: string, input: { pattern: string; path?: string | undefined }): Promise<string> {
-  let re: RegExp;
-  try {
-    re = new RegExp(input.pattern);
-  } catch (err) {
-    throw new ToolFailure(`the pattern is not a valid regular expression: ${(err as Error).message}`);
-  }
-  const realRoot = await realpath(root);
-  const start = await resolveInside(root, input.path ?? '.', 'read');
-  const info = await stat(start).catch(() => null);
-  if (info === null) throw new ToolFailure(`${input.path} does not exist`);
-  const files = info.isDirectory() ? walk(start) : (async function* () { yield start; })();
-  const out: string[] = [];
-  for await (const file of files) {
-    // Regular files under the cap only: a FIFO, a device or a large file is passed over.
-    const read = await readCapped(file, MAX_GREP_FILE_BYTES);
-    if ('reason' in read || isBinary(read.text)) continue;
-    const lines = read.text.split('\n');
-    for (const [i, line] of lines.entries()) {
-      if (!re.test(line)) continue;
-      out.push(`${path.relative(realRoot, file)}:${i + 1}:${line.length > MAX_GREP_LINE ? `${line.slice(0, MAX_GREP_LINE)}...` : line}`);
-      if (out.length >= MAX_GREP_MATCHES) return `${out.join('\n')}\n(stopped at ${MAX_GREP_MATCHES} matches)`;
-    }
-  }
-  return out.length === 0 ? '(no matches)' : out.join('\n');
 }
 
 /** Writes through a temporary file and a rename, so a reader never sees half a file. */

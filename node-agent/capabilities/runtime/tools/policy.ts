@@ -1,5 +1,6 @@
-// Which tool calls a persona's declaration allows, decided by pure functions of the declaration and the call.
+// Which tool calls a persona's declaration allows, decided from the declaration, the call and, for a command's paths, the working copy.
 import type { NormalisedPersona } from '../../../../protocol/persona.js';
+import { readOnlyRefusal, ruleArgumentsRefusal, SHELL_SYNTAX } from './commands.js';
 
 /** Inspection: never changes the working copy, so it needs no lease and no approval (inside the working directory). */
 export const READ_ONLY_TOOLS = ['Read', 'LS', 'Grep'] as const;
@@ -67,27 +68,18 @@ export function policyFor(persona: Pick<NormalisedPersona, 'tools' | 'permission
   return { all, granted, bashRules, ignored };
 }
 
-// A rule grants one command, not a chain, a pipe, a redirection or a substitution built around it.
-const SHELL_SYNTAX = /[;&|<>`$\n\r\\(){}]/;
-
 function matches(rule: BashRule, command: string): boolean {
   if (rule.kind === 'exact') return command === rule.command;
   return command === rule.prefix || command.startsWith(`${rule.prefix} `);
 }
 
-const READ_ONLY_COMMANDS: ReadonlyArray<readonly string[]> = [['ls'], ['cat'], ['pwd'], ['head'], ['tail'], ['wc'], ['git', 'status'], ['git', 'diff'], ['git', 'log'], ['git', 'show']];
-
 /**
- * A command the runtime itself counts as read-only inside the working directory: a plain
- * inspection (ls, cat, git status, ...) with no shell syntax and no path leading out of it.
+ * A command the runtime itself counts as read-only inside the working directory `root`: a plain
+ * inspection (ls, cat, git status, ...) whose every file, links resolved, is in the working copy
+ * and out of `.nxs/`, with no option that writes, runs a program or waits forever.
  */
-export function isReadOnlyCommand(command: string): boolean {
-  const line = command.trim();
-  if (line === '' || SHELL_SYNTAX.test(line) || /["'*?~]/.test(line)) return false;
-  const words = line.split(/\s+/);
-  const head = READ_ONLY_COMMANDS.find((c) => c.every((w, i) => words[i] === w));
-  if (head === undefined) return false;
-  return words.slice(head.length).every((w) => !w.startsWith('/') && !w.split('/').includes('..') && !w.startsWith('--output') && !w.startsWith('--ext-diff'));
+export function isReadOnlyCommand(command: string, root: string): boolean {
+  return readOnlyRefusal(command, root) === null;
 }
 
 /** The answer is the runtime's to post; a shell reply beside it would answer the thread twice. */
@@ -95,8 +87,13 @@ function isReplyCommand(command: string): boolean {
   return /^\s*(?:\S*\/)?nxc\s+reply\b/.test(command);
 }
 
-/** Decides one call. Path confinement is the tools' own check; this is the declaration's word only. */
-export function decide(policy: ToolPolicy, name: string, input: unknown): CallDecision {
+/**
+ * Decides one call made in the working directory `root`. The file tools confine their own paths;
+ * a command let through without a bare Bash grant has its paths checked here: one a rule's
+ * prefix grants keeps its arguments in the working copy, and the read-only allowance (for a
+ * persona offered the shell by a rule, never for one without it) keeps to inspection.
+ */
+export function decide(policy: ToolPolicy, name: string, input: unknown, root: string): CallDecision {
   if (!(ALL_TOOLS as readonly string[]).includes(name)) return { kind: 'deny', reason: `there is no tool named ${JSON.stringify(name)}` };
   const command = name === 'Bash' ? String((input as { command?: unknown } | null)?.command ?? '') : '';
   if (name === 'Bash' && isReplyCommand(command)) {
@@ -106,8 +103,20 @@ export function decide(policy: ToolPolicy, name: string, input: unknown): CallDe
   if (name === 'Write' || name === 'Edit') {
     return policy.granted.has(name) ? { kind: 'allow' } : { kind: 'needs_approval', reason: `${name} is not among the tools this persona declares` };
   }
-  if (policy.granted.has('Bash') || isReadOnlyCommand(command)) return { kind: 'allow' };
-  if (!SHELL_SYNTAX.test(command) && policy.bashRules.some((r) => matches(r, command.trim()))) return { kind: 'allow' };
+  if (policy.granted.has('Bash')) return { kind: 'allow' };
+  // A persona that was not offered the shell gets no shell at all, inspection or not.
+  if (policy.bashRules.length === 0) return { kind: 'needs_approval', reason: 'Bash is not among the tools this persona declares' };
+  const line = command.trim();
+  const matching = SHELL_SYNTAX.test(line) ? [] : policy.bashRules.filter((r) => matches(r, line));
+  if (matching.some((r) => r.kind === 'exact')) return { kind: 'allow' };
+  // The longest prefix that matches: its own words are the person's, the rest are the model's.
+  const rule = matching.reduce<BashRule | undefined>((best, r) => (r.kind === 'prefix' && (best?.kind !== 'prefix' || r.prefix.length > best.prefix.length) ? r : best), undefined);
+  if (rule?.kind === 'prefix') {
+    const refused = ruleArgumentsRefusal(line, rule.prefix, root);
+    if (refused === null) return { kind: 'allow' };
+    return { kind: 'needs_approval', reason: `the rule Bash(${rule.prefix}:*) grants the command, not this: ${refused}` };
+  }
+  if (isReadOnlyCommand(line, root)) return { kind: 'allow' };
   return { kind: 'needs_approval', reason: `the command ${JSON.stringify(command)} matches none of the persona's Bash rules` };
 }
 

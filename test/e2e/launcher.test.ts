@@ -7,9 +7,9 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressInUse, preferredPort } from '../launcher/ports.js';
-import { NexusError } from '../protocol/errors.js';
-import { REPO, runCli } from './helpers/workspace.js';
+import { addressInUse, preferredPort } from '../../launcher/ports.js';
+import { NexusError } from '../../protocol/errors.js';
+import { REPO, runCli } from '../helpers/workspace.js';
 
 const home = mkdtempSync(join(tmpdir(), 'nexus-start-'));
 let taken: Server;

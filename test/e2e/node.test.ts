@@ -9,11 +9,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, inject, vi } from 'vitest';
-import { acquireLock, silentLogger } from '../infra/index.js';
-import { NODE_PURPOSE } from '../node-agent/adapters/store/index.js';
-import { startNode } from '../node-agent/host/node/index.js';
-import { nodeLockPath, nodePaths, writeInfo } from '../node-agent/host/node/files.js';
-import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from './helpers/workspace.js';
+import { acquireLock, silentLogger } from '../../infra/index.js';
+import { NODE_PURPOSE } from '../../node-agent/adapters/store/index.js';
+import { startNode } from '../../node-agent/host/node/index.js';
+import { nodeLockPath, nodePaths, writeInfo } from '../../node-agent/host/node/files.js';
+import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../helpers/workspace.js';
 
 const FORBID_PGLITE = join(REPO, 'test', 'fixtures', 'forbid-pglite.mjs');
 

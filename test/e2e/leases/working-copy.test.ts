@@ -2,14 +2,14 @@
 // built command), no node but in the last case (every command opens the store itself). The test's own commands run
 // nxc's main in this process on the same route, contending for the same store lock. The clock is the system's,
 // moved with faketime.
-import { exitCodeOf } from '../../protocol/receipts.js';
+import { exitCodeOf } from '../../../protocol/receipts.js';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../helpers/workspace.js';
-import { git } from './repos.js';
+import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../../helpers/workspace.js';
+import { git } from '../../leases/repos.js';
 
 const FAKETIME = (() => {
   try {

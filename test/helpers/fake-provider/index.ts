@@ -12,17 +12,10 @@ import {
   responsesObject,
   responsesStream,
   responsesStreamError,
+  type ScriptedReply,
 } from './wire.js';
 
-export type ScriptedCall = { name: string; id?: string; /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */ input?: unknown };
-
-export type ScriptedReply = {
-  text?: string;
-  tool_calls?: ScriptedCall[];
-  /** null: the provider reports no usage at all. */
-  usage?: { input: number; output: number } | null;
-  stop?: string;
-};
+export type { ScriptedCall, ScriptedReply } from './wire.js';
 
 export type Step =
   | { reply: ScriptedReply; delayMs?: number }

@@ -1,8 +1,7 @@
 // The file tools (Read, LS, Grep, Write, Edit), confined to the working directory and out of the private .nxs/ folder.
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, realpath, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { readCapped } from '../../../../infra/index.js';
+import { readCapped, writeFileAtomic } from '../../../../infra/index.js';
 
 /** A tool's own refusal or failure, told to the model as an error result; the run goes on. */
 export class ToolFailure extends Error {
@@ -117,23 +116,10 @@ export async function grepTool(root: string, input: { pattern: string; path?: st
   return out.length === 0 ? '(no matches)' : out.join('\n');
 }
 
-/** Writes through a temporary file and a rename, so a reader never sees half a file. */
+/** Writes through infra's atomic write (a synced temporary file renamed over it), so a reader never sees half a file. */
 export async function writeAtomic(abs: string, content: string): Promise<void> {
   await mkdir(path.dirname(abs), { recursive: true });
-  const tmp = `${abs}.${randomBytes(6).toString('hex')}.tmp`;
-  const fh = await open(tmp, 'w', 0o644);
-  try {
-    await fh.writeFile(content);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    await rename(tmp, abs);
-  } catch (err) {
-    await unlink(tmp).catch(() => undefined);
-    throw err;
-  }
+  writeFileAtomic(abs, content, { mode: 0o644 });
 }
 
 export async function writeTool(root: string, input: { path: string; content: string }): Promise<string> {

@@ -12,12 +12,15 @@ export function preferredPort(env: NodeJS.ProcessEnv): number {
 }
 
 /**
- * True when starting failed because the address is taken. The relay reports it with a code of its
- * own and keeps the OS error as the cause; the OS code is checked too, wherever it sits.
+ * True when starting failed because the address is taken: the relay's ADDRESS_IN_USE, or the OS's
+ * EADDRINUSE anywhere along the chain of causes (a coded error keeps the OS error as its `cause`).
  */
 export function addressInUse(err: unknown): boolean {
-  const e = err as { code?: unknown; cause?: { code?: unknown }; details?: { os_code?: unknown; cause?: { code?: unknown } }; message?: unknown } | null;
-  if (e === null || typeof e !== 'object') return false;
-  const codes = [e.code, e.cause?.code, e.details?.os_code, e.details?.cause?.code];
-  return codes.includes('EADDRINUSE') || codes.includes('ADDRESS_IN_USE') || (typeof e.message === 'string' && e.message.includes('EADDRINUSE'));
+  const seen = new Set<unknown>();
+  for (let e = err; typeof e === 'object' && e !== null && !seen.has(e); e = (e as { cause?: unknown }).cause) {
+    seen.add(e);
+    const code = (e as { code?: unknown }).code;
+    if (code === 'EADDRINUSE' || code === 'ADDRESS_IN_USE') return true;
+  }
+  return false;
 }

@@ -110,8 +110,8 @@ function listen(server: Server, host: string, port: number): Promise<number> {
     const onError = (err: NodeJS.ErrnoException) =>
       reject(
         err.code === 'EADDRINUSE'
-          ? new NexusError('ADDRESS_IN_USE', `${host}:${port} is in use by another process`, { cause: err, os_code: err.code })
-          : new NexusError('LISTEN_FAILED', `cannot listen on ${host}:${port}: ${err.message}`, { cause: err, os_code: err.code ?? null }),
+          ? new NexusError('ADDRESS_IN_USE', `${host}:${port} is in use by another process`, { os_code: err.code }, { cause: err })
+          : new NexusError('LISTEN_FAILED', `cannot listen on ${host}:${port}: ${err.message}`, { os_code: err.code ?? null }, { cause: err }),
       );
     server.once('error', onError);
     server.listen(port, host, () => {

@@ -74,7 +74,7 @@ describe('.ci/chromium', () => {
     const r = run();
     expect(r.code).toBe(0);
     expect(r.out).toContain(why);
-    expect(r.out).toContain('test/ui/dashboard.test.ts) will be skipped');
+    expect(r.out).toContain('test/e2e/ui/dashboard.test.ts) will be skipped');
     if (m.uid !== 0) expect(r.apt).toEqual([]);
   });
 });

@@ -2,15 +2,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { waitFor } from './helpers/until.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
-
-async function waitFor(what: string, ready: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await ready())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** True once the sidecar has settled `turn` of `session`. */
 function turnSettled(ws: TestWorkspace, session: string, turn: number): boolean {

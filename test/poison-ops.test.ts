@@ -3,14 +3,11 @@
 // it, so the good op behind it arrives. And one a node can keep but that has no authority (an answer
 // forged for a thread the signer is not addressed by): stored, inert, counted. Straight into the sync client's page path on a real store, and
 // through a real relay between real nodes, pushed with a throwaway key and nothing but the stream token.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { count, eq } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOps } from '../crypto/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
-import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
+import { tables } from '../node-agent/adapters/store/index.js';
 import { appendOps, LAMPORT_AHEAD_LIMIT } from '../node-agent/kernel/index.js';
 import { storePage } from '../node-agent/host/sync/page.js';
 import { readPosition } from '../node-agent/host/sync/state.js';
@@ -20,27 +17,10 @@ import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { Forger, rawPeer, type AckResult } from './helpers/forge.js';
 import { createStream, relayFolders } from './helpers/relay.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { useFreshStores } from './helpers/stores.js';
 import { until } from './helpers/until.js';
 
-const HOME = inject('nexusHome');
-let base: string;
-const stores: Store[] = [];
-
-beforeAll(() => {
-  base = mkdtempSync(join(tmpdir(), 'nexus-poison-'));
-});
-afterAll(async () => {
-  for (const s of stores) await s.close().catch(() => undefined);
-  rmSync(base, { recursive: true, force: true });
-});
-
-async function freshStore(): Promise<Store> {
-  const dir = join(base, `store-${stores.length}`);
-  await createStore(dir, HOME);
-  const store = await openStore(dir);
-  stores.push(store);
-  return store;
-}
+const freshStore = useFreshStores('poison');
 
 const m = new Forger();
 const scope = () => {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId, newThreadId } from '../protocol/ids.js';
 import { MAX_LAMPORT, type StorableReason } from '../protocol/storable.js';
 import { rawElements, rawMember, RelayInfoSchema, SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl, type Limits, type SyncErrorCode } from '../protocol/sync.js';
+import { addressInUse } from '../launcher/ports.js';
 import { createLogger, main, openPgliteStore, silentLog, startRelay, type Relay } from '../server/index.js';
 
 type Frame = { type: string; [k: string]: unknown };
@@ -573,7 +574,13 @@ describe('nxs relay stream list | delete | rotate-token (the operator)', () => {
       const taken = await nxsRelay({ NEXUS_RELAY_TOKEN: operator }, 'serve', '--port', String(port), '--data-dir', dir, '--json');
       expect(taken).toMatchObject({ code: 1, json: { ok: false, error: { code: 'ADDRESS_IN_USE' } } });
       expect(taken.json!.error!.message).toContain(`127.0.0.1:${port}`);
-      await expect(startRelay({ port, dataDir: dir, log })).rejects.toMatchObject({ code: 'ADDRESS_IN_USE', details: { os_code: 'EADDRINUSE' } });
+      // The OS error is the coded error's cause, which is what `npm start` reads to fall back to a free port.
+      const err: unknown = await startRelay({ port, dataDir: dir, log }).then(
+        async (r) => (await r.close(), null),
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ code: 'ADDRESS_IN_USE', details: { os_code: 'EADDRINUSE' }, cause: { code: 'EADDRINUSE' } });
+      expect(addressInUse(err)).toBe(true);
     } finally {
       await new Promise((r) => holder.close(r));
     }

@@ -2,14 +2,11 @@
 // (BAD_CURSOR, or acknowledged ops gone), and a page that cannot be stored; and pages that queue up
 // while one is stored, which go into one transaction. A real SyncClient on a real store, against a real
 // relay (PostgreSQL for the backup case, as an operator would restore one).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { eq } from 'drizzle-orm';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
-import { createStore, openStore, tables, type Db, type Store } from '../node-agent/adapters/store/index.js';
+import { tables, type Db, type Store } from '../node-agent/adapters/store/index.js';
 import { SyncClient } from '../node-agent/host/sync/client.js';
 import { positionKey, readPosition, writePosition } from '../node-agent/host/sync/state.js';
 import { appendOps, type Projection } from '../node-agent/kernel/index.js';
@@ -17,30 +14,16 @@ import { newThreadId } from '../protocol/ids.js';
 import { createLogger, silentLog, startRelay, type Relay } from '../server/index.js';
 import { Forger, rawPeer } from './helpers/forge.js';
 import { createStream as createRelayStream, relayFolders } from './helpers/relay.js';
+import { useFreshStores } from './helpers/stores.js';
 import { until } from './helpers/until.js';
 
-const HOME = inject('nexusHome');
 const OPERATOR = 'sync-recovery-operator-token-0123456789';
-let base: string;
-const stores: Store[] = [];
+const freshStore = useFreshStores('sync-recovery');
 const clients: SyncClient[] = [];
 
-beforeAll(() => {
-  base = mkdtempSync(join(tmpdir(), 'nexus-sync-recovery-'));
-});
 afterAll(async () => {
   for (const c of clients) await c.stop().catch(() => undefined);
-  for (const s of stores) await s.close().catch(() => undefined);
-  rmSync(base, { recursive: true, force: true });
 });
-
-async function freshStore(): Promise<Store> {
-  const dir = join(base, `store-${stores.length}`);
-  await createStore(dir, HOME);
-  const store = await openStore(dir);
-  stores.push(store);
-  return store;
-}
 
 function createStream(relay: Relay, name: string): Promise<string> {
   return createRelayStream(relay.url, name, OPERATOR);

@@ -3,7 +3,7 @@
 import { sqlLiteral as literal } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { AppendResult, OpToAppend, StoredOp } from './port.js';
-import type { SqlDb } from './sql.js';
+import type { SqlDb } from './db.js';
 
 /** What an append did: each op's fate in order, the head after it, and the rows it stored, in seq order. */
 export type AppendOutcome = { results: AppendResult[]; head: number; rows: StoredOp[] };

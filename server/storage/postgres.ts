@@ -81,7 +81,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
   } catch (err) {
     await pool.end().catch(() => undefined);
     const why = err instanceof Error ? err.message : String(err);
-    throw new NexusError('STORE_FAILED', `the relay database at ${redactDatabaseUrl(opts.url)} could not be opened: ${why}`, { cause: err });
+    throw new NexusError('STORE_FAILED', `the relay database at ${redactDatabaseUrl(opts.url)} could not be opened: ${why}`, undefined, { cause: err });
   }
 
   const emitter = new CommitEmitter();

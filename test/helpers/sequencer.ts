@@ -7,20 +7,20 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The longest files, longest first (from a full run on a quiet 2-core machine; keep roughly current). */
 export const LONG_FILES = [
-  'test/sync.test.ts',
+  'test/e2e/sync.test.ts',
   'test/loops.test.ts',
   'test/signing.test.ts',
-  'test/node.test.ts',
-  'test/leases/e2e.test.ts',
-  'test/ui/dashboard.test.ts',
-  'test/runtime/session-turn.test.ts',
+  'test/e2e/node.test.ts',
+  'test/e2e/leases/working-copy.test.ts',
+  'test/e2e/ui/dashboard.test.ts',
+  'test/e2e/runtime/session-turn.test.ts',
   'test/channels/depth.test.ts',
-  'test/cross-workspace.test.ts',
-  'test/runtime/codex-turn.test.ts',
-  'test/launcher.test.ts',
+  'test/e2e/cross-workspace.test.ts',
+  'test/e2e/runtime/codex-turn.test.ts',
+  'test/e2e/launcher.test.ts',
   'test/poison-ops.test.ts',
   'test/depth.test.ts',
-  'test/load.test.ts',
+  'test/e2e/load.test.ts',
   'test/leases/mover.test.ts',
 ];
 

@@ -16,3 +16,8 @@ export async function until<T>(what: string, check: () => Promise<T | undefined>
     await sleep(everyMs);
   }
 }
+
+/** Polls `ready` until it holds (a throw counts as "not yet"); fails naming `what` after the deadline. */
+export async function waitFor(what: string, ready: () => boolean | Promise<boolean>, timeoutMs = 60_000, everyMs = 100): Promise<void> {
+  await until(what, async () => ((await ready()) ? true : undefined), timeoutMs, everyMs);
+}

@@ -2,26 +2,16 @@
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isNexusError } from '../../protocol/errors.js';
 import { fileCommandLeases, isStale, leaseFile, withCommandLease, workingCopyRevision, type LeaseRecord } from '../../node-agent/capabilities/runtime/index.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
+import { useFakeProvider } from '../helpers/fake-provider/index.js';
 import { REPO } from '../helpers/workspace.js';
 import { until } from '../helpers/until.js';
 import { journalOf, makeWorkingCopy, runAgainst } from './fixture.js';
 
-let fake: FakeProvider;
 let wc: ReturnType<typeof makeWorkingCopy>;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-});
-afterEach(() => {
-  wc?.cleanup();
-  fake.requests.length = 0;
-});
+const fake = useFakeProvider(() => wc?.cleanup());
 
 const call = (name: string, input: unknown, id?: string) => ({ name, input, ...(id ? { id } : {}) });
 const leaseRecord = (root: string): LeaseRecord | null => (existsSync(leaseFile(root)) ? JSON.parse(readFileSync(leaseFile(root), 'utf8')) : null);

@@ -1,24 +1,14 @@
 // Every run state and every budget of the built-in runtime, through the real SDKs against the scripted fake provider.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { RunStatus } from '../../protocol/runs.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
+import { useFakeProvider } from '../helpers/fake-provider/index.js';
 import { until } from '../helpers/until.js';
 import { journalOf, makeWorkingCopy, runAgainst, stateFile } from './fixture.js';
 
-let fake: FakeProvider;
 let wc: ReturnType<typeof makeWorkingCopy>;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-});
-afterEach(() => {
-  wc?.cleanup();
-  fake.requests.length = 0;
-});
+const fake = useFakeProvider(() => wc?.cleanup());
 
 const answer = (text: string) => ({ reply: { text } });
 const call = (name: string, input: unknown, text?: string) => ({ reply: { ...(text ? { text } : {}), tool_calls: [{ name, input }] } });

@@ -2,25 +2,15 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { isNexusError } from '../../protocol/errors.js';
 import { RunStateFileSchema } from '../../protocol/runs.js';
 import { runForeground } from '../../node-agent/capabilities/runtime/index.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
+import { useFakeProvider } from '../helpers/fake-provider/index.js';
 import { makeWorkingCopy, runAgainst } from './fixture.js';
 
-let fake: FakeProvider;
 let wc: ReturnType<typeof makeWorkingCopy>;
-beforeAll(async () => {
-  fake = await startFakeProvider();
-});
-afterAll(async () => {
-  await fake.close();
-});
-afterEach(() => {
-  wc?.cleanup();
-  fake.requests.length = 0;
-});
+const fake = useFakeProvider(() => wc?.cleanup());
 
 describe('tools act inside the working directory only', () => {
   it.each<[string, string, unknown, RegExp, boolean]>([

@@ -155,7 +155,7 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean } = {})
       try {
         rmSync(dir, { recursive: true, force: true });
       } catch (err) {
-        throw new NexusError('STORE_FAILED', `the store template at ${dir} cannot be trusted (${templateProblem(dir, { shared }) ?? 'half made'}) and could not be removed: ${String(err)}`);
+        throw new NexusError('STORE_FAILED', `the store template at ${dir} cannot be trusted (${templateProblem(dir, { shared }) ?? 'half made'}) and could not be removed: ${String(err)}`, undefined, { cause: err });
       }
     }
     const tmp = `${dir}.tmp-${process.pid}`;

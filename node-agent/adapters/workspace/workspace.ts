@@ -41,7 +41,7 @@ function parseConfig(paths: WorkspacePaths): z.infer<typeof ConfigSchema> {
     // Only a small regular file: a commit could put a FIFO or a link to a device here.
     raw = JSON.parse(readSmallFileSync(paths.config, SMALL_FILE_MAX_BYTES));
   } catch (err) {
-    throw new NexusError('STORE_FAILED', `${paths.config} is unreadable: ${err instanceof Error ? err.message : String(err)}`);
+    throw new NexusError('STORE_FAILED', `${paths.config} is unreadable: ${err instanceof Error ? err.message : String(err)}`, undefined, { cause: err });
   }
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {

@@ -61,7 +61,7 @@ export function writeWorkspaceKey(dir: string, key: WorkspaceKey): void {
     const created = fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     if (created !== undefined) fs.chmodSync(dir, 0o700);
   } catch (err) {
-    throw new NexusError('STORE_FAILED', 'could not create the key folder', { dir, cause: errnoCode(err) });
+    throw new NexusError('STORE_FAILED', 'could not create the key folder', { dir, os_code: errnoCode(err) }, { cause: err });
   }
   for (const file of [keyFile, pubFile]) {
     if (fs.existsSync(file)) {
@@ -84,7 +84,7 @@ export function writeWorkspaceKey(dir: string, key: WorkspaceKey): void {
     if (code === 'EEXIST') {
       throw new NexusError('STORE_FAILED', 'a workspace key is already there; refusing to overwrite it', { dir });
     }
-    throw new NexusError('STORE_FAILED', 'could not write the workspace key', { dir, cause: code });
+    throw new NexusError('STORE_FAILED', 'could not write the workspace key', { dir, os_code: code }, { cause: err });
   }
 }
 
@@ -104,7 +104,7 @@ export function readWorkspaceKey(dir: string): WorkspaceKey {
     pem = readSmallFileSync(keyFile, KEY_FILE_MAX_BYTES);
     jwkText = readSmallFileSync(pubFile, KEY_FILE_MAX_BYTES);
   } catch (err) {
-    throw new NexusError('STORE_FAILED', 'could not read the workspace key files', { dir, cause: errnoCode(err) });
+    throw new NexusError('STORE_FAILED', 'could not read the workspace key files', { dir, os_code: errnoCode(err) }, { cause: err });
   }
 
   let privateKey: KeyObject;
@@ -157,7 +157,7 @@ function readPem(file: string): KeyObject {
   try {
     key = createPrivateKey({ key: readSmallFileSync(file, KEY_FILE_MAX_BYTES), format: 'pem' });
   } catch (err) {
-    throw new NexusError('STORE_FAILED', 'a workspace private key file is not readable', { path: file, cause: errnoCode(err) });
+    throw new NexusError('STORE_FAILED', 'a workspace private key file is not readable', { path: file, os_code: errnoCode(err) }, { cause: err });
   }
   if (key.asymmetricKeyType !== 'ed25519') throw new NexusError('STORE_FAILED', 'a workspace private key is not Ed25519', { path: file });
   return key;
@@ -202,7 +202,7 @@ export function writeNextKey(dir: string, privateKey: KeyObject): void {
   try {
     writeExclusive(file, privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(), 0o600);
   } catch (err) {
-    throw new NexusError('STORE_FAILED', 'could not write the new workspace key', { path: file, cause: errnoCode(err) });
+    throw new NexusError('STORE_FAILED', 'could not write the new workspace key', { path: file, os_code: errnoCode(err) }, { cause: err });
   }
   syncDir(dir);
 }
@@ -245,7 +245,7 @@ export function commitNextKey(dir: string): string {
       return last;
     }
   } catch (err) {
-    throw new NexusError('STORE_FAILED', 'could not switch to the new workspace key', { dir, cause: errnoCode(err) });
+    throw new NexusError('STORE_FAILED', 'could not switch to the new workspace key', { dir, os_code: errnoCode(err) }, { cause: err });
   }
   const archive = path.join(dir, `${WORKSPACE_KEY_FILE}.${archived.length}`);
   try {
@@ -255,7 +255,7 @@ export function commitNextKey(dir: string): string {
     fs.renameSync(next, current);
     syncDir(dir);
   } catch (err) {
-    throw new NexusError('STORE_FAILED', 'could not switch to the new workspace key', { dir, cause: errnoCode(err) });
+    throw new NexusError('STORE_FAILED', 'could not switch to the new workspace key', { dir, os_code: errnoCode(err) }, { cause: err });
   }
   return archive;
 }

@@ -1,7 +1,8 @@
 // What the mover needs to know about a repository before it writes into it, the token ref that fences every
 // change, and the journal that lets an interrupted move be finished or rolled back.
-import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
 import { runGit, type RunGitOptions } from '../../adapters/git/index.js';
 
@@ -145,17 +146,9 @@ export async function readJournal(repo: Repo): Promise<Journal | null> {
   return text === null ? null : (JSON.parse(text) as Journal);
 }
 
-/** Written whole or not at all: a temporary file, flushed, then renamed over the journal. */
+/** Written whole or not at all: infra's atomic write (a synced temporary file renamed over the journal). */
 export async function writeJournal(repo: Repo, j: Journal): Promise<void> {
-  const tmp = `${journalPath(repo)}.tmp`;
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(JSON.stringify(j));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, journalPath(repo));
+  writeFileAtomic(journalPath(repo), JSON.stringify(j), { mode: 0o644 });
 }
 
 export async function clearJournal(repo: Repo): Promise<void> {

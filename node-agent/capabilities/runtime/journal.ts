@@ -1,6 +1,7 @@
 // The run journal: one JSON line per event, appended as the run goes and forced to disk at its boundaries.
-import { closeSync, fdatasyncSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fdatasyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import path from 'node:path';
+import { writeFileAtomic } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { JournalEntrySchema, type JournalEntry, type RunStateFile } from '../../../protocol/runs.js';
 
@@ -62,7 +63,7 @@ export function readJournal(file: string): JournalEntry[] {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new NexusError('JOURNAL_INVALID', `the journal ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { file });
+    throw new NexusError('JOURNAL_INVALID', `the journal ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { file }, { cause: err });
   }
   const lines = text.split('\n');
   const entries: JournalEntry[] = [];
@@ -81,9 +82,7 @@ export function readJournal(file: string): JournalEntry[] {
   return entries;
 }
 
-/** Replaces the run-state file in one step (temporary file, then rename), so a reader sees the old state or the new. */
+/** Replaces the run-state file in one step (infra's atomic write), so a reader sees the old state or the new. */
 export function writeRunState(file: string, state: RunStateFile): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
-  renameSync(tmp, file);
+  writeFileAtomic(file, JSON.stringify(state, null, 2) + '\n', { mode: 0o600 });
 }

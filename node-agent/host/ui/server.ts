@@ -51,7 +51,7 @@ function savedPort(file: string): number | null {
 
 function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(new NexusError('USAGE', `the dashboard cannot listen on ${host}:${port}: ${err.message}`));
+    const onError = (err: Error) => reject(new NexusError('USAGE', `the dashboard cannot listen on ${host}:${port}: ${err.message}`, undefined, { cause: err }));
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);

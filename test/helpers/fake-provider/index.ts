@@ -1,6 +1,7 @@
 // A scripted model provider on a loopback port: speaks Anthropic Messages, OpenAI Chat Completions and OpenAI Responses so the real SDKs and CLIs can be pointed at it.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import {
   anthropicError,
   anthropicMessage,
@@ -12,17 +13,10 @@ import {
   responsesObject,
   responsesStream,
   responsesStreamError,
+  type ScriptedReply,
 } from './wire.js';
 
-export type ScriptedCall = { name: string; id?: string; /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */ input?: unknown };
-
-export type ScriptedReply = {
-  text?: string;
-  tool_calls?: ScriptedCall[];
-  /** null: the provider reports no usage at all. */
-  usage?: { input: number; output: number } | null;
-  stop?: string;
-};
+export type { ScriptedCall, ScriptedReply } from './wire.js';
 
 export type Step =
   | { reply: ScriptedReply; delayMs?: number }
@@ -106,6 +100,27 @@ function answer(api: Api, req: RecordedRequest, step: Step, n: number, res: Serv
 }
 
 /** Starts the fake on 127.0.0.1, port 0. Every request is recorded, then answered by the next step of the script. */
+/**
+ * The file's fake provider: started before its first case, closed after its last; after each case its
+ * recorded requests are forgotten and `afterEachCase` runs (e.g. removing the case's working copy).
+ */
+export function useFakeProvider(afterEachCase?: () => void): FakeProvider {
+  const shared = {} as FakeProvider;
+  let started: FakeProvider | undefined;
+  beforeAll(async () => {
+    started = await startFakeProvider();
+    Object.assign(shared, started);
+  });
+  afterAll(async () => {
+    await started?.close();
+  });
+  afterEach(() => {
+    afterEachCase?.();
+    if (started !== undefined) started.requests.length = 0;
+  });
+  return shared;
+}
+
 export async function startFakeProvider(script: Script = []): Promise<FakeProvider> {
   let current = script;
   let count = 0;

@@ -1,5 +1,14 @@
 // The providers' wire formats, written by hand from their API references: Anthropic Messages, OpenAI Chat Completions and OpenAI Responses.
-import type { ScriptedReply } from './index.js';
+
+export type ScriptedCall = { name: string; id?: string; /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */ input?: unknown };
+
+export type ScriptedReply = {
+  text?: string;
+  tool_calls?: ScriptedCall[];
+  /** null: the provider reports no usage at all. */
+  usage?: { input: number; output: number } | null;
+  stop?: string;
+};
 
 export type SseEvent = { event?: string; data: string };
 

@@ -1,8 +1,7 @@
 // The file tools (Read, LS, Write, Edit), confined to the working directory, out of .nxs/ and, for writing, out of the rule folders.
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { readCapped } from '../../../../infra/index.js';
+import { readCapped, writeFileAtomic } from '../../../../infra/index.js';
 import { resolveInside, ToolFailure } from './confine.js';
 import { isBinary } from './grep.js';
 
@@ -48,23 +47,10 @@ export async function lsTool(root: string, input: { path?: string | undefined })
   return shown.join('\n') + (names.length > shown.length ? `\n(${names.length - shown.length} more not shown)` : '') || '(empty folder)';
 }
 
-/** Writes through a temporary file and a rename, so a reader never sees half a file. */
+/** Writes through infra's atomic write (a synced temporary file renamed over it), so a reader never sees half a file. */
 export async function writeAtomic(abs: string, content: string): Promise<void> {
   await mkdir(path.dirname(abs), { recursive: true });
-  const tmp = `${abs}.${randomBytes(6).toString('hex')}.tmp`;
-  const fh = await open(tmp, 'w', 0o644);
-  try {
-    await fh.writeFile(content);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  try {
-    await rename(tmp, abs);
-  } catch (err) {
-    await unlink(tmp).catch(() => undefined);
-    throw err;
-  }
+  writeFileAtomic(abs, content, { mode: 0o644 });
 }
 
 export async function writeTool(root: string, input: { path: string; content: string }): Promise<string> {

@@ -2,9 +2,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RUN_NOT_COMPLETED_EXIT, RunStateFileSchema } from '../../protocol/runs.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
-import { makeWorkspace, runCli, type TestWorkspace } from '../helpers/workspace.js';
+import { RUN_NOT_COMPLETED_EXIT, RunStateFileSchema } from '../../../protocol/runs.js';
+import { startFakeProvider, type FakeProvider } from '../../helpers/fake-provider/index.js';
+import { makeWorkspace, runCli, type TestWorkspace } from '../../helpers/workspace.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;

@@ -4,9 +4,9 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
-import { until } from '../helpers/until.js';
-import { declareChannel, rowOf } from './scenario.js';
+import { makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
+import { until } from '../../helpers/until.js';
+import { declareChannel, rowOf } from '../../channels/scenario.js';
 
 describe('a three-step review loop with rework, through the built CLI', () => {
   let ws: TestWorkspace;

@@ -7,13 +7,13 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addToRegistry, nodePaths, startNode, type RunningNode } from '../../node-agent/host/node/index.js';
-import { createLogger, silentLog, startRelay, type Relay } from '../../server/index.js';
-import { until } from '../helpers/until.js';
-import { makeWorkspace, REPO, type TestWorkspace } from '../helpers/workspace.js';
+import { addToRegistry, nodePaths, startNode, type RunningNode } from '../../../node-agent/host/node/index.js';
+import { createLogger, silentLog, startRelay, type Relay } from '../../../server/index.js';
+import { until } from '../../helpers/until.js';
+import { makeWorkspace, REPO, type TestWorkspace } from '../../helpers/workspace.js';
 
 const CHROMIUM = [process.env['CHROMIUM_PATH'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && p !== '' && existsSync(p));
-if (CHROMIUM === undefined) console.log('SKIP test/ui/dashboard.test.ts: no chromium binary (apt-get install -y chromium, or set CHROMIUM_PATH)');
+if (CHROMIUM === undefined) console.log('SKIP test/e2e/ui/dashboard.test.ts: no chromium binary (apt-get install -y chromium, or set CHROMIUM_PATH)');
 
 export const ARTIFACTS = join(REPO, 'test', 'artifacts');
 const OPERATOR = 'ui-test-operator-token-0123456789abcdef';

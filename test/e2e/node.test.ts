@@ -9,11 +9,12 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, inject, vi } from 'vitest';
-import { acquireLock, silentLogger } from '../infra/index.js';
-import { NODE_PURPOSE } from '../node-agent/adapters/store/index.js';
-import { startNode } from '../node-agent/host/node/index.js';
-import { nodeLockPath, nodePaths, writeInfo } from '../node-agent/host/node/files.js';
-import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from './helpers/workspace.js';
+import { acquireLock, silentLogger } from '../../infra/index.js';
+import { NODE_PURPOSE } from '../../node-agent/adapters/store/index.js';
+import { startNode } from '../../node-agent/host/node/index.js';
+import { nodeLockPath, nodePaths, writeInfo } from '../../node-agent/host/node/files.js';
+import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../helpers/workspace.js';
+import { until, waitFor } from '../helpers/until.js';
 
 const FORBID_PGLITE = join(REPO, 'test', 'fixtures', 'forbid-pglite.mjs');
 
@@ -91,17 +92,6 @@ function kill(pid: number, signal: NodeJS.Signals = 'SIGKILL'): void {
     process.kill(pid, signal);
   } catch {
     /* already gone */
-  }
-}
-
-/** Polls `check` until it holds; fails with `what` after a generous deadline. Never a timing assertion. */
-async function until<T>(what: string, check: () => Promise<T | false> | T | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((r) => setTimeout(r, 150));
   }
 }
 
@@ -482,7 +472,7 @@ describe('a node killed with SIGKILL', () => {
     expect(ok(await ws.nxc(['tick', '--json'])).json.via).toBe('node');
     killed = JSON.parse(readFileSync(nodeFiles(ws).info, 'utf8')).pid;
     process.kill(killed, 'SIGKILL');
-    await until('the killed node to end', () => !running(killed));
+    await waitFor('the killed node to end', () => !running(killed));
   });
   afterAll(() => ws.cleanup());
 
@@ -520,7 +510,7 @@ describe('a node killed with SIGKILL', () => {
   it('a new nxs node start right after a node was killed waits for the dead node to let go of its lock instead of failing', { timeout: 180_000 }, async () => {
     const again = JSON.parse(readFileSync(nodeFiles(ws).info, 'utf8')).pid as number;
     process.kill(again, 'SIGKILL');
-    await until('the killed node to end', () => !running(again));
+    await waitFor('the killed node to end', () => !running(again));
     const started = await ws.nxs(['node', 'start', '--json']);
     expect(started.code, started.stdout + started.stderr).toBe(0);
     expect(started.json.pid).not.toBe(again);
@@ -537,7 +527,7 @@ describe('a node.json left behind by a node from before a reboot, its pid now an
     ok(await ws.nxs(['node', 'register', '--json']));
     // A live process that is not a node, named by a pid record with no lock and no socket behind it.
     stranger = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
-    await until('the stand-in process to start', () => stranger.pid !== undefined && running(stranger.pid));
+    await waitFor('the stand-in process to start', () => stranger.pid !== undefined && running(stranger.pid));
     mkdirSync(join(home, 'node'), { recursive: true });
     writeFileSync(nodeFiles(ws).info, JSON.stringify({ pid: stranger.pid, started_at: '2020-01-01T00:00:00.000Z', socket: nodeFiles(ws).socket, home }) + '\n');
   });
@@ -602,7 +592,7 @@ async function killedTurn(ws: TestWorkspace): Promise<{ thread: string; session:
   expect(readFileSync(`/proc/${sidecar}/cmdline`, 'utf8')).toContain('sidecar.js');
   kill(sidecar);
   kill(runtime);
-  await until('the sidecar and runtime to end', () => !running(sidecar) && !running(runtime));
+  await waitFor('the sidecar and runtime to end', () => !running(sidecar) && !running(runtime));
   return { thread: sent.json.thread, session: sent.json.woke.session, sidecar, runtime };
 }
 
@@ -647,7 +637,7 @@ describe('the ticker settles a dead turn', () => {
     pids.push(t.sidecar, t.runtime);
     const view = await until('the ticker to settle the dead turn', async () => {
       const v = ok(await ws.nxc(['threads', 'show', t.thread, '--json'])).json;
-      return v.thread.state === 'answered' ? v : false;
+      return v.thread.state === 'answered' ? v : undefined;
     });
     expectSettledAsCrash(view, ws);
     expect(ok(await ws.nxc(['tick', '--json'])).json).toMatchObject({ via: 'node', settled: 0 });

@@ -3,11 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PERMISSION_MODES, type Persona } from '../../protocol/persona.js';
-import { claudeArgs, claudeReader, codexArgs, codexReader, runAdapterTurn, type Answer } from '../../node-agent/capabilities/runtime/index.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
-import { REPO } from '../helpers/workspace.js';
-import { makeWorkingCopy } from './fixture.js';
+import { PERMISSION_MODES, type Persona } from '../../../protocol/persona.js';
+import { claudeArgs, claudeReader, codexArgs, codexReader, runAdapterTurn, type Answer } from '../../../node-agent/capabilities/runtime/index.js';
+import { startFakeProvider, type FakeProvider } from '../../helpers/fake-provider/index.js';
+import { REPO } from '../../helpers/workspace.js';
+import { makeWorkingCopy } from '../../runtime/fixture.js';
 
 const CLAUDE = path.join(REPO, 'node_modules', '.bin', 'claude');
 const CLAUDE_BINARY = path.join(REPO, 'node_modules', '@anthropic-ai', 'claude-code-linux-x64', 'claude');

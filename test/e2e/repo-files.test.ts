@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 describe('a persona file that is a link to /dev/zero or to a FIFO, in a workspace a node serves', () => {
   let ws: TestWorkspace;

@@ -6,17 +6,17 @@ import { join } from 'node:path';
 import { and, count, countDistinct, eq, gt } from 'drizzle-orm';
 import { WebSocket } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { opSigner, signOp, workspaceOfKey } from '../crypto/index.js';
-import { newMessageId, newOpId, newThreadId } from '../protocol/ids.js';
-import type { Op } from '../protocol/ops.js';
-import { SYNC_PROTOCOL, syncUrl } from '../protocol/sync.js';
-import { nodeProcessAlive } from '../node-agent/host/node/index.js';
-import { openStore, tables } from '../node-agent/adapters/store/index.js';
-import { openPgliteStore, silentLog } from '../server/index.js';
-import { startFaultProxy } from './helpers/fault-proxy.js';
-import { RelayProcess, relayFolders } from './helpers/relay.js';
-import { sleep, until } from './helpers/until.js';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { opSigner, signOp, workspaceOfKey } from '../../crypto/index.js';
+import { newMessageId, newOpId, newThreadId } from '../../protocol/ids.js';
+import type { Op } from '../../protocol/ops.js';
+import { SYNC_PROTOCOL, syncUrl } from '../../protocol/sync.js';
+import { nodeProcessAlive } from '../../node-agent/host/node/index.js';
+import { openStore, tables } from '../../node-agent/adapters/store/index.js';
+import { openPgliteStore, silentLog } from '../../server/index.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
+import { RelayProcess, relayFolders } from '../helpers/relay.js';
+import { sleep, until } from '../helpers/until.js';
+import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 // ---- raw protocol clients (what a node says, without a node)
 

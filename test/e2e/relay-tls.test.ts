@@ -8,12 +8,12 @@ import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import { WebSocket } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { SYNC_PROTOCOL, pinOf, syncUrl } from '../protocol/sync.js';
-import { createLogger, silentLog, startRelay, type Relay } from '../server/index.js';
-import { certFolder, type CertFiles } from './helpers/certs.js';
-import { OPERATOR, relayFolders } from './helpers/relay.js';
-import { until } from './helpers/until.js';
-import { makeWorkspace, REPO, type TestWorkspace } from './helpers/workspace.js';
+import { SYNC_PROTOCOL, pinOf, syncUrl } from '../../protocol/sync.js';
+import { createLogger, silentLog, startRelay, type Relay } from '../../server/index.js';
+import { certFolder, type CertFiles } from '../helpers/certs.js';
+import { OPERATOR, relayFolders } from '../helpers/relay.js';
+import { until } from '../helpers/until.js';
+import { makeWorkspace, REPO, type TestWorkspace } from '../helpers/workspace.js';
 
 const certs = certFolder();
 let signed: { ca: CertFiles; relay: CertFiles };

@@ -7,11 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { OPERATOR, RelayProcess, relayFolders } from './helpers/relay.js';
-import { gitEnv } from './helpers/git-env.js';
-import { TEST_RUN_VARIABLE } from './helpers/leftovers.js';
-import { until } from './helpers/until.js';
-import { REPO } from './helpers/workspace.js';
+import { OPERATOR, RelayProcess, relayFolders } from '../helpers/relay.js';
+import { gitEnv } from '../helpers/git-env.js';
+import { TEST_RUN_VARIABLE } from '../helpers/leftovers.js';
+import { until } from '../helpers/until.js';
+import { REPO } from '../helpers/workspace.js';
 
 const run = promisify(execFile);
 

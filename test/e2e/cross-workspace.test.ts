@@ -4,11 +4,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldOperation } from '../node-agent/capabilities/threads/index.js';
-import type { Op } from '../protocol/ops.js';
-import { RelayProcess, relayFolders } from './helpers/relay.js';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
-import { until } from './helpers/until.js';
+import { foldOperation } from '../../node-agent/capabilities/threads/index.js';
+import type { Op } from '../../protocol/ops.js';
+import { RelayProcess, relayFolders } from '../helpers/relay.js';
+import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+import { until } from '../helpers/until.js';
 
 
 type Row = { thread: string; to: string; state: string; escalated: boolean; answered_by: string | null; rejected_code: string | null; session: { handle: string; depth: number; turn: number } | null };

@@ -5,8 +5,8 @@ import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acquireLock, pidNamespace, processStartTime, readLockOwner, seesPidsOf } from '../infra/index.js';
-import { REPO } from './helpers/workspace.js';
+import { acquireLock, pidNamespace, processStartTime, readLockOwner, seesPidsOf } from '../../infra/index.js';
+import { REPO } from '../helpers/workspace.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'nexus-locks-'));
 const children: ChildProcess[] = [];

@@ -3,10 +3,10 @@
 // neither keeps its parent alive nor outlives it.
 import { execFileSync, spawn } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
-import { processAlive } from '../infra/fs.js';
-import { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest } from '../infra/spawner.js';
-import { REPO } from './helpers/workspace.js';
-import { until } from './helpers/until.js';
+import { processAlive } from '../../infra/fs.js';
+import { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest } from '../../infra/spawner.js';
+import { REPO } from '../helpers/workspace.js';
+import { until } from '../helpers/until.js';
 
 const req = (file: string, args: string[], extra: Partial<RunFileRequest> = {}): RunFileRequest => ({
   file,

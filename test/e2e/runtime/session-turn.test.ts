@@ -2,10 +2,10 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunStateFileSchema } from '../../protocol/runs.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
-import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
-import { until } from '../helpers/until.js';
+import { RunStateFileSchema } from '../../../protocol/runs.js';
+import { startFakeProvider, type FakeProvider } from '../../helpers/fake-provider/index.js';
+import { REPO, makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
+import { until } from '../../helpers/until.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, w
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { makeWorkspace, REPO, runCli, type CliResult, type RunOpts, type TestWorkspace } from './helpers/workspace.js';
+import { makeWorkspace, REPO, runCli, type CliResult, type RunOpts, type TestWorkspace } from '../helpers/workspace.js';
 
 /** The store's op log and its folds, as JSON text: what "nothing was written" is checked against. */
 function dumpStore(ws: TestWorkspace): Promise<string> {

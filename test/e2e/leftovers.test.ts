@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterEach, expect, it } from 'vitest';
-import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from './helpers/leftovers.js';
+import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from '../helpers/leftovers.js';
 
 const started: ChildProcess[] = [];
 afterEach(() => {

@@ -2,14 +2,15 @@
 // built command), no node but in the last case (every command opens the store itself). The test's own commands run
 // nxc's main in this process on the same route, contending for the same store lock. The clock is the system's,
 // moved with faketime.
-import { exitCodeOf } from '../../protocol/receipts.js';
+import { exitCodeOf } from '../../../protocol/receipts.js';
 import { execFile, execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../helpers/workspace.js';
-import { git } from './repos.js';
+import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../../helpers/workspace.js';
+import { waitFor } from '../../helpers/until.js';
+import { git } from '../../leases/repos.js';
 
 const FAKETIME = (() => {
   try {
@@ -45,14 +46,6 @@ function turnEnv(ws: TestWorkspace, session: string): Record<string, string> {
 
 function sessionsOf(ws: TestWorkspace, role: string): string[] {
   return ws.agentLog().filter((e) => e.cmd === 'start' && e.role === `${ws.short}/${role}`).map((e) => e.session);
-}
-
-async function until(what: string, ready: () => boolean, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!ready()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** `nxc` run under faketime, `offset` ahead of the wall clock (e.g. +31m). */
@@ -99,7 +92,7 @@ describe('a queued commission, end to end', () => {
     expect(human.stdout).toContain(`working copy: queued (position 1 behind ${a.operation})`);
     expect(turnEnv(ws, a.woke.session)['NXC_LEASE_TOKEN']).toBe('1');
     writeFileSync(join(ws.root, '..', 'gate-a'), '');
-    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1);
+    await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1);
     await ws.waitIdle();
     expect(turnEnv(ws, sessionsOf(ws, 'rival')[0]!)['NXC_LEASE_TOKEN']).toBe('2');
   });
@@ -127,7 +120,7 @@ describe.skipIf(FAKETIME === null)('a contention park, end to end under faketime
     const later = await nxcLater(ws, '+31m', ['tick', '--json']);
     expect(later.code, later.stdout + later.stderr).toBe(0);
     expect(later.json.warnings).toEqual([]);
-    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1);
+    await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1);
     await ws.waitIdle();
     const park = `nexus/park/${a.operation}`;
     expect(await git(ws.root, 'show', `${park}:tracked.txt`)).toBe('half done\n');
@@ -147,7 +140,7 @@ describe('a withdrawal and a restore, end to end', () => {
     exclusive(ws, 'coder', 'hang-once');
     exclusive(ws, 'rival', 'reply');
     a = await send(ws, 'coder');
-    await until('the coder to run', () => sessionsOf(ws, 'coder').length === 1);
+    await waitFor('the coder to run', () => sessionsOf(ws, 'coder').length === 1);
     writeFileSync(join(ws.root, 'tracked.txt'), 'the coder was here\n');
   });
   afterAll(() => ws.cleanup());
@@ -158,7 +151,7 @@ describe('a withdrawal and a restore, end to end', () => {
     const r = await ws.nxc(['withdraw', '--thread', a.thread]);
     expect(r.code, r.stdout + r.stderr).toBe(r.json?.warnings ? exitCodeOf(r.json.warnings) : 0);
     expect(r.stdout).toContain(`withdrew operation ${a.operation}: 1 thread(s) discharged, 1 session(s) asked to stop`);
-    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 90_000);
+    await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 90_000);
     await ws.waitIdle();
     expect(await git(ws.root, 'show', `nexus/park/${a.operation}:tracked.txt`)).toBe('the coder was here\n');
     expect(readFileSync(join(ws.root, 'tracked.txt'), 'utf8')).toBe('first version\n');
@@ -197,8 +190,8 @@ describe('the node keeps the lease’s clock', () => {
     writeFileSync(join(ws.root, 'tracked.txt'), 'left by a crash\n');
     // The runtime dies; only its supervisor is left to say so, and nobody runs a command.
     process.kill(-a.woke.pid, 'SIGKILL');
-    await until('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
-    await until('the park branch', () => {
+    await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
+    await waitFor('the park branch', () => {
       try {
         execFileSync('git', ['rev-parse', '--verify', '-q', `nexus/park/${a.operation}`], { cwd: ws.root });
         return true;

@@ -2,9 +2,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { RunStateFileSchema } from '../../protocol/runs.js';
-import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../helpers/fake-provider/index.js';
-import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+import { RunStateFileSchema } from '../../../protocol/runs.js';
+import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../../helpers/fake-provider/index.js';
+import { REPO, makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;

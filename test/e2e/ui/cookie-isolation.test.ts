@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { chromium, type Browser } from 'playwright-core';
 import { inject } from 'vitest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addToRegistry, nodePaths, startNode, type RunningNode } from '../../node-agent/host/node/index.js';
-import { silentLog } from '../../server/index.js';
-import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+import { addToRegistry, nodePaths, startNode, type RunningNode } from '../../../node-agent/host/node/index.js';
+import { silentLog } from '../../../server/index.js';
+import { makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
 
 const CHROMIUM = [process.env['CHROMIUM_PATH'], '/usr/bin/chromium', '/usr/bin/chromium-browser'].find((p) => p !== undefined && p !== '' && existsSync(p));
 if (CHROMIUM === undefined) console.log('SKIP test/ui/cookie-isolation.test.ts (browser cases): no chromium binary (apt-get install -y chromium, or set CHROMIUM_PATH)');

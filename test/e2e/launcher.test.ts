@@ -7,9 +7,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressInUse, preferredPort } from '../launcher/ports.js';
-import { NexusError } from '../protocol/errors.js';
-import { REPO, runCli } from './helpers/workspace.js';
+import { REPO, runCli } from '../helpers/workspace.js';
 
 const home = mkdtempSync(join(tmpdir(), 'nexus-start-'));
 let taken: Server;
@@ -96,33 +94,5 @@ describe('npm start', () => {
     } finally {
       expect(await stop(again)).toBe(0);
     }
-  });
-});
-
-describe('the port npm start asks for', () => {
-  it.each([
-    [undefined, 7420],
-    ['', 7420],
-    ['0', 0],
-    ['7555', 7555],
-  ])('NEXUS_RELAY_PORT=%s asks for port %i', (raw, port) => {
-    expect(preferredPort(raw === undefined ? {} : { NEXUS_RELAY_PORT: raw })).toBe(port);
-  });
-
-  it.each(['-1', '70000', 'soon', '7420x'])('NEXUS_RELAY_PORT=%s is refused', (raw) => {
-    expect(() => preferredPort({ NEXUS_RELAY_PORT: raw })).toThrow(/not a port/);
-  });
-
-  const osError = Object.assign(new Error('listen EADDRINUSE: address already in use 127.0.0.1:7420'), { code: 'EADDRINUSE' });
-  it.each([
-    ['the OS error itself', osError, true],
-    ['a coded relay error keeping the OS error as its cause', new NexusError('INTERNAL', 'taken', undefined, { cause: osError }), true],
-    ['a relay error naming the OS code in its details', new NexusError('INTERNAL', '127.0.0.1:7420 is in use', { os_code: 'EADDRINUSE' }), true],
-    ['a relay error whose message carries the OS words', new NexusError('USAGE', 'cannot listen on 127.0.0.1:7420: listen EADDRINUSE: address already in use'), true],
-    ['another listen failure', Object.assign(new Error('listen EACCES: permission denied'), { code: 'EACCES' }), false],
-    ['a store failure', new NexusError('STORE_FAILED', 'no store'), false],
-    ['nothing', null, false],
-  ])('a taken address is told from %s', (_what, err, expected) => {
-    expect(addressInUse(err)).toBe(expected);
   });
 });

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { makeWorkspace, REPO, type TestWorkspace } from './helpers/workspace.js';
+import { makeWorkspace, REPO, type TestWorkspace } from '../helpers/workspace.js';
 
 type Ended = { code: number | null; signal: NodeJS.Signals | null; stderr: string; stdout: string };
 

@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO } from './helpers/workspace.js';
+import { REPO } from '../helpers/workspace.js';
 
 const BIN = join(REPO, 'dist', 'bin');
 const texts = () => readdirSync(BIN).filter((f) => f.endsWith('.js')).map((f) => readFileSync(join(BIN, f), 'utf8'));

@@ -9,14 +9,14 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requestKeys } from '../node-agent/cli/entry.js';
-import { STDIN_LIMIT_BYTES } from '../node-agent/cli/stdin.js';
-import { nodePaths } from '../node-agent/host/node/files.js';
-import { CLI_PATH, REQUEST_KEYS } from '../node-agent/host/rpc/cli-wire.js';
-import { packageVersion } from '../node-agent/paths.js';
-import { RequestKeySchema } from '../protocol/commands.js';
-import { runMain } from './helpers/host.js';
-import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from './helpers/workspace.js';
+import { requestKeys } from '../../node-agent/cli/entry.js';
+import { STDIN_LIMIT_BYTES } from '../../node-agent/cli/stdin.js';
+import { nodePaths } from '../../node-agent/host/node/files.js';
+import { CLI_PATH, REQUEST_KEYS } from '../../node-agent/host/rpc/cli-wire.js';
+import { packageVersion } from '../../node-agent/paths.js';
+import { RequestKeySchema } from '../../protocol/commands.js';
+import { runMain } from '../helpers/host.js';
+import { makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../helpers/workspace.js';
 
 const RECORD_MODULES = join(REPO, 'test', 'fixtures', 'record-modules.mjs');
 

@@ -3,9 +3,9 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { outcomeOf, timeoutOption, WAIT_EXIT } from '../node-agent/cli/watch-cmd.js';
-import { makeWorkspace, REPO, type TestWorkspace } from './helpers/workspace.js';
-import { until } from './helpers/until.js';
+import { outcomeOf, timeoutOption, WAIT_EXIT } from '../../node-agent/cli/watch-cmd.js';
+import { makeWorkspace, REPO, type TestWorkspace } from '../helpers/workspace.js';
+import { until } from '../helpers/until.js';
 
 describe('nxc wait --thread', () => {
   let ws: TestWorkspace;

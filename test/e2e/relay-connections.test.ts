@@ -2,11 +2,11 @@
 // and a node that stops says goodbye with a normal close that the relay logs as one. Real relay, real sockets, a real node.
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl } from '../protocol/sync.js';
-import { createLogger, startRelay, type Relay } from '../server/index.js';
-import { createStream, OPERATOR, relayFolders } from './helpers/relay.js';
-import { sleep, until } from './helpers/until.js';
-import { makeWorkspace } from './helpers/workspace.js';
+import { SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl } from '../../protocol/sync.js';
+import { createLogger, startRelay, type Relay } from '../../server/index.js';
+import { createStream, OPERATOR, relayFolders } from '../helpers/relay.js';
+import { sleep, until } from '../helpers/until.js';
+import { makeWorkspace } from '../helpers/workspace.js';
 
 const HELLO_MS = 300;
 const CAP = 3;

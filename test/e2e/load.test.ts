@@ -4,7 +4,7 @@
 // this file and the longer core files with four CPU-burning processes beside them (test/helpers/cpu-burn.ts).
 // The burners live there and not here: inside the suite they slowed every file that ran beside this one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 describe('several real commands at once', () => {
   let ws: TestWorkspace;

@@ -1,0 +1,30 @@
+// Fresh workspace stores for a test file: migrated, empty and open, each in a temp folder; all closed and
+// removed after the file's last case.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { createStore, openStore, type Store } from '../../node-agent/adapters/store/index.js';
+
+/**
+ * Registers the file's hooks and returns `freshStore()`. Called before the file's own `afterAll`, whose
+ * hooks then run first (after-hooks run in reverse), so what uses a store (a sync client) stops before it closes.
+ */
+export function useFreshStores(name: string): () => Promise<Store> {
+  let base: string;
+  const stores: Store[] = [];
+  beforeAll(() => {
+    base = mkdtempSync(join(tmpdir(), `nexus-${name}-`));
+  });
+  afterAll(async () => {
+    for (const s of stores) await s.close().catch(() => undefined);
+    rmSync(base, { recursive: true, force: true });
+  });
+  return async () => {
+    const dir = join(base, `store-${stores.length}`);
+    await createStore(dir, inject('nexusHome'));
+    const store = await openStore(dir);
+    stores.push(store);
+    return store;
+  };
+}

@@ -1,0 +1,95 @@
+// The house's import rules as `npm run lint` applies them: small files written into the project's own
+// layout (a capability folder, an adapter, infra/) and linted with the project's eslint.config.js.
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { ESLint } from 'eslint';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const REPO = resolve(import.meta.dirname, '..');
+
+// Unique per run, so two runs (or a leftover of a killed one) never share folders.
+const tag = `lintfx${process.pid}${Date.now().toString(36)}`;
+const capA = `node-agent/capabilities/${tag}a`;
+const capB = `node-agent/capabilities/${tag}b`;
+const adapter = `node-agent/adapters/${tag}`;
+const infra = `infra/${tag}`;
+
+const FILES: Record<string, string> = {
+  // capability b: a door and an inner file
+  [`${capB}/index.ts`]: `export { inner } from './inner.js';\n`,
+  [`${capB}/inner.ts`]: `export const inner = 1;\n`,
+  // capability a: through b's door (allowed), its own inner file (allowed), b's inner file (refused), node:fs and fs (refused)
+  [`${capA}/door.ts`]: `import { inner } from '../${tag}b/index.js';\nimport { own } from './own.js';\nexport const viaDoor = inner + own;\n`,
+  [`${capA}/own.ts`]: `export const own = 2;\n`,
+  [`${capA}/inner.ts`]: `import { inner } from '../${tag}b/inner.js';\nexport const past = inner;\n`,
+  [`${capA}/files.ts`]: `import { readFileSync } from 'node:fs';\nexport const read = (p: string): string => readFileSync(p, 'utf8');\n`,
+  [`${capA}/plain-fs.ts`]: `import { existsSync } from 'fs';\nexport const there = (p: string): boolean => existsSync(p);\n`,
+  // an adapter: node:fs is its job (allowed); a capability, even through its door, is above it (refused)
+  [`${adapter}/files.ts`]: `import { readFileSync } from 'node:fs';\nexport const read = (p: string): string => readFileSync(p, 'utf8');\n`,
+  [`${adapter}/up.ts`]: `import { inner } from '../../capabilities/${tag}b/index.js';\nexport const up = inner;\n`,
+  // infra: a cycle of values, a cycle closed by a type-only import, and a one-way chain (allowed)
+  [`${infra}/one.ts`]: `import { two } from './two.js';\nexport const one = (): number => two + 1;\n`,
+  [`${infra}/two.ts`]: `import { one } from './one.js';\nexport const two = 2;\nexport const again = (): number => one();\n`,
+  [`${infra}/shape.ts`]: `import type { Made } from './make.js';\nexport type Shape = { made: Made };\n`,
+  [`${infra}/make.ts`]: `import type { Shape } from './shape.js';\nexport type Made = number;\nexport const make = (s: Shape): Made => s.made;\n`,
+  [`${infra}/top.ts`]: `import { low } from './low.js';\nexport const top = low + 1;\n`,
+  [`${infra}/low.ts`]: `export const low = 1;\n`,
+};
+
+/** Each linted file's messages from the house's rules, as `rule: message`. */
+let found: Map<string, string[]>;
+
+beforeAll(async () => {
+  for (const [file, text] of Object.entries(FILES)) {
+    mkdirSync(dirname(join(REPO, file)), { recursive: true });
+    writeFileSync(join(REPO, file), text);
+  }
+  // The project's config as it is; only the rules that need the type checker are left out (they are not
+  // what this tests, and a typed parse of the project would cost more than the rest of the file).
+  const eslint = new ESLint({
+    cwd: REPO,
+    overrideConfig: {
+      languageOptions: { parserOptions: { projectService: false } },
+      rules: { '@typescript-eslint/no-floating-promises': 'off', '@typescript-eslint/no-misused-promises': 'off', '@typescript-eslint/await-thenable': 'off' },
+    },
+  });
+  const results = await eslint.lintFiles(Object.keys(FILES).map((f) => join(REPO, f)));
+  found = new Map(results.map((r) => [r.filePath.slice(REPO.length + 1), r.messages.map((m) => `${m.ruleId ?? 'parse'}: ${m.message}`)]));
+}, 300_000);
+
+afterAll(() => {
+  for (const dir of [capA, capB, adapter, infra]) rmSync(join(REPO, dir), { recursive: true, force: true });
+});
+
+const of = (file: string) => found.get(file) ?? ['(not linted)'];
+
+describe('npm run lint', () => {
+  it('fails on an import cycle, each file of it told at its own import', () => {
+    expect(of(`${infra}/one.ts`)).toEqual([expect.stringMatching(/^house\/no-cycle: import cycle: .*one\.ts -> .*two\.ts -> .*one\.ts$/)]);
+    expect(of(`${infra}/two.ts`)).toEqual([expect.stringMatching(/^house\/no-cycle: import cycle: .*two\.ts -> .*one\.ts -> .*two\.ts$/)]);
+  });
+
+  it('fails on a cycle closed only by type imports', () => {
+    expect(of(`${infra}/shape.ts`)).toEqual([expect.stringMatching(/^house\/no-cycle: /)]);
+    expect(of(`${infra}/make.ts`)).toEqual([expect.stringMatching(/^house\/no-cycle: /)]);
+  });
+
+  it("fails on a capability importing another capability's inner file", () => {
+    expect(of(`${capA}/inner.ts`)).toEqual([expect.stringMatching(new RegExp(`^house/capability-door: \\.\\./${tag}b/inner\\.js: `))]);
+  });
+
+  it('fails on an adapter importing a capability, even through its door', () => {
+    expect(of(`${adapter}/up.ts`)).toEqual([expect.stringMatching(/^house\/adapters-below-capabilities: /)]);
+  });
+
+  it('fails on node:fs or fs in a capability', () => {
+    expect(of(`${capA}/files.ts`)).toEqual([expect.stringMatching(/^house\/no-fs-in-capabilities: node:fs: /)]);
+    expect(of(`${capA}/plain-fs.ts`)).toEqual([expect.stringMatching(/^house\/no-fs-in-capabilities: fs: /)]);
+  });
+
+  it("passes on another capability's door, a capability's own files, node:fs in an adapter and a one-way chain", () => {
+    for (const file of [`${capA}/door.ts`, `${capA}/own.ts`, `${capB}/index.ts`, `${capB}/inner.ts`, `${adapter}/files.ts`, `${infra}/top.ts`, `${infra}/low.ts`]) {
+      expect({ file, messages: of(file) }).toEqual({ file, messages: [] });
+    }
+  });
+});

@@ -135,8 +135,14 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opt
   const candidates: Candidate[] = [];
   // The receiver's clock, moved by every op this call accepts, in arrival order: a peer's honest clock is
   // ahead of it by at most the ops this store has not seen; one far beyond would drag every later local op
-  // towards MAX_LAMPORT, so it is refused instead.
+  // towards MAX_LAMPORT, so it is refused instead. That bounds a step, not the total: ops each just within
+  // the step of the one before would still ratchet the clock up. So the clock is also bounded by what the
+  // log can justify: an op is at most one past every op its writer had seen, so no honest Lamport time
+  // exceeds the number of ops ever written. An op that would move the clock past the ops stored here
+  // (plus this call's) and LAMPORT_AHEAD_LIMIT for the ones not seen yet is refused the same way.
   let clock: number | null = null;
+  let stored = 0;
+  const counted = new Set<string>();
   for (const c of checked) {
     if (!c.ok) {
       refuse(c.reason, c.id, c.why);
@@ -149,15 +155,21 @@ export async function ingestChecked(db: Exec, checked: readonly CheckedOp[], opt
       refuse(storable.reason, c.op.id, storable.message);
       continue;
     }
-    clock ??= await clockOf(db);
+    if (clock === null) ({ clock, stored } = await clockOf(db));
     if (c.op.lamport > clock + LAMPORT_AHEAD_LIMIT) {
       refuse('lamport_ahead', c.op.id, `lamport ${c.op.lamport} is more than ${LAMPORT_AHEAD_LIMIT} ahead of this store's clock (${clock})`);
+      continue;
+    }
+    const justified = stored + counted.size + LAMPORT_AHEAD_LIMIT;
+    if (c.op.lamport > clock && c.op.lamport > justified) {
+      refuse('lamport_ahead', c.op.id, `lamport ${c.op.lamport} is past what the ${stored + counted.size} op(s) this store holds can justify (at most ${justified})`);
       continue;
     }
     const problem = bodyProblem(c.op);
     if (problem !== null) refuse('bad_body', c.op.id, problem);
     else {
       clock = Math.max(clock, c.op.lamport);
+      counted.add(c.op.id);
       candidates.push({ op: c.op, raw: c.raw, sig: c.sig });
     }
   }
@@ -246,10 +258,13 @@ async function withinPendingLimits(db: Exec, hold: Candidate[], drop: (c: Candid
   return kept;
 }
 
-/** The highest Lamport time stored here (0 for an empty log). */
-async function clockOf(db: Exec): Promise<number> {
-  const [row] = await db.select({ top: max(tables.ops.lamport) }).from(tables.ops);
-  return Number(row?.top ?? 0);
+/**
+ * The highest Lamport time stored here (0 for an empty log), and how many ops were ever stored here: the
+ * highest `local_seq` (an index read, where counting rows would scan them; it never undercounts).
+ */
+async function clockOf(db: Exec): Promise<{ clock: number; stored: number }> {
+  const [row] = await db.select({ top: max(tables.ops.lamport), seq: max(tables.ops.localSeq) }).from(tables.ops);
+  return { clock: Number(row?.top ?? 0), stored: Number(row?.seq ?? 0) };
 }
 
 /** How many ops are held because their key cannot be placed yet. */

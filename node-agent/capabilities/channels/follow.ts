@@ -7,8 +7,7 @@ import type { Op } from '../../../protocol/ops.js';
 import type { ChannelOpPayload } from '../../../protocol/round.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import { appendOps, type Author as Writer, type Exec } from '../../kernel/index.js';
-import type { OperationState, ThreadState } from '../threads/fold.js';
-import { loadOperation } from '../threads/operations.js';
+import { loadOperation, type OperationState, type ThreadState } from '../threads/index.js';
 import { stepName, stepOfThread, type Board } from './board.js';
 import { loadRound } from './projection.js';
 import { roundDraft, roundOfStep } from './records.js';
@@ -16,7 +15,8 @@ import { needsRework, stepAdmitted, stepAnswered, stepEnded } from './verdicts.j
 
 export type Followed = { rounds: string[]; warnings: Warning[] };
 
-const FOLLOWED_KINDS = new Set(['message.posted', 'session.created', 'session.turn_ended', 'commission.rejected']);
+/** The kinds of thread op that may mean something on a round's board. */
+export const FOLLOWED_KINDS: ReadonlySet<string> = new Set(['message.posted', 'session.created', 'session.turn_ended', 'commission.rejected']);
 
 /** The board op one thread op means for its round, or null when it means nothing there. */
 function boardOpOf(b: Board, op: Op, ctx: { workspace: string; now: Date; rework: string | null }, warnings: Warning[]): ChannelOpPayload | null {

@@ -13,3 +13,4 @@ export {
   writeNextKey,
   writeWorkspaceKey,
 } from './files.js';
+export { keysCapability } from './record.js';

@@ -30,9 +30,11 @@ export class Commit<O> {
 }
 
 /**
- * A rule run inside the append transaction of every batch, in the order of the capability list. `before`
- * sees the batch before it is stored: it may refuse (throw: nothing is written), add drafts or hold some
- * back. `after` sees the ops the drafts became: it may append facts of its own and schedule effects.
+ * A rule run inside the append transaction of every batch. `before` sees the batch before it is stored: it
+ * may refuse (throw: nothing is written), add drafts, hold some back, or say what a post in a thread it owns
+ * means. `after` sees the ops the drafts became: it may append facts of its own and schedule effects. Like
+ * layers, `before` runs from the last capability of the list to the first (a later capability says what the
+ * batch means before an earlier one decides on it) and `after` from the first to the last.
  */
 export type AppendPolicy<C, B extends Batch, O> = {
   readonly name: string;
@@ -128,7 +130,7 @@ export function checkCapabilities(caps: readonly { readonly name: string; readon
 export type CapabilityKernel<B extends Batch, O> = {
   /** A fresh commit for one transaction. */
   commit(): Commit<O>;
-  /** Appends `batch` inside `tx`: every policy's `before`, the drafts stored (signed and projected), every policy's `after`. */
+  /** Appends `batch` inside `tx`: every policy's `before` (last to first), the drafts stored (signed and projected), every policy's `after` (first to last). */
   append(tx: Tx, commit: Commit<O>, batch: B): Promise<Op[]>;
   /** After `commit`'s transaction committed: its effects in order, then every capability's `committed` reaction. */
   settle(commit: Commit<O>): Promise<O>;
@@ -142,12 +144,13 @@ export type CapabilityKernel<B extends Batch, O> = {
 export function createKernel<C, B extends Batch, O>(caps: readonly AnyCapability<C, B, O>[], ctx: C, writer: Author, newOutcome: () => O): CapabilityKernel<B, O> {
   checkCapabilities(caps);
   const policies = caps.flatMap((c) => c.appendPolicies);
+  const outermostFirst = [...policies].reverse();
   const reactions = caps.flatMap((c) => c.afterCommit);
   const steps = TICK_STAGES.flatMap((stage) => caps.flatMap((c) => c.tick.filter((s) => s.stage === stage)));
   return {
     commit: () => new Commit(newOutcome()),
     async append(tx, commit, batch) {
-      for (const p of policies) await p.before?.(ctx, tx, batch, commit);
+      for (const p of outermostFirst) await p.before?.(ctx, tx, batch, commit);
       const stored = await appendOps(tx, writer, batch.drafts);
       for (const p of policies) await p.after?.(ctx, tx, batch, stored, commit);
       return stored;

@@ -79,7 +79,6 @@ export type Capability<C, B extends Batch, O, K extends CommandName = never> = {
 };
 
 /** Any capability, whatever commands it answers. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type AnyCapability<C, B extends Batch, O> = Capability<C, B, O, any>;
 
 /** The commands a list of capabilities answers together. */

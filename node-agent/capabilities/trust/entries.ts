@@ -3,7 +3,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parsePublicJwk, workspaceIdFromPublicJwk, type PublicJwk } from '../../../crypto/index.js';
 import { readSmallFileSync } from '../../../infra/index.js';
-import { WORKSPACE_PUB_FILE } from '../keys/files.js';
+import { WORKSPACE_PUB_FILE } from '../../adapters/keys/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId } from '../../../protocol/ids.js';
 import type { WorkspacePaths } from '../../paths.js';

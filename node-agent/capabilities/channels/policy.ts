@@ -6,8 +6,8 @@ import type { SendInput } from '../../../protocol/commands.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import type { AfterCommit, AppendPolicy, Commit, LayeredHandler, TickStep, Tx } from '../../kernel/index.js';
-import { inertIds, type Batch, type Cause, type Outcome, type ThreadsContext } from '../threads/index.js';
-import { follow, checkRework, FOLLOWED_KINDS } from './follow.js';
+import { effectiveOps, type Batch, type Cause, type Outcome, type ThreadsContext } from '../threads/index.js';
+import { checkRework, follow } from './follow.js';
 import { channelAddress } from './load.js';
 import { loadRound } from './projection.js';
 import { roundDraft } from './records.js';
@@ -94,12 +94,8 @@ export const roundReactions: AfterCommit<ThreadsContext, Outcome> = {
   },
   /** Members of rounds asked here that another workspace admitted, answered, refused or ended. */
   async ingested(c, ops, out) {
-    const ws = c.deps.workspace.id;
-    const candidates = ops.filter((op) => op.workspace !== ws && op.thread !== null && FOLLOWED_KINDS.has(op.kind));
-    if (candidates.length === 0) return;
     // An op the fold found without authority sets nothing in motion (see the chat engine's reaction).
-    const inert = await inertIds(c.deps.db, candidates.map((op) => op.id));
-    const moved = await roundsOf(c).react(candidates.filter((op) => !inert.has(op.id)));
+    const moved = await roundsOf(c).react(await effectiveOps(c.deps.db, ops));
     out.warnings.push(...moved.warnings);
     out.woke.push(...moved.woke);
   },

@@ -4,6 +4,7 @@ export type { CallerClaim, EngineDeps } from '../context.js';
 export { createEngine, MAX_MESSAGE_BYTES, type Engine, type ReplyInput, type SendInput, type ThreadsCapability, type ThreadsContext, type TurnEnd } from './engine.js';
 export { newOutcome, type Batch, type Cause, type Intent, type KernelContext, type Outcome } from './batch.js';
 export { threadsCapability, THREAD_OP_KINDS } from './record.js';
+export { effectiveOps } from './react.js';
 export * from './fold.js';
 export {
   inertCounts,

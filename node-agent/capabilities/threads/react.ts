@@ -2,7 +2,7 @@
 // and waking local sessions their answers and follow-ups are for.
 import { newSessionId} from '../../../protocol/ids.js';
 import type { Op, OpOf } from '../../../protocol/ops.js';
-import { appendOps, type Commit } from '../../kernel/index.js';
+import { appendOps, type Commit, type Exec } from '../../kernel/index.js';
 import type { Intent, Outcome } from './batch.js';
 import { inertIds, loadOperation } from './operations.js';
 import { countRefusal } from './refusals.js';
@@ -15,6 +15,22 @@ import {
   planTurn,
 } from './turns.js';
 import type { EngineCore } from './core.js';
+
+const effective = new WeakMap<readonly Op[], Promise<Op[]>>();
+
+/**
+ * The ops of a batch taken in from elsewhere that the fold took (an op found without authority, such as an
+ * answer from a workspace the thread is not addressed to, is stored and inert: it sets nothing in motion).
+ * Asked once per batch, whichever capability's reaction asks first.
+ */
+export function effectiveOps(db: Exec, ops: readonly Op[]): Promise<Op[]> {
+  let found = effective.get(ops);
+  if (found === undefined) {
+    found = inertIds(db, ops.map((op) => op.id)).then((inert) => ops.filter((op) => !inert.has(op.id)));
+    effective.set(ops, found);
+  }
+  return found;
+}
 
 export function reactOf(core: EngineCore) {
   const { deps, db, workspace, writer } = core;
@@ -29,9 +45,7 @@ export function reactOf(core: EngineCore) {
   async function react(ops: readonly Op[], out: Outcome): Promise<void> {
     // An op the fold found without authority (an answer from a workspace the thread is not addressed
     // to, a follow-up from an outsider) is stored and inert: it sets nothing in motion here either.
-    const inert = await inertIds(db, ops.map((op) => op.id));
-    const effective = ops.filter((op) => !inert.has(op.id));
-    for (const op of effective) {
+    for (const op of await effectiveOps(db, ops)) {
       if (op.workspace === workspace.id || op.thread === null) continue;
       let commit: Commit<Outcome> | null = null;
       if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {

@@ -15,8 +15,7 @@ import { needsRework, stepAdmitted, stepAnswered, stepEnded } from './verdicts.j
 
 export type Followed = { rounds: string[]; warnings: Warning[] };
 
-/** The kinds of thread op that may mean something on a round's board. */
-export const FOLLOWED_KINDS: ReadonlySet<string> = new Set(['message.posted', 'session.created', 'session.turn_ended', 'commission.rejected']);
+const FOLLOWED_KINDS = new Set(['message.posted', 'session.created', 'session.turn_ended', 'commission.rejected']);
 
 /** The board op one thread op means for its round, or null when it means nothing there. */
 function boardOpOf(b: Board, op: Op, ctx: { workspace: string; now: Date; rework: string | null }, warnings: Warning[]): ChannelOpPayload | null {

@@ -3,7 +3,6 @@ import type { Persona } from '../../protocol/persona.js';
 import type { WorkingCopy } from '../../protocol/working-copy.js';
 import type { Projection } from '../kernel/index.js';
 import type { KeyRing } from './keys/ring.js';
-import type { Engine } from './threads/engine.js';
 import type { Db } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import type { TurnLaunch, LaunchResult } from '../adapters/sessions/index.js';
@@ -46,5 +45,8 @@ export type EngineDeps = {
 
 export type { CallerClaim } from '../../protocol/commands.js';
 
-/** What every workspace command runs against: the engine's dependencies and the engine built on them. */
-export type WorkspaceContext = { deps: EngineDeps; engine: Engine };
+/**
+ * What every workspace command runs against, at the least: the engine's dependencies. A capability whose
+ * commands need more (the chat engine, the kernel) takes the threads capability's `ThreadsContext`.
+ */
+export type WorkspaceContext = { deps: EngineDeps };

@@ -1,35 +1,23 @@
 // The direct host: with no node serving the workspace, a command opens the store itself, under its lock.
 import { nexusHome } from '../paths.js';
 import { COMMANDS, parseOutput, type CommandInput, type CommandOutput, type RunOptions, type WorkspaceCommand } from '../../protocol/commands.js';
-import { PROJECTIONS } from '../capabilities/index.js';
-import type { EngineDeps, WorkspaceContext } from '../capabilities/context.js';
-import { channelHandlers } from '../capabilities/channels/commands.js';
-import { keyHandlers } from '../capabilities/keys/commands.js';
-import { transcriptHandlers } from '../capabilities/transcripts/commands.js';
+import { CAPABILITIES, CAPABILITY_HANDLERS, handlersFor, PROJECTIONS, workspaceContext, type CapabilityList, type HostContext } from '../capabilities/index.js';
+import type { EngineDeps } from '../capabilities/context.js';
 import { KeyRing } from '../capabilities/keys/index.js';
-import { leaseHandlers } from '../capabilities/leases/commands.js';
-import { threadHandlers } from '../capabilities/threads/commands.js';
-import { trustHandlers } from '../capabilities/trust/commands.js';
-import { createEngine } from '../capabilities/threads/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { baseEnvironment, launchTurn, processAlive, seesSessionProcesses, stopTurn } from '../adapters/sessions/index.js';
 import { openStore, type OpenOptions } from '../adapters/store/index.js';
 import type { Workspace } from '../adapters/workspace/index.js';
-import { applyOnce, invoke, requestProjection, RequestScope, type Handlers } from '../kernel/index.js';
+import { applyOnce, invoke, projectionsOf, requestProjection, RequestScope, type Handlers } from '../kernel/index.js';
 import { nodePaths, originId, readRegistry } from './node/files.js';
 import { directSyncHandlers } from './sync/commands.js';
 
-/** Every workspace command, as a host with the store open in this process answers it. */
-export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = {
-  ...threadHandlers,
-  ...leaseHandlers,
-  ...keyHandlers,
-  ...trustHandlers,
-  ...directSyncHandlers,
-  ...channelHandlers,
-  ...transcriptHandlers,
-};
+/**
+ * Every workspace command, as a host with the store open in this process answers it: the capabilities'
+ * handlers (derived from their list), and sync's, which the host answers from what it holds.
+ */
+export const WORKSPACE_HANDLERS: Handlers<HostContext, WorkspaceCommand> = { ...CAPABILITY_HANDLERS, ...directSyncHandlers };
 
 /**
  * Runs one workspace command; its answer is checked against the command's output schema. `opts.request` is
@@ -37,7 +25,7 @@ export const WORKSPACE_HANDLERS: Handlers<WorkspaceContext, WorkspaceCommand> = 
  */
 export type Runner = <K extends WorkspaceCommand>(name: K, input: CommandInput<K>, opts?: RunOptions) => Promise<CommandOutput<K>>;
 
-export type Host = WorkspaceContext & { run: Runner };
+export type Host = HostContext & { run: Runner };
 
 /** Asks a turn's sidecar to stop its runtime (it reports the turn's end as usual): a channel step whose window ran out. */
 function stopSidecar(pid: number): void {
@@ -77,11 +65,18 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
   };
 }
 
-export function hostFor(deps: EngineDeps, handlers: Handlers<WorkspaceContext, WorkspaceCommand> = WORKSPACE_HANDLERS): Host {
+/**
+ * A host over `deps`. `opts.capabilities` composes the workspace from another list (its projections, handlers,
+ * policies, reactions and tick steps all come from it); `opts.handlers` replaces the handler table.
+ */
+export function hostFor(deps: EngineDeps, opts: { capabilities?: CapabilityList; handlers?: Handlers<HostContext, WorkspaceCommand> } = {}): Host {
+  const caps = opts.capabilities ?? CAPABILITIES;
+  const handlers = opts.handlers ?? (caps === CAPABILITIES ? WORKSPACE_HANDLERS : ({ ...handlersFor(caps), ...directSyncHandlers } as Handlers<HostContext, WorkspaceCommand>));
   // A keyed request's key is recorded with its first write, in that write's transaction.
   const scope = new RequestScope(deps.workspace.id, deps.now);
-  const withRequests = { ...deps, projections: [...deps.projections, requestProjection(scope)] };
-  const ctx: WorkspaceContext = { deps: withRequests, engine: createEngine(withRequests) };
+  const projections = caps === CAPABILITIES ? deps.projections : projectionsOf(caps);
+  const withRequests = { ...deps, projections: [...projections, requestProjection(scope)] };
+  const ctx = workspaceContext(withRequests, caps);
   return {
     ...ctx,
     run: (name, input, opts) => {

@@ -4,3 +4,21 @@ export { project, type Projection } from './projections.js';
 export { ingestChecked, pendingCount, signLegacyOps, type IngestOptions, type IngestReport, type OpRefusal } from './signed.js';
 export { invoke, type Handler, type Handlers } from './bus.js';
 export { applyOnce, requestProjection, RequestScope, REQUEST_KEEP_MS } from './requests.js';
+export {
+  checkCapabilities,
+  Commit,
+  createKernel,
+  handlersOf,
+  projectionsOf,
+  TICK_STAGES,
+  type AfterCommit,
+  type AnyCapability,
+  type AppendPolicy,
+  type Batch,
+  type Capability,
+  type CapabilityKernel,
+  type HandledBy,
+  type LayeredHandler,
+  type TickStage,
+  type TickStep,
+} from './capability.js';

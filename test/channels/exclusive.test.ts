@@ -1,11 +1,10 @@
 // `working_tree: exclusive` and `timeout:` are declared on a channel as on a persona; the working-copy
-// lease's door into a round (the engine's `gate`) holds a step, which holds the later ones, until the
+// lease's door into a round (the round engine's `gate`) holds a step, which holds the later ones, until the
 // lease promotes the claim and the round is settled again.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadRound, roundStatus, type Board, type StepGate, type StepRef } from '../../node-agent/capabilities/channels/index.js';
-import { createEngine } from '../../node-agent/capabilities/threads/index.js';
+import { createRounds, loadRound, roundStatus, type Board, type StepGate, type StepRef } from '../../node-agent/capabilities/channels/index.js';
 import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
-import { realDeps } from '../../node-agent/host/index.js';
+import { hostFor, realDeps } from '../../node-agent/host/index.js';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 import { declareChannel, opsOf } from './scenario.js';
 
@@ -34,18 +33,18 @@ describe('an exclusive channel behind the working-copy lease', () => {
         launch: async (t) => (launched.push(t.spec.role), { sidecarPid: 1, runtimePid: 1, error: null }),
         alive: () => true,
       });
-      const engine = createEngine(deps, { gate });
-      const sent = await engine.send({ to: '#review', subject: 'lease', text: 'change the build', caller: { actor: 'alice', session: null, hop: null } });
+      const rounds = createRounds(hostFor(deps), { gate });
+      const sent = await rounds.send({ to: '#review', subject: 'lease', text: 'change the build', caller: { actor: 'alice', session: null, hop: null } }, 'review');
       expect(sent.round!.steps.map((s) => [s.name, s.state, s.reason])).toEqual([
         ['coder', 'held', 'lease_queued'],
         ['reviewer', 'pending', null],
       ]);
       expect(launched).toEqual([]);
       // Settling again while the lease still queues changes nothing.
-      await engine.rounds.settle([sent.thread]);
+      await rounds.settle([sent.thread]);
       // The lease promotes the claim: the round is settled again and starts what nextStartable names.
       queued = false;
-      const moved = await engine.rounds.settle([sent.thread]);
+      const moved = await rounds.settle([sent.thread]);
       expect(moved.woke.map((w) => w.role)).toEqual(['coder']);
       // Read the board here: the sessions started above never run, and a status would reap them.
       return roundStatus((await loadRound(store.db, sent.thread))!.board);

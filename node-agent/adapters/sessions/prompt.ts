@@ -1,6 +1,6 @@
 // Builds the text a session's runtime reads on stdin: who it is, what it was asked, how to answer.
 import { randomBytes } from 'node:crypto';
-import { DEPTH_CAP } from '../../capabilities/threads/depth.js';
+import { DEPTH_CAP } from '../../../protocol/depth.js';
 
 /** `foreign`: written under a handle of another workspace, so shown as data, never as instructions. */
 export type PromptMessage = { author: string; ts: string; text: string; effect: string; substituted: boolean; foreign?: boolean };

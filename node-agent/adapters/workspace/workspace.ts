@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { generateWorkspaceKey } from '../../../crypto/index.js';
 import { readSmallFileSync } from '../../../infra/index.js';
-import { writeWorkspaceKey } from '../../capabilities/keys/files.js';
+import { writeWorkspaceKey } from '../keys/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId, workspaceShort } from '../../../protocol/ids.js';
 import { workspacePaths, type WorkspacePaths } from '../../paths.js';

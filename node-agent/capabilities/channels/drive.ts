@@ -6,13 +6,8 @@ import { and, eq, isNull } from 'drizzle-orm';
 import type { Warning, Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { tables } from '../../adapters/store/index.js';
-import { appendOps, type Exec, type OpDraft, type Tx } from '../../kernel/index.js';
-import type { LeaseIntent } from '../leases/index.js';
-import type { LeaseAfter } from '../leases/hook.js';
-import { BUDGET_REASON } from '../threads/brakes.js';
-import type { EngineCore } from '../threads/core.js';
-import { loadOperation } from '../threads/operations.js';
-import { emptyPlan, messageDraft, planRequesterWake, startTurns, type Plan } from '../threads/turns.js';
+import { appendOps, type Commit, type Exec, type OpDraft, type Tx } from '../../kernel/index.js';
+import { BUDGET_REASON, emptyPlan, loadOperation, messageDraft, planRequesterWake, type Intent, type Outcome, type Plan, type ThreadsContext } from '../threads/index.js';
 import { stepName, stepOfSession, type Board, type StepRecord } from './board.js';
 import { decide, type Completion } from './decide.js';
 import { loadRound } from './projection.js';
@@ -31,8 +26,8 @@ const MAX_SETTLE_PASSES = 200;
 
 type Settled = {
   plan: Plan;
-  /** What the lease decided of the steps started and the result posted: it carries their starts out after commit. */
-  lease: LeaseAfter | null;
+  /** What the transaction leaves for after it: the policies (the lease) carry the steps' starts out, and their warnings come back in its outcome. */
+  commit: Commit<Outcome>;
   warnings: Warning[];
   progressed: boolean;
   steps: Map<string, number>;
@@ -40,8 +35,9 @@ type Settled = {
   stop: StepRecord[];
 };
 
-export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
-  const { deps, db, writer, workspace } = core;
+export function driverOf(c: ThreadsContext, opts: DriveOptions = {}) {
+  const { deps, writer } = c;
+  const { db, workspace } = deps;
   const random = opts.random ?? ((n: number) => randomBytes(n));
 
   /**
@@ -54,15 +50,16 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
     const now = deps.now();
     const d = decide(row.board, now);
     const drafts: OpDraft[] = d.ops.map((op) => roundDraft(row.operation, round, op));
-    const out: Settled = { plan: emptyPlan(), lease: null, warnings: [...d.warnings], progressed: d.ops.length > 0, steps: new Map(), requester: row.board.requester.session, stop: d.stop };
+    const out: Settled = { plan: emptyPlan(), commit: c.engine.commit(), warnings: [...d.warnings], progressed: d.ops.length > 0, steps: new Map(), requester: row.board.requester.session, stop: d.stop };
     if (d.complete === null && d.start.length === 0) {
       await appendOps(tx, writer, drafts);
+      out.commit.outcome.warnings.push(...out.warnings);
       return out;
     }
     const state = await loadOperation(tx, row.operation);
     const wc = await copy();
     const texts = await roundTexts(tx, d.board);
-    const intents: LeaseIntent[] = [];
+    const intents: Intent[] = [];
     if (d.complete !== null) {
       await complete(tx, row.operation, d.board, d.complete, { drafts, plan: out.plan, texts, wc, intents });
       out.progressed = true;
@@ -77,7 +74,9 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
     // The turns planned (a step's first turn, the requester's wake) come after the ops they belong to. The lease
     // hears of each step started and of the result, and keeps back a turn that must wait for the working copy.
     out.plan.drafts.unshift(...drafts);
-    out.lease = await core.lease.append(tx, out.plan, intents);
+    // The decision's warnings first, then the plan's (the append adds those).
+    out.commit.outcome.warnings.push(...out.warnings);
+    await c.engine.append(tx, out.commit, { cause: 'round', ...out.plan, intents, state });
     return out;
 
     async function complete(
@@ -85,7 +84,7 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
       operation: string,
       b: Board,
       c: Completion,
-      io: { drafts: OpDraft[]; plan: Plan; texts: Map<string, string>; wc: WorkingCopy | null; intents: LeaseIntent[] },
+      io: { drafts: OpDraft[]; plan: Plan; texts: Map<string, string>; wc: WorkingCopy | null; intents: Intent[] },
     ): Promise<void> {
       const result = renderResult(b, c, io.texts, random);
       const message = messageDraft(operation, round, channelAuthor(workspace.short, b), result.text, resultEffect(c), io.wc);
@@ -118,10 +117,10 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
    * good (its reason is the start failure); a requester that could not be started was not told.
    */
   async function afterCommit(round: string, s: Settled, out: RoundEffects): Promise<void> {
-    const warnings: Warning[] = [...s.warnings, ...s.plan.warnings];
-    if (s.lease !== null) out.woke.push(...(await core.lease.carryOut(s.lease, warnings)).woke);
-    else out.woke.push(...(await startTurns(deps, s.plan.turns, warnings)));
-    await core.recordStartFailures(warnings);
+    // The policies' effects (the lease starts what it lets start), then failed starts recorded.
+    const done = await c.engine.settle(s.commit);
+    const warnings = done.warnings;
+    out.woke.push(...done.woke);
     await stopLapsed(s.stop);
     // A step the operation budget refused will never start either: the round goes on without it.
     const failed = warnings.filter((w) => (w.reason === 'start_failed' || w.reason === BUDGET_REASON) && w.session !== undefined && s.steps.has(w.session));
@@ -151,7 +150,7 @@ export function driverOf(core: EngineCore, opts: DriveOptions = {}) {
   async function settle(rounds: Iterable<string>, wc?: WorkingCopy | null): Promise<RoundEffects> {
     const out: RoundEffects = { warnings: [], woke: [] };
     let known = wc;
-    const copy = async () => (known !== undefined ? known : (known = (await core.workingCopy()).wc));
+    const copy = async () => (known !== undefined ? known : (known = (await c.engine.workingCopy()).wc));
     for (const round of new Set(rounds)) {
       for (let i = 0; i < MAX_SETTLE_PASSES; i++) {
         const s = await db.transaction((tx) => settleOnce(tx, round, copy));

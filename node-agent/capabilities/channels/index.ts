@@ -60,6 +60,7 @@ export { stepSkippedWarning, tickUnscheduled, windowUnscheduled } from './warnin
 export { createRounds, type Rounds, type RoundReply } from './rounds.js';
 export type { RoundEffects } from './drive.js';
 export type { StepGate } from './start.js';
+export { channelsCapability } from './record.js';
 export { dueRounds, loadRound, roundsOfOperations, roundsProjection } from './projection.js';
 export { withRound, withRounds } from './rows.js';
 export { channelHandle, roundDraft } from './records.js';

@@ -5,7 +5,7 @@ import type { Author } from '../../../protocol/ops.js';
 import type { ChannelOpPayload } from '../../../protocol/round.js';
 import { tables } from '../../adapters/store/index.js';
 import type { Exec, OpDraft } from '../../kernel/index.js';
-import type { OperationState } from '../threads/fold.js';
+import type { OperationState } from '../threads/index.js';
 import { allRecords, type Board } from './board.js';
 
 /** The handle a channel posts under in this workspace: `<short>/#<name>` (never a session's or a person's). */

@@ -1,6 +1,7 @@
-// The round engine the chat engine calls into: `nxc send '#name'`, a message in a round's own thread
-// (asking again), following step threads, reacting to another workspace's ops, and the tick. The chat
-// engine's commands make one call each; everything a round does is decided here and in the pure board.
+// The round engine: `nxc send '#name'`, a message in a round's own thread (asking again), following step
+// threads, reacting to another workspace's ops, and the tick. The chat engine never calls it: the channels
+// capability's handler, append policy, reactions and tick step do (policy.ts); everything a round does is
+// decided here and in the pure board.
 import { NexusError } from '../../../protocol/errors.js';
 import { newThreadId } from '../../../protocol/ids.js';
 import type { Op } from '../../../protocol/ops.js';
@@ -8,9 +9,8 @@ import type { Receipt, Warning } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import type { SendInput } from '../../../protocol/commands.js';
 import { appendOps, type Exec, type OpDraft } from '../../kernel/index.js';
-import { authorOf, checkText, resolveCaller, type Caller, type EngineCore } from '../threads/core.js';
-import type { OperationState, ThreadState } from '../threads/fold.js';
-import { messageDraft } from '../threads/turns.js';
+import { authorOf, checkText, messageDraft, resolveCaller, type ThreadsContext, type ThreadState } from '../threads/index.js';
+import type { Author } from '../../../protocol/ops.js';
 import { driverOf, type DriveOptions, type RoundEffects } from './drive.js';
 import { checkRework, follow, type Followed } from './follow.js';
 import { loadChannel } from './load.js';
@@ -19,12 +19,13 @@ import { channelHandle, roundDraft } from './records.js';
 import { roundStatus } from './status.js';
 import { openRound, reask, reasked } from './verdicts.js';
 
-/** What a message in a round's own thread does: the drafts to append, and the round to settle after. */
-export type RoundReply = { drafts: OpDraft[]; round: string | null };
+/** What a message in a round's own thread does: its effect, the drafts to append after it, and the round to settle after. */
+export type RoundReply = { effect: 'reopen' | 'none'; drafts: OpDraft[]; round: string | null };
 
-export function createRounds(core: EngineCore, opts: DriveOptions = {}) {
-  const { deps, db, workspace, writer } = core;
-  const driver = driverOf(core, opts);
+export function createRounds(c: ThreadsContext, opts: DriveOptions = {}) {
+  const { deps, writer } = c;
+  const { db, workspace } = deps;
+  const driver = driverOf(c, opts);
 
   /** The round as status shows it now, for a receipt. */
   async function statusOf(round: string) {
@@ -42,8 +43,8 @@ export function createRounds(core: EngineCore, opts: DriveOptions = {}) {
     if (channel === null) {
       throw new NexusError('UNKNOWN_RECIPIENT', `no channel "#${name}" is declared in .nxs-channels/ (${name}.yaml)`);
     }
-    const { wc, note } = await core.workingCopy();
-    await core.reap();
+    const { wc, note } = await c.engine.workingCopy();
+    await c.engine.reap();
     const opened = await db.transaction(async (tx) => {
       const caller = await resolveCaller(deps, tx, input.caller);
       if (caller.replyOnly) throw new NexusError('REPLY_ONLY', `${caller.handle} is declared with tools: [] and may only run nxc reply`);
@@ -82,24 +83,21 @@ export function createRounds(core: EngineCore, opts: DriveOptions = {}) {
    * A message in a round's own thread (null: `thread` is no round's thread). From the requester after
    * the result it asks again: the round is declared anew from the channel file as it reads now, and
    * the run restarts at its first step in new threads; a hand-back the result carried counts as
-   * answered from above. Anything else posts and moves nothing. This comes before the chat engine's
-   * own rules for answered and escalated threads.
+   * answered from above. Anything else posts and moves nothing. `message`: the id of the message posted.
    */
-  async function replyInRound(tx: Exec, at: { state: OperationState; thread: ThreadState; caller: Caller; text: string; wc: WorkingCopy | null }): Promise<RoundReply | null> {
+  async function replyInRound(tx: Exec, at: { thread: ThreadState; author: Author; message: string }): Promise<RoundReply | null> {
     if (at.thread.target.kind !== 'channel') return null;
     const row = await loadRound(tx, at.thread.id);
-    const author = authorOf(at.caller);
-    const post = (effect: 'reopen' | 'none') => messageDraft(at.state.id, at.thread.id, author, at.text, effect, at.wc);
-    if (row === null || row.board.workspace !== workspace.id) return { drafts: [post('none')], round: null };
-    const verdict = reask(row.board, author);
-    if (verdict.kind === 'posted_only') return { drafts: [post('none')], round: null };
+    const posted: RoundReply = { effect: 'none', drafts: [], round: null };
+    if (row === null || row.board.workspace !== workspace.id) return posted;
+    const verdict = reask(row.board, at.author);
+    if (verdict.kind === 'posted_only') return posted;
     const channel = await loadChannel(workspace.paths.root, row.board.channel.name);
     if (channel === null) {
       throw new NexusError('UNKNOWN_RECIPIENT', `channel "#${row.board.channel.name}" is no longer declared in .nxs-channels/: the round cannot be asked again`);
     }
-    const message = post('reopen');
-    const again = reasked(row.board, channel, (message.body as { message: string }).message);
-    return { drafts: [message, roundDraft(row.operation, row.board.round, again)], round: row.board.round };
+    const again = reasked(row.board, channel, at.message);
+    return { effect: 'reopen', drafts: [roundDraft(row.operation, row.board.round, again)], round: row.board.round };
   }
 
   /** Board ops for ops just stored in this transaction (see follow.ts). */

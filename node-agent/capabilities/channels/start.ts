@@ -8,10 +8,7 @@ import type { Persona } from '../../../protocol/persona.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import type { Exec, OpDraft } from '../../kernel/index.js';
-import type { EngineDeps } from '../context.js';
-import type { LeaseIntent } from '../leases/index.js';
-import { newSessionState, turnsUsed, type OperationState } from '../threads/fold.js';
-import { messageDraft, planTurn, type Plan } from '../threads/turns.js';
+import { messageDraft, newSessionState, planTurn, turnsUsed, type EngineDeps, type Intent, type OperationState, type Plan } from '../threads/index.js';
 import { resolveAlias } from '../trust/index.js';
 import { askMessage, type Board } from './board.js';
 import type { StepRef } from './decide.js';
@@ -42,7 +39,7 @@ export type StartContext = {
   warnings: Warning[];
   gate: StepGate | null;
   /** What the working-copy lease is told of the steps started here (it may hold their turns back). */
-  intents: LeaseIntent[];
+  intents: Intent[];
 };
 
 /** What became of a step: `held_again` changed nothing (it was held before and still is). */

@@ -3,7 +3,7 @@ import type { Channel, ChannelSnapshot } from '../../../protocol/channel.js';
 import type { ChannelOpPayload, Requester, StepOutcome } from '../../../protocol/round.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Author } from '../../../protocol/ops.js';
-import { commissionDepth } from '../threads/depth.js';
+import { commissionDepth } from '../threads/index.js';
 import { stepName, stepOfSession, stepOfThread, type Board } from './board.js';
 import type { Completion, StepRef } from './decide.js';
 

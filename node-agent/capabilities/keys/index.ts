@@ -1,4 +1,5 @@
-// Workspace keys' public door: the signing key the engine holds, and showing or rotating it.
+// Workspace keys' public door: the signing key the engine holds, showing or rotating it, and (from the key
+// folder adapter) the key files.
 export { KeyRing } from './ring.js';
 export { certifiedKeys, keyChain, keyReport, rotateKey, type KeyDeps, type KeyHistoryEntry, type KeyReport, type RotateResult } from './rotate.js';
 export {
@@ -12,4 +13,5 @@ export {
   WORKSPACE_PUB_FILE,
   writeNextKey,
   writeWorkspaceKey,
-} from './files.js';
+} from '../../adapters/keys/index.js';
+export { keysCapability } from './record.js';

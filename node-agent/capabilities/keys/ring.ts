@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { opSigner, parsePublicJwk, type OpSigner, type PublicJwk, type WorkspaceKey } from '../../../crypto/index.js';
 import { readSmallFileSync } from '../../../infra/index.js';
-import { KEY_FILE_MAX_BYTES, readWorkspaceKey, WORKSPACE_PUB_FILE } from './files.js';
+import { KEY_FILE_MAX_BYTES, readWorkspaceKey, WORKSPACE_PUB_FILE } from '../../adapters/keys/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 
 /** The key folder of one workspace and the key that signs its ops now. */

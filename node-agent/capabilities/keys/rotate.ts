@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { basename } from 'node:path';
 import { and, asc, eq } from 'drizzle-orm';
 import { publicKeyText, type PublicJwk } from '../../../crypto/index.js';
-import { archivedKeyFiles, commitNextKey, discardNextKey, readNextKey, writeNextKey } from './files.js';
+import { archivedKeyFiles, commitNextKey, discardNextKey, readNextKey, writeNextKey } from '../../adapters/keys/index.js';
 import { WORKSPACE_OPERATION } from '../../../protocol/ops.js';
 import type { KeyReport, RotateResult } from '../../../protocol/commands.js';
 import type { EngineDeps } from '../context.js';

@@ -1,41 +1,15 @@
-// What the chat engine tells the lease, in the engine's own words (intents), and how those become the lease's
+// What the chat engine tells the lease, in the engine's own words (its batches' intents), and how those become the lease's
 // events: the operation's threads as the lease needs them, the personas' declarations, and the device-local facts
 // (which sessions are alive, what waits at an availability boundary).
 import { isNull } from 'drizzle-orm';
 import type { LeaseActor, LeaseEvent, LeaseState, ThreadSnapshot, Trigger, WorldFacts } from '../../../protocol/leases.js';
-import type { Author, Target } from '../../../protocol/ops.js';
+import type { Author } from '../../../protocol/ops.js';
 import { tables } from '../../adapters/store/index.js';
 import type { Exec } from '../../kernel/index.js';
-import type { EngineDeps } from '../context.js';
-import type { OperationState } from '../threads/fold.js';
-import { loadOperation } from '../threads/operations.js';
-import type { PlannedTurn, TurnReason } from '../threads/turns.js';
+import { loadOperation, type EngineDeps, type Intent, type OperationState, type PlannedTurn, type TurnReason } from '../threads/index.js';
 
-/**
- * One thing a command did that the lease must hear about. Commissions and follow-ups going down carry the turn
- * the command planned for them (the lease may hold it back); a reply carries the wake it set off going up
- * (never held back).
- */
-export type LeaseIntent =
-  | {
-      type: 'commission' | 'reopen';
-      /** The operation as it stood before this command (a new operation: empty, with its id). */
-      state: OperationState;
-      thread: string;
-      parent: string | null;
-      by: Author;
-      target: Target;
-      turn: PlannedTurn | null;
-      /** A channel step: the channel's `working_tree: exclusive` counts as well as the persona's. */
-      exclusive?: boolean;
-      /** A channel step's window (its own `timeout:`), in place of the persona's. */
-      window_ms?: number | null;
-      /** A step of an ordered run: two steps of one run never start side by side. */
-      run?: Trigger['run'];
-    }
-  | { type: 'reply'; operation: string; thread: string; by: Author; outcome: 'answer' | 'escalate' | 'question' | 'none'; wake: PlannedTurn | null }
-  | { type: 'session_ended' | 'session_crashed'; operation: string; thread: string; session: string }
-  | { type: 'answered_from_above'; operation: string; thread: string; by: Author | null };
+/** One thing a command did that the lease must hear about (the chat engine's `Intent`). */
+export type LeaseIntent = Intent;
 
 export function actor(a: Author): LeaseActor {
   return { handle: a.handle, session: a.session };

@@ -1,7 +1,7 @@
-// The engine hook: where the chat engine meets the working-copy lease. Inside a command's transaction it turns
-// what the command did into lease events, decides them, keeps back the turns the lease holds and records the
-// lease's facts as ops; after commit it carries out the effects in order (fence, restore, park, start...).
-// The chat engine calls `append` in place of appending its drafts, and `carryOut` in place of starting turns.
+// The lease's engine: where the chat engine's batches meet the working-copy lease. Inside a batch's transaction
+// it turns what the command did into lease events, decides them, keeps back the turns the lease holds and records
+// the lease's facts as ops (`hold`, then `record` once the drafts are stored: see policy.ts); after commit it
+// carries out the effects in order (fence, restore, park, start...).
 import { and, inArray, isNull } from 'drizzle-orm';
 import { isNexusError } from '../../../protocol/errors.js';
 import { WORKSPACE_OPERATION, type Op } from '../../../protocol/ops.js';
@@ -9,9 +9,7 @@ import type { LeaseEffect, LeaseEvent, LeaseOpPayload, LeaseState, ParkRecord, T
 import type { Receipt, Warning, Woke } from '../../../protocol/receipts.js';
 import { tables } from '../../adapters/store/index.js';
 import { appendOps, type Author as Writer, type Exec, type OpDraft, type Tx } from '../../kernel/index.js';
-import type { EngineDeps } from '../context.js';
-import { loadOperation } from '../threads/operations.js';
-import { emptyPlan, planTurn, startTurns, type Plan, type PlannedTurn } from '../threads/turns.js';
+import { emptyPlan, loadOperation, planTurn, startTurns, type EngineDeps, type PlannedTurn } from '../threads/index.js';
 import { PersonaLookup, parseTrigger, toEvent, triggerOf, worldFacts, type LeaseIntent } from './events.js';
 import { fenceGrant, park, restore } from './mover.js';
 import { decide } from './rules.js';
@@ -44,6 +42,9 @@ function newAcc(): Acc {
 }
 
 export type HookEnv = { deps: EngineDeps; writer: Writer };
+
+/** What `hold` decided, kept for `record` once the drafts are stored. */
+export type Held = { decision: { state: LeaseState; effects: LeaseEffect[]; facts: LeaseOpPayload[] }; planned: Map<string, PlannedTurn> };
 
 export function factDrafts(facts: readonly LeaseOpPayload[]): OpDraft[] {
   return facts.map((f) => ({ operation: WORKSPACE_OPERATION, thread: null, session: null, ...f }) as OpDraft);
@@ -110,31 +111,36 @@ export function createLeaseHook(env: HookEnv) {
   }
 
   /**
-   * In place of appending a command's drafts: decides what the command did, leaves out the turn_started of
-   * every turn the lease holds back, appends the drafts, then the turns it starts and the lease's facts.
+   * Before a batch is stored: decides what the command did, and leaves out the turn_started of every turn the
+   * lease holds back. Every turn the batch planned is the lease's to start now: it takes them out of the batch.
    */
-  async function append(tx: Tx, plan: Plan, intents: LeaseIntent[]): Promise<LeaseAfter> {
+  async function hold(tx: Tx, batch: { drafts: OpDraft[]; turns: PlannedTurn[]; intents: readonly LeaseIntent[] }): Promise<Held> {
+    const { drafts, turns, intents } = batch;
     const named = new Set(intents.flatMap((i) => ('turn' in i && i.turn ? [i.turn] : 'wake' in i && i.wake ? [i.wake] : [])));
     const d = await decideAll(tx, await loadLease(tx, ws), intents.map((intent) => ({ intent })));
     // A turn no intent names is none of the lease's business: it starts as it always did.
-    const stray = plan.turns.filter((t) => !named.has(t));
+    const stray = turns.filter((t) => !named.has(t));
     for (const t of stray) d.effects.unshift({ type: 'start', operation: t.operation, triggers: [triggerOf(t)], token: null, notice: null });
     const starting = new Set(d.effects.flatMap((e) => (e.type === 'start' ? e.triggers.map((t) => t.id) : [])));
     const planned = new Map<string, PlannedTurn>();
     const held = new Set<PlannedTurn>();
-    for (const t of plan.turns) {
+    for (const t of turns) {
       if (starting.has(triggerOf(t).id)) planned.set(triggerOf(t).id, t);
       else held.add(t);
     }
-    const kept = plan.drafts.filter(
+    const kept = drafts.filter(
       (x) => !(x.kind === 'session.turn_started' && [...held].some((t) => t.session.id === x.session && t.turn === x.body.turn)),
     );
-    plan.drafts.splice(0, plan.drafts.length, ...kept);
-    plan.turns.splice(0);
-    const appended = await appendOps(tx, writer, plan.drafts);
-    const after = { ...emptyAfter(d.effects, planned, d.state), appended };
-    const more = await planStarts(tx, d.effects, planned, after);
-    await appendOps(tx, writer, [...more, ...factDrafts(d.facts)]);
+    drafts.splice(0, drafts.length, ...kept);
+    turns.splice(0);
+    return { decision: d, planned };
+  }
+
+  /** Once the batch's drafts are stored as `appended`: the turns the effects start, and the lease's facts, appended after them. */
+  async function record(tx: Tx, held: Held, appended: readonly Op[]): Promise<LeaseAfter> {
+    const after = { ...emptyAfter(held.decision.effects, held.planned, held.decision.state), appended: [...appended] };
+    const more = await planStarts(tx, held.decision.effects, held.planned, after);
+    await appendOps(tx, writer, [...more, ...factDrafts(held.decision.facts)]);
     return after;
   }
 
@@ -302,7 +308,7 @@ export function createLeaseHook(env: HookEnv) {
     for (const r of rows) deps.stopSession?.({ sidecarPid: r.sidecarPid, runtimePid: r.runtimePid });
   }
 
-  return { append, carryOut, tick, decideAll, planStarts, run: carryOut, stopSessions };
+  return { hold, record, carryOut, tick, decideAll, planStarts, run: carryOut, stopSessions };
 }
 
 export type LeaseHook = ReturnType<typeof createLeaseHook>;

@@ -9,3 +9,5 @@ export type { LeaseIntent } from './events.js';
 export { restoreNotice, type RestoreFacts } from './notice.js';
 export { fenceGrant, park, recover, restore, PARK_BRANCH_PREFIX, type FaultPoint, type MoverOptions, type RestoreOutcome } from './mover.js';
 export { TOKEN_REF } from './repo.js';
+export { leaseStatus, describeLease, type LeaseStatus } from './status.js';
+export { leasesCapability } from './record.js';

@@ -2,28 +2,26 @@
 // open threads are discharged (the runtime writes that they were withdrawn), its sessions are asked to stop, and
 // once the last process is gone the lease parks what it left and hands the copy on.
 import { NexusError } from '../../../protocol/errors.js';
-import type { CallerClaim, WithdrawInput } from '../../../protocol/commands.js';
+import type { WithdrawInput } from '../../../protocol/commands.js';
 import type { LeaseEffect } from '../../../protocol/leases.js';
 import type { Author } from '../../../protocol/ops.js';
-import type { Warning, WithdrawResult } from '../../../protocol/receipts.js';
-import { appendOps, type Exec, type OpDraft } from '../../kernel/index.js';
-import { loadRound, roundCompleted, roundDraft } from '../channels/index.js';
-import { loadOperation, operationOfThread } from '../threads/operations.js';
-import { messageDraft } from '../threads/turns.js';
-import { factDrafts, type HookEnv, type LeaseAfter, type LeaseHook } from './hook.js';
+import type { WithdrawResult } from '../../../protocol/receipts.js';
+import { appendOps, type OpDraft } from '../../kernel/index.js';
+import { loadOperation, messageDraft, operationOfThread, type ThreadsContext } from '../threads/index.js';
+import { factDrafts, type LeaseAfter } from './hook.js';
+import { leaseHookOf } from './policy.js';
 import { loadLease } from './store.js';
 import { worldFacts } from './events.js';
 
-/** Who runs the command, as the engine resolves the caller's claim (a session's handle is anchored, not claimed). */
-export type ResolveCaller = (db: Exec, claim: CallerClaim) => Promise<{ handle: string; session: { id: string } | null }>;
-
-export function withdrawOf(env: HookEnv & { hook: LeaseHook; reap: () => Promise<number>; resolveCaller: ResolveCaller }) {
-  const { deps, writer, hook } = env;
+export function withdrawOf(c: ThreadsContext) {
+  const { deps, engine } = c;
+  const hook = leaseHookOf(c);
 
   return async function withdraw(input: WithdrawInput): Promise<WithdrawResult> {
-    await env.reap();
+    await engine.reap();
+    const commit = engine.commit();
     const result = await deps.db.transaction(async (tx) => {
-      const caller = await env.resolveCaller(tx, input.caller);
+      const caller = await engine.resolveCaller(tx, input.caller);
       const operation = await operationOfThread(tx, input.thread);
       if (operation === null) throw new NexusError('UNKNOWN_THREAD', `no thread ${input.thread} in this workspace`);
       const state = await loadOperation(tx, operation);
@@ -57,23 +55,22 @@ export function withdrawOf(env: HookEnv & { hook: LeaseHook; reap: () => Promise
       const author: Author = { handle: caller.handle, session: null };
       const drafts: OpDraft[] = [];
       for (const thread of discharged) {
-        const message = messageDraft(operation, thread, author, `sidecar: withdrawn by ${caller.handle}: this round was stopped before it answered.`, 'answer', null, true);
-        drafts.push(message);
-        // A channel round of this workspace is discharged with its thread: completed as it stood, so no later step starts.
-        if (state.threads[thread]?.target.kind !== 'channel') continue;
-        const row = await loadRound(tx, thread);
-        if (row === null || row.board.workspace !== deps.workspace.id || row.board.completed !== null) continue;
-        const completed = roundCompleted(row.board, { outcome: 'answered', reason: 'withdrawn' }, { message: (message.body as { message: string }).message, boundary: '' });
-        drafts.push(roundDraft(operation, thread, completed));
+        drafts.push(messageDraft(operation, thread, author, `sidecar: withdrawn by ${caller.handle}: this round was stopped before it answered.`, 'answer', null, true));
       }
-      await appendOps(tx, writer, drafts);
+      // Through the policies: a channel round of this workspace is discharged with its thread, completed as it stood.
+      await engine.append(tx, commit, { cause: 'withdraw', drafts, turns: [], intents: [], warnings: [], state });
       const after: LeaseAfter = { appended: [], effects: d.effects, planned: new Map(), running: new Map(), followed: new Set(Object.keys(d.state.areas)), warnings: [] };
       const more = await hook.planStarts(tx, d.effects, after.planned, after);
-      await appendOps(tx, writer, [...more, ...factDrafts(d.facts)]);
-      return { operation, discharged, stopping: stop.sessions, after };
+      await appendOps(tx, c.writer, [...more, ...factDrafts(d.facts)]);
+      commit.later(async () => {
+        const done = await hook.carryOut(after, commit.outcome.warnings);
+        commit.outcome.woke.push(...done.woke);
+        commit.outcome.parked = done.parked;
+      });
+      return { operation, discharged, stopping: stop.sessions };
     });
-    const warnings: Warning[] = [];
-    const done = await hook.carryOut(result.after, warnings);
+    // The moves and starts, then the turns whose start failed recorded.
+    const done = await engine.settle(commit);
     const parked = done.parked === null ? null : { branch: done.parked.park_branch, commit: done.parked.work ?? done.parked.head };
     return {
       withdrawn: true,
@@ -83,7 +80,7 @@ export function withdrawOf(env: HookEnv & { hook: LeaseHook; reap: () => Promise
       stopping: result.stopping,
       parked,
       woke: done.woke,
-      warnings,
+      warnings: done.warnings,
     };
   };
 }

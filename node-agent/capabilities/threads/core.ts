@@ -1,21 +1,19 @@
-import type { Author as Writer } from '../../kernel/index.js';
-// What every command of the chat engine shares: the caller's identity, the writer that signs and folds
-// what it appends, the working-copy record, and recording turns whose start failed.
+// What every command of the chat engine shares: the caller's identity, the kernel it appends through (every
+// batch passes the capabilities' policies), the working-copy record, and recording turns whose start failed.
 import { NexusError } from '../../../protocol/errors.js';
-import type { Author} from '../../../protocol/ops.js';
+import type { Author } from '../../../protocol/ops.js';
 import type { Warning } from '../../../protocol/receipts.js';
-import { callerDepth} from './depth.js';
+import type { CallerClaim } from '../../../protocol/commands.js';
 import { describeWorkingCopy } from '../../adapters/git/index.js';
-import { appendOps, type Exec } from '../../kernel/index.js';
+import { readSpec, sessionDir } from '../../adapters/sessions/index.js';
+import { appendOps, type Author as Writer, type Commit, type Exec, type Tx } from '../../kernel/index.js';
+import type { EngineDeps } from '../context.js';
+import type { Batch, Intent, KernelContext, Outcome } from './batch.js';
+import { callerDepth } from './depth.js';
 import { loadOperation, operationOfSession, operationOfThread } from './operations.js';
 import { turnsUsed, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { BUDGET_REASON, budgetHandBack, operationBudget } from './brakes.js';
 import { emptyPlan, messageDraft } from './turns.js';
-import type { LeaseIntent } from '../leases/events.js';
-import { readSpec, sessionDir } from '../../adapters/sessions/index.js';
-import type { CallerClaim} from '../../../protocol/commands.js';
-import type { EngineDeps } from '../context.js';
-import { createLeaseHook, type LeaseHook } from '../leases/hook.js';
 
 /** Messages above this size are refused: a message is a note, not a file transfer. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -73,27 +71,26 @@ export type EngineCore = {
   recordStartFailures(warnings: Warning[]): Promise<void>;
   /** Settles turns whose supervisor died without reporting (set by the engine, which owns finishTurn). */
   reap(): Promise<number>;
-  /** The working-copy lease: every command appends through it, and starts turns through it after commit. */
-  lease: LeaseHook;
+  /** A commit for one transaction: what its batches leave for after it. */
+  commit(): Commit<Outcome>;
+  /** Appends a batch inside `tx` through every capability's append policies (the working-copy lease among them). */
+  append(tx: Tx, commit: Commit<Outcome>, batch: Batch): Promise<void>;
+  /** After the transaction committed: the policies' effects, then every capability's reaction. */
+  settle(commit: Commit<Outcome>): Promise<Outcome>;
 };
 
-export function createCore(deps: EngineDeps, reap: () => Promise<number>): EngineCore {
+export function createCore(ctx: KernelContext, reap: () => Promise<number>): EngineCore {
+  const { deps, writer, kernel } = ctx;
   const { db, workspace } = deps;
-  // The signer is read at each append: a key rotation switches it under a running engine.
-  const writer: Writer = {
-    workspace: workspace.id,
-    origin: deps.origin,
-    now: deps.now,
-    projections: deps.projections,
-    get signer() {
-      return deps.keys.signer;
-    },
-  };
 
   async function workingCopy() {
     const wc = await deps.readWorkingCopy(workspace.paths.root);
     return { wc, note: describeWorkingCopy(wc) };
   }
+
+  const commit = () => kernel.commit();
+  const append = async (tx: Tx, c: Commit<Outcome>, batch: Batch) => void (await kernel.append(tx, c, batch));
+  const settle = (c: Commit<Outcome>) => kernel.settle(c);
 
   /**
    * A turn whose start failed is over: record it, so the session is not taken for running. A turn the
@@ -136,34 +133,32 @@ export function createCore(deps: EngineDeps, reap: () => Promise<number>): Engin
       if (op !== null) operations.add(op);
     }
     for (const opId of operations) {
-      const after = await db.transaction(async (tx) => {
+      const c = commit();
+      const wrote = await db.transaction(async (tx) => {
         const state = await loadOperation(tx, opId);
         const budget = operationBudget(deps);
         const used = turnsUsed(state);
-        if (used < budget) return null;
+        if (used < budget) return false;
         const local = (t: ThreadState) => t.session !== null && state.sessions[t.session]?.handle.startsWith(`${workspace.short}/`) === true;
         const owed = Object.values(state.threads)
           .filter((t) => t.state === 'open' && local(t))
           .sort((a, b) => state.sessions[b.session!]!.depth - state.sessions[a.session!]!.depth);
-        if (owed.length === 0) return null;
+        if (owed.length === 0) return false;
         const plan = emptyPlan();
-        const intents: LeaseIntent[] = [];
+        const intents: Intent[] = [];
         for (const t of owed) {
           const s = state.sessions[t.session!]!;
           const by = { handle: s.handle, session: s.id };
           plan.drafts.push(messageDraft(opId, t.id, by, budgetHandBack(opId, used, budget), 'escalate', null, true));
           intents.push({ type: 'reply', operation: opId, thread: t.id, by, outcome: 'escalate', wake: null });
         }
-        return lease.append(tx, plan, intents);
+        await append(tx, c, { cause: 'budget', ...plan, intents });
+        return true;
       });
-      if (after === null) continue;
-      const more: Warning[] = [];
-      await lease.carryOut(after, more);
-      await recordStartFailures(more);
-      warnings.push(...more);
+      if (!wrote) continue;
+      warnings.push(...(await settle(c)).warnings);
     }
   }
 
-  const lease = createLeaseHook({ deps, writer });
-  return { deps, db, workspace, writer, workingCopy, recordStartFailures, reap, lease };
+  return { deps, db, workspace, writer, workingCopy, recordStartFailures, reap, commit, append, settle };
 }

@@ -1,8 +1,8 @@
 // The depth guard: how deep a spawn chain is, and where it stops.
+import { DEPTH_CAP } from '../../../protocol/depth.js';
 import { NexusError } from '../../../protocol/errors.js';
 
-/** The longest open chain of commissions a workspace admits. */
-export const DEPTH_CAP = 32;
+export { DEPTH_CAP };
 
 /**
  * The depth a caller acts at. The store's anchor is the floor: an environment

@@ -89,6 +89,7 @@ export function lapseOf(core: EngineCore) {
         `sidecar: no node serving ${named} took this commission up within ${duration(timeout.ms)} (${why}): ` +
         `it was neither admitted nor refused there, and nothing ran. Start a node for that workspace ` +
         `(nxs node register, then nxs node start, where it lives), or bind both workspaces to one relay stream, then send again.`;
+      const commit = core.commit();
       const done = await db.transaction(async (tx) => {
         const state = await loadOperation(tx, operation);
         const t = state.threads[thread.id];
@@ -99,15 +100,12 @@ export function lapseOf(core: EngineCore) {
         const by = { handle: t.target.handle, session: null };
         plan.drafts.push(messageDraft(operation, t.id, by, text, 'escalate', null, true));
         await planRequesterWake(deps, tx, state, t, plan);
-        const lease = await core.lease.append(tx, plan, [{ type: 'reply', operation, thread: t.id, by, outcome: 'escalate', wake: plan.turns[0] ?? null }]);
-        return { plan, lease };
+        await core.append(tx, commit, { cause: 'lapse', ...plan, state, intents: [{ type: 'reply', operation, thread: t.id, by, outcome: 'escalate', wake: plan.turns[0] ?? null }] });
+        return true;
       });
       if (done === null) continue;
       lapsed.push(thread.id);
-      const w = [...done.plan.warnings];
-      await core.lease.carryOut(done.lease, w);
-      await core.recordStartFailures(w);
-      warnings.push(...w);
+      warnings.push(...(await core.settle(commit)).warnings);
     }
     return { lapsed, warnings };
   };

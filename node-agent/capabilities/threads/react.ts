@@ -2,10 +2,8 @@
 // and waking local sessions their answers and follow-ups are for.
 import { newSessionId} from '../../../protocol/ids.js';
 import type { Op, OpOf } from '../../../protocol/ops.js';
-import type { Warning } from '../../../protocol/receipts.js';
-import { appendOps } from '../../kernel/index.js';
-import type { LeaseAfter } from '../leases/hook.js';
-import type { LeaseIntent } from '../leases/events.js';
+import { appendOps, type Commit, type Exec } from '../../kernel/index.js';
+import type { Intent, Outcome } from './batch.js';
 import { inertIds, loadOperation } from './operations.js';
 import { countRefusal } from './refusals.js';
 import { openSubRounds, newSessionState, withCarriedTurns } from './fold.js';
@@ -15,40 +13,49 @@ import {
   emptyPlan,
   planRequesterWake,
   planTurn,
-  type Plan,
 } from './turns.js';
-
 import type { EngineCore } from './core.js';
-import type { Rounds } from '../channels/index.js';
 
-export function reactOf(core: EngineCore, rounds: Rounds) {
-  const { deps, db, workspace, writer, recordStartFailures } = core;
+const effective = new WeakMap<readonly Op[], Promise<Op[]>>();
+
+/**
+ * The ops of a batch taken in from elsewhere that the fold took (an op found without authority, such as an
+ * answer from a workspace the thread is not addressed to, is stored and inert: it sets nothing in motion).
+ * Asked once per batch, whichever capability's reaction asks first.
+ */
+export function effectiveOps(db: Exec, ops: readonly Op[]): Promise<Op[]> {
+  let found = effective.get(ops);
+  if (found === undefined) {
+    found = inertIds(db, ops.map((op) => op.id)).then((inert) => ops.filter((op) => !inert.has(op.id)));
+    effective.set(ops, found);
+  }
+  return found;
+}
+
+export function reactOf(core: EngineCore) {
+  const { deps, db, workspace, writer } = core;
 
   /**
    * What ops taken in from another workspace set in motion here (called by the node after they are
    * stored): a commission addressed to this workspace is admitted (a session starts at the stamped
    * depth + 1) or refused (`commission.rejected`); an answer, hand-back or refusal of a thread a
-   * local session opened wakes that session; a follow-up to a local session's thread wakes it.
+   * local session opened wakes that session; a follow-up to a local session's thread wakes it. What it
+   * started and refused is added to `out`.
    */
-  async function react(ops: readonly Op[]): Promise<{ started: number; rejected: number; repeated: number; warnings: Warning[] }> {
-    const warnings: Warning[] = [];
-    let started = 0;
-    let rejected = 0;
-    let repeated = 0;
+  async function react(ops: readonly Op[], out: Outcome): Promise<void> {
     // An op the fold found without authority (an answer from a workspace the thread is not addressed
     // to, a follow-up from an outsider) is stored and inert: it sets nothing in motion here either.
-    const inert = await inertIds(db, ops.map((op) => op.id));
-    const effective = ops.filter((op) => !inert.has(op.id));
-    for (const op of effective) {
+    for (const op of await effectiveOps(db, ops)) {
       if (op.workspace === workspace.id || op.thread === null) continue;
-      let plan: { plan: Plan; lease: LeaseAfter } | null = null;
+      let commit: Commit<Outcome> | null = null;
       if (op.kind === 'thread.opened' && op.body.target.kind === 'remote' && op.body.target.workspace === workspace.id) {
-        const out = await admit(op as OpOf<'thread.opened'>);
-        if (out === 'rejected') rejected++;
-        else if (out === 'repeated') repeated++;
-        else plan = out;
+        const admitted = await admit(op as OpOf<'thread.opened'>);
+        if (admitted === 'rejected') out.rejected++;
+        else if (admitted === 'repeated') out.repeated++;
+        else commit = admitted;
       } else if (op.kind === 'message.posted' || op.kind === 'commission.rejected') {
-        plan = await db.transaction(async (tx) => {
+        const c = core.commit();
+        commit = await db.transaction(async (tx) => {
           const state = await loadOperation(tx, op.operation);
           const thread = state.threads[op.thread!];
           if (!thread) return null;
@@ -56,7 +63,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
           const local = (id: string | null) => id !== null && state.sessions[id]?.workspace === workspace.id;
           const effect = op.kind === 'message.posted' ? op.body.effect : 'escalate';
           const by = op.kind === 'message.posted' ? op.body.author : { handle: thread.target.handle, session: null };
-          const intents: LeaseIntent[] = [];
+          const intents: Intent[] = [];
           if ((effect === 'answer' || effect === 'escalate') && local(thread.opener.session)) {
             await planRequesterWake(deps, tx, state, thread, p);
             intents.push({ type: 'reply', operation: op.operation, thread: thread.id, by, outcome: effect, wake: p.turns[0] ?? null });
@@ -65,23 +72,19 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
             if (s.in_turn || openSubRounds(state, s.id).length === 0) await planTurn(deps, tx, state, s, 'follow_up', p, 'step_skipped');
             intents.push({ type: 'reopen', state, thread: thread.id, parent: thread.parent, by, target: thread.target, turn: p.turns[0] ?? null });
           }
-          return { plan: p, lease: await core.lease.append(tx, p, intents) };
+          await core.append(tx, c, { cause: 'react', ...p, intents, state });
+          return c;
         });
       }
-      if (plan === null) continue;
-      const w = [...plan.plan.warnings];
-      started += (await core.lease.carryOut(plan.lease, w)).woke.length;
-      await recordStartFailures(w);
-      warnings.push(...w);
+      if (commit === null) continue;
+      const done = await core.settle(commit);
+      out.woke.push(...done.woke);
+      out.warnings.push(...done.warnings);
     }
-    // Members of channel rounds asked here that another workspace admitted, answered, refused or ended.
-    const moved = await rounds.react(effective);
-    warnings.push(...moved.warnings);
-    return { started: started + moved.woke.length, rejected, repeated, warnings };
   }
 
   /** A remote commission addressed here: its persona must be addressable and its stamp admitted. */
-  async function admit(op: OpOf<'thread.opened'>): Promise<{ plan: Plan; lease: LeaseAfter } | 'rejected' | 'repeated' | null> {
+  async function admit(op: OpOf<'thread.opened'>): Promise<Commit<Outcome> | 'rejected' | 'repeated' | null> {
     const target = op.body.target;
     if (target.kind !== 'remote') return null;
     const before = (await loadOperation(db, op.operation)).threads[op.thread!];
@@ -112,6 +115,7 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       if (persona === null) refusal = { code: 'UNKNOWN_PERSONA', message: `no persona "${target.role}" is declared in ${workspace.id}` };
       else if (!persona.addressable.external) refusal = { code: 'NOT_ADDRESSABLE', message: `${target.role} is not declared addressable: {external: true}` };
     }
+    const commit = core.commit();
     return db.transaction(async (tx) => {
       const state = await loadOperation(tx, op.operation);
       const thread = state.threads[op.thread!];
@@ -136,10 +140,10 @@ export function reactOf(core: EngineCore, rounds: Rounds) {
       const session = newSessionState({ id, workspace: workspace.id, thread: op.thread!, role: target.role, handle, depth });
       await planTurn(deps, tx, withCarriedTurns(state, carried), session, 'commissioned', plan, 'step_skipped');
       // An admitted commission needs the working copy like any other: it may queue for it.
-      const lease = await core.lease.append(tx, plan, [
+      await core.append(tx, commit, { cause: 'react', ...plan, state, intents: [
         { type: 'commission', state, thread: op.thread!, parent: op.body.parent, by: op.body.opener, target: { kind: 'persona', role: target.role, handle }, turn: plan.turns[0] ?? null },
-      ]);
-      return { plan, lease };
+      ] });
+      return commit;
     });
   }
 

@@ -11,13 +11,14 @@ import {
   planRequesterWake,
   planTurn,
 } from './turns.js';
-import type { LeaseIntent } from '../leases/events.js';
-
+import type { Intent } from './batch.js';
 import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
-import type { Rounds } from '../channels/index.js';
 
-export function replyOf(core: EngineCore, rounds: Rounds) {
-  const { deps, db, workingCopy, recordStartFailures } = core;
+/** Thread targets the chat engine answers for itself; a post in any other thread (a channel's) is its owner's to judge. */
+const OWN_TARGETS = new Set(['persona', 'person', 'remote']);
+
+export function replyOf(core: EngineCore) {
+  const { deps, db, workingCopy } = core;
   const reap = () => core.reap();
 
   async function reply(input: ReplyInput): Promise<Receipt> {
@@ -27,6 +28,7 @@ export function replyOf(core: EngineCore, rounds: Rounds) {
     }
     const { wc, note } = await workingCopy();
     await reap();
+    const commit = core.commit();
     const result = await db.transaction(async (tx) => {
       const caller = await resolveCaller(deps, tx, input.caller);
       if (caller.replyOnly && caller.session !== null && input.thread !== caller.session.thread) {
@@ -46,19 +48,15 @@ export function replyOf(core: EngineCore, rounds: Rounds) {
       const plan = emptyPlan();
       // A thread between two workspaces is read on both sides: a person there is named with this workspace's short.
       const author = thread.target.kind === 'remote' ? { ...authorOf(caller), handle: qualifyHandle(caller.handle, core.workspace.short) } : authorOf(caller);
-      const intents: LeaseIntent[] = [];
+      const intents: Intent[] = [];
       const answering =
         (caller.session !== null && caller.session.id === thread.session) ||
         (caller.session === null && caller.handle === thread.target.handle);
-      // Channel rounds: --needs-rework is checked, and a message in a round's own thread is theirs to judge.
-      if (input.needs_rework === true) await rounds.checkRework(tx, state, thread, answering);
-      const inRound = await rounds.replyInRound(tx, { state, thread, caller, text, wc });
-      if (inRound !== null) {
-        plan.drafts.push(...inRound.drafts);
-        // Asking a round again owes its thread anew; the requester writing above an escalation inside the
-        // round answers that hand-back from above, so the lease stops holding the copy for it.
-        if (inRound.round !== null) intents.push({ type: 'reopen', state, thread: thread.id, parent: thread.parent, by: author, target: thread.target, turn: null });
-        else intents.push({ type: 'reply', operation: opId, thread: thread.id, by: author, outcome: 'none', wake: null });
+      if (!OWN_TARGETS.has(thread.target.kind)) {
+        // Posted, moving nothing, unless the capability that owns the thread's target (a channel's round) says
+        // otherwise in its append policy: asking a round again reopens it.
+        plan.drafts.push(messageDraft(opId, thread.id, author, text, 'none', wc));
+        intents.push({ type: 'reply', operation: opId, thread: thread.id, by: author, outcome: 'none', wake: null });
       } else if (answering) {
         if (caller.session !== null && !input.escalate) {
           const open = openSubRounds(state, caller.session.id);
@@ -92,26 +90,21 @@ export function replyOf(core: EngineCore, rounds: Rounds) {
           intents.push({ type: 'reopen', state, thread: thread.id, parent: thread.parent, by: author, target: thread.target, turn });
         } else intents.push({ type: 'reply', operation: opId, thread: thread.id, by: author, outcome: 'none', wake: null });
       }
-      const lease = await core.lease.append(tx, plan, intents);
       const message = plan.drafts.find((d) => d.kind === 'message.posted')!;
       const id = (message.body as { message: string }).message;
-      const followed = await rounds.follow(tx, lease.appended, input.needs_rework === true ? id : null);
-      return { plan, lease, operation: opId, message: id, followed, round: inRound?.round ?? null };
+      const rework = input.needs_rework === true ? id : null;
+      // Policies may refuse the reply (a `--needs-rework` no round declares) or say what it means in a thread they own.
+      await core.append(tx, commit, { cause: 'reply', ...plan, intents, state, reply: { thread, author, text, answering, rework }, workingCopy: wc });
+      return { operation: opId, message: id };
     });
-    const warnings = [...result.plan.warnings];
-    const { woke, queued } = await core.lease.carryOut(result.lease, warnings);
-    await recordStartFailures(warnings);
-    const touched = [...result.followed.rounds, ...(result.round === null ? [] : [result.round])];
-    const moved = await rounds.settle(touched, result.followed.warnings, wc);
-    warnings.push(...moved.warnings);
-    const round = touched[0] === undefined ? undefined : await rounds.statusOf(touched[0]);
+    const { warnings, woke, queued, round } = await core.settle(commit);
     return {
       ...(queued === null ? {} : { queued }),
       posted: true,
       thread: input.thread,
       operation: result.operation,
       message: result.message,
-      woke: woke[0] ?? moved.woke[0] ?? null,
+      woke: woke[0] ?? null,
       warnings,
       ...(round === undefined ? {} : { round }),
       refs_warning: null,

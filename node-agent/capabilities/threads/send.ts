@@ -20,16 +20,12 @@ import {
 } from './turns.js';
 
 import { authorOf, checkText, resolveCaller, type EngineCore } from './core.js';
-import { channelAddress, type Rounds } from '../channels/index.js';
 
-export function sendOf(core: EngineCore, rounds: Rounds) {
-  const { deps, db, workspace, writer, workingCopy, recordStartFailures } = core;
+export function sendOf(core: EngineCore) {
+  const { deps, db, workspace, workingCopy } = core;
   const reap = () => core.reap();
 
   async function send(input: SendInput): Promise<Receipt> {
-    // `#name`: a channel round (channels/rounds.ts).
-    const channel = channelAddress(input.to);
-    if (channel !== null) return rounds.send(input, channel);
     const slash = input.to.startsWith('@') ? -1 : input.to.indexOf('/');
     if (slash >= 0) return sendRemote(input, input.to.slice(0, slash), input.to.slice(slash + 1));
     const text = checkText(input.text);
@@ -37,6 +33,7 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
     const persona = input.to.startsWith('@') ? null : await deps.loadPersona(workspace.paths.root, to);
     const { wc, note } = await workingCopy();
     await reap();
+    const commit = core.commit();
     const result = await db.transaction(async (tx) => {
       const caller = await resolveCaller(deps, tx, input.caller);
       if (caller.replyOnly) {
@@ -86,15 +83,12 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
       if (session !== null) await planTurn(deps, tx, state, session, 'commissioned', plan, 'step_skipped');
       const opened = plan.drafts[0]!;
       const target = opened.kind === 'thread.opened' ? opened.body.target : { kind: 'person' as const, handle: to };
-      // The working-copy lease decides whether the commissioned turn starts now or queues for the copy.
-      const lease = await core.lease.append(tx, plan, [
-        { type: 'commission', state, thread, parent, by: author, target, turn: plan.turns.find((t) => t.session.id === session?.id) ?? null },
-      ]);
-      return { plan, lease, thread, operation, message: (message.body as { message: string }).message };
+      // A policy (the working-copy lease) may decide whether the commissioned turn starts now or queues for the copy.
+      const turn = plan.turns.find((t) => t.session.id === session?.id) ?? null;
+      await core.append(tx, commit, { cause: 'send', ...plan, intents: [{ type: 'commission', state, thread, parent, by: author, target, turn }], state });
+      return { thread, operation, message: (message.body as { message: string }).message };
     });
-    const warnings = [...result.plan.warnings];
-    const { woke, queued } = await core.lease.carryOut(result.lease, warnings);
-    await recordStartFailures(warnings);
+    const { warnings, woke, queued } = await core.settle(commit);
     return {
       ...(queued === null ? {} : { queued }),
       posted: true,
@@ -130,6 +124,7 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
     const { wc, note } = await workingCopy();
     await reap();
     const handle = `${target.slice(0, 4)}/${role}`;
+    const commit = core.commit();
     const result = await db.transaction(async (tx) => {
       const caller = await resolveCaller(deps, tx, input.caller);
       if (caller.replyOnly) {
@@ -162,10 +157,10 @@ export function sendOf(core: EngineCore, rounds: Rounds) {
       );
       // Nothing starts here; inside an operation holding the copy the lease notes what it now waits for.
       const state = caller.operation ?? emptyOperation(operation);
-      const lease = await core.lease.append(tx, plan, [{ type: 'commission', state, thread, parent, by: author, target: remote, turn: null }]);
-      return { thread, operation, lease, message: (message.body as { message: string }).message };
+      await core.append(tx, commit, { cause: 'send', ...plan, intents: [{ type: 'commission', state, thread, parent, by: author, target: remote, turn: null }], state });
+      return { thread, operation, message: (message.body as { message: string }).message };
     });
-    await core.lease.carryOut(result.lease, []);
+    await core.settle(commit);
     // A node sets a timer for the instant it stops waiting to be taken up (see lapse.ts).
     deps.scheduleTick?.(await remoteDeadline(deps, { workspace: target, role }, deps.now().toISOString()));
     return {

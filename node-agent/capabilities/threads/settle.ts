@@ -12,13 +12,11 @@ import {
   planTurn,
   refusalOf,
 } from './turns.js';
-import type { LeaseIntent } from '../leases/events.js';
-
+import type { Intent } from './batch.js';
 import type { EngineCore } from './core.js';
-import type { Rounds } from '../channels/index.js';
 
-export function finishTurnOf(core: EngineCore, rounds: Rounds) {
-  const { deps, db, recordStartFailures } = core;
+export function finishTurnOf(core: EngineCore) {
+  const { deps, db } = core;
 
   /**
    * A turn's process has ended. Settles what it left: a session that owes its thread
@@ -26,6 +24,7 @@ export function finishTurnOf(core: EngineCore, rounds: Rounds) {
    */
   async function finishTurn(end: TurnEnd): Promise<{ outcome: string; woke: number; warnings: Warning[] }> {
     const at = deps.now().toISOString();
+    const commit = core.commit();
     const result = await db.transaction(async (tx) => {
       await markProcessEnded(tx, end.session, end.turn, { exitCode: end.exitCode, signal: end.signal, at });
       const opId = await operationOfSession(tx, end.session);
@@ -37,7 +36,7 @@ export function finishTurnOf(core: EngineCore, rounds: Rounds) {
       const plan = emptyPlan();
       const crashed = end.timedOut || end.exitCode !== 0;
       // The lease hears how the process ended: an orderly end, or one it never reported itself.
-      const intents: LeaseIntent[] = [{ type: crashed ? 'session_crashed' : 'session_ended', operation: opId, thread: s.thread, session: s.id }];
+      const intents: Intent[] = [{ type: crashed ? 'session_crashed' : 'session_ended', operation: opId, thread: s.thread, session: s.id }];
       let outcome: 'replied' | 'waiting' | 'substituted';
       if (s.last_answer_at > s.turn_started_at || thread.state === 'answered') outcome = 'replied';
       else if (openSubRounds(state, s.id).length > 0 || s.last_input_at > s.turn_started_at) outcome = 'waiting';
@@ -73,32 +72,24 @@ export function finishTurnOf(core: EngineCore, rounds: Rounds) {
         kind: 'session.turn_ended',
         body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut },
       });
-      const lease = await core.lease.append(tx, plan, intents);
-      // A channel step's answer (or the one written in its name) and its end move its round.
-      const followed = await rounds.follow(tx, lease.appended);
+      // What the turn left is a participant's post: a channel step's answer (or the one written in its name) and its end move its round.
+      await core.append(tx, commit, { cause: 'turn_end', ...plan, intents, state });
       // Input that arrived while the process lived (an answer, a follow-up) starts it again now.
       const after = await loadOperation(tx, opId);
       const s2 = after.sessions[s.id]!;
       const owes = after.threads[s.thread]!.state === 'open';
-      const more = [lease];
       if (owes && openSubRounds(after, s.id).length === 0 && s2.last_input_at > s2.turn_started_at) {
         const again = emptyPlan();
         await planTurn(deps, tx, after, s2, s2.last_answer_at > s2.turn_started_at ? 'follow_up' : 'answered', again, 'requester_not_woken');
-        plan.warnings.push(...again.warnings);
         // The same session carrying on with what reached it while it ran: never held back.
         const wake = again.turns[0] ?? null;
-        more.push(await core.lease.append(tx, again, [{ type: 'reply', operation: opId, thread: s.thread, by: { handle: s.handle, session: s.id }, outcome: 'none', wake }]));
+        await core.append(tx, commit, { cause: 'wake', ...again, intents: [{ type: 'reply', operation: opId, thread: s.thread, by: { handle: s.handle, session: s.id }, outcome: 'none', wake }] });
       }
-      return { plan, outcome, more, followed };
+      return { outcome };
     });
     if (result === null) return { outcome: 'already_settled', woke: 0, warnings: [] };
-    const warnings = [...result.plan.warnings];
-    const woke = [];
-    for (const after of result.more) woke.push(...(await core.lease.carryOut(after, warnings)).woke);
-    await recordStartFailures(warnings);
-    const moved = await rounds.settle(result.followed.rounds, result.followed.warnings);
-    warnings.push(...moved.warnings);
-    return { outcome: result.outcome, woke: woke.length + moved.woke.length, warnings };
+    const { warnings, woke } = await core.settle(commit);
+    return { outcome: result.outcome, woke: woke.length, warnings };
   }
 
   return finishTurn;

@@ -1,14 +1,7 @@
-// Reading the truth: `nxc status` grouped by operation, and one thread with its messages.
-import { and, asc, eq, inArray, or } from 'drizzle-orm';
-import { NexusError } from '../../../protocol/errors.js';
-import type { OperationLease, StatusOperation, StatusReport, StatusRow, ThreadView } from '../../../protocol/receipts.js';
-import { leaseStatus } from '../leases/status.js';
-import { loadOperation, operationOfThread, threadOps, withParts } from './operations.js';
-import { FOLD_VERSION, isFinished, openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
-import { operationBudget } from './brakes.js';
-import { tables } from '../../adapters/store/index.js';
-import type { EngineDeps } from '../context.js';
-import { roundsOfOperations, withRound, withRounds } from '../channels/index.js';
+// The rows `nxc status` is made of: an operation's threads as a tree, each row read from the fold. Pure;
+// the status capability puts them together with what the lease and the rounds say.
+import type { OperationLease, StatusOperation, StatusRow } from '../../../protocol/receipts.js';
+import { openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
 
 /** The root of an operation: the thread with no parent (its id is the operation's id). */
 function rootOf(state: OperationState): ThreadState | undefined {
@@ -22,7 +15,8 @@ function awaitingRoot(state: OperationState, finished: boolean): ThreadState | u
 }
 
 
-function statusRow(state: OperationState, t: ThreadState, finished: boolean): StatusRow {
+/** One thread as a status row. `finished`: whether its operation is. */
+export function statusRow(state: OperationState, t: ThreadState, finished: boolean): StatusRow {
   const s = t.session === null ? undefined : state.sessions[t.session];
   const awaiting = awaitingRoot(state, finished)?.id === t.id;
   return {
@@ -80,60 +74,4 @@ export function operationReport(state: OperationState, finished: boolean, budget
     turns: { used: turnsUsed(state), budget },
     lease,
   };
-}
-
-export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Promise<StatusReport> {
-  const lease = await leaseStatus(deps, deps.db);
-  const q = deps.db.select().from(tables.operations);
-  // An operation the working-copy lease names is listed even when every thread is answered: one held for a
-  // hand-back, or parked, is exactly what a person must see.
-  const named = lease.operations.length > 0 ? inArray(tables.operations.id, lease.operations) : undefined;
-  const open = named === undefined ? eq(tables.operations.finished, false) : or(eq(tables.operations.finished, false), named);
-  // An operation with no thread (only inert ops, or kinds newer than this node: anyone on the stream
-  // can name any operation) has nothing to show and is left out, --all included.
-  const shown = eq(tables.operations.shown, true);
-  const rows = await q.where(opts.all ? shown : and(shown, open)).orderBy(asc(tables.operations.openedLamport));
-  const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
-  const notes: string[] = [];
-  if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
-  notes.push(...lease.notes);
-  const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
-  const budget = operationBudget(deps);
-  // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.
-  const states: OperationState[] = [];
-  for (const state of await withParts(deps.db, rows)) states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, state.id));
-  return {
-    workspace: { id: deps.workspace.id, name: deps.workspace.name },
-    operations: rows.map((r, i) => withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards)),
-    worker_names_a_working_copy: wc !== null,
-    // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
-    worker_answers_liveness: lease.answersLiveness,
-    notes,
-  };
-}
-
-export async function threadView(deps: EngineDeps, thread: string): Promise<ThreadView> {
-  const opId = await operationOfThread(deps.db, thread);
-  if (opId === null) throw new NexusError('UNKNOWN_THREAD', `no thread ${thread} in this workspace`);
-  const state = await loadOperation(deps.db, opId);
-  const finished = isFinished(state);
-  const t = state.threads[thread]!;
-  // Inert messages (posted by a workspace with no say in this thread) are not the thread's: sync status counts them.
-  const messages = (await threadOps(deps.db, thread, { effective: true })).flatMap((op) =>
-    op.kind === 'message.posted'
-      ? [
-          {
-            message: op.body.message,
-            author: op.body.author.handle,
-            session: op.body.author.session,
-            effect: op.body.effect,
-            substituted: op.body.substituted,
-            ts: op.ts,
-            text: op.body.text,
-            refs: op.body.refs,
-          },
-        ]
-      : [],
-  );
-  return { thread: withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
 }

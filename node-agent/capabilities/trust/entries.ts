@@ -4,7 +4,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { parsePublicJwk, workspaceIdFromPublicJwk, type PublicJwk } from '../../../crypto/index.js';
 import { INVITE_PREFIX, readKeyOffer, type KeyOffer } from './offer.js';
 import { readSmallFileSync } from '../../../infra/index.js';
-import { WORKSPACE_PUB_FILE } from '../keys/files.js';
+import { WORKSPACE_PUB_FILE } from '../../adapters/keys/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId } from '../../../protocol/ids.js';
 import type { WorkspacePaths } from '../../paths.js';

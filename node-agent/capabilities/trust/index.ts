@@ -116,3 +116,4 @@ export async function claimAdmission(db: Exec, verdict: StampVerdict, opts: Pick
 export async function admitStamp(db: Exec, paths: Pick<WorkspacePaths, 'nxs' | 'keys'>, token: unknown, opts: AdmitStampOptions = {}): Promise<StampVerdict> {
   return claimAdmission(db, await verifyAdmission(paths, token, opts), opts);
 }
+export { trustCapability } from './record.js';

@@ -1,0 +1,77 @@
+// Reading the truth: `nxc status` grouped by operation, and one thread with its messages, each as the chat
+// engine's fold, the working-copy lease and the channel rounds tell it together.
+import { and, asc, eq, inArray, or } from 'drizzle-orm';
+import { NexusError } from '../../../protocol/errors.js';
+import type { StatusReport, ThreadView } from '../../../protocol/receipts.js';
+import { tables } from '../../adapters/store/index.js';
+import type { EngineDeps } from '../context.js';
+import { roundsOfOperations, withRound, withRounds } from '../channels/index.js';
+import { leaseStatus } from '../leases/index.js';
+import {
+  FOLD_VERSION,
+  isFinished,
+  loadOperation,
+  operationBudget,
+  operationOfThread,
+  operationReport,
+  statusRow,
+  threadOps,
+  withParts,
+  type OperationState,
+} from '../threads/index.js';
+
+export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Promise<StatusReport> {
+  const lease = await leaseStatus(deps, deps.db);
+  const q = deps.db.select().from(tables.operations);
+  // An operation the working-copy lease names is listed even when every thread is answered: one held for a
+  // hand-back, or parked, is exactly what a person must see.
+  const named = lease.operations.length > 0 ? inArray(tables.operations.id, lease.operations) : undefined;
+  const open = named === undefined ? eq(tables.operations.finished, false) : or(eq(tables.operations.finished, false), named);
+  // An operation with no thread (only inert ops, or kinds newer than this node: anyone on the stream
+  // can name any operation) has nothing to show and is left out, --all included.
+  const shown = eq(tables.operations.shown, true);
+  const rows = await q.where(opts.all ? shown : and(shown, open)).orderBy(asc(tables.operations.openedLamport));
+  const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
+  const notes: string[] = [];
+  if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
+  notes.push(...lease.notes);
+  const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
+  const budget = operationBudget(deps);
+  // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.
+  const states: OperationState[] = [];
+  for (const state of await withParts(deps.db, rows)) states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, state.id));
+  return {
+    workspace: { id: deps.workspace.id, name: deps.workspace.name },
+    operations: rows.map((r, i) => withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards)),
+    worker_names_a_working_copy: wc !== null,
+    // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
+    worker_answers_liveness: lease.answersLiveness,
+    notes,
+  };
+}
+
+export async function threadView(deps: EngineDeps, thread: string): Promise<ThreadView> {
+  const opId = await operationOfThread(deps.db, thread);
+  if (opId === null) throw new NexusError('UNKNOWN_THREAD', `no thread ${thread} in this workspace`);
+  const state = await loadOperation(deps.db, opId);
+  const finished = isFinished(state);
+  const t = state.threads[thread]!;
+  // Inert messages (posted by a workspace with no say in this thread) are not the thread's: sync status counts them.
+  const messages = (await threadOps(deps.db, thread, { effective: true })).flatMap((op) =>
+    op.kind === 'message.posted'
+      ? [
+          {
+            message: op.body.message,
+            author: op.body.author.handle,
+            session: op.body.author.session,
+            effect: op.body.effect,
+            substituted: op.body.substituted,
+            ts: op.ts,
+            text: op.body.text,
+            refs: op.body.refs,
+          },
+        ]
+      : [],
+  );
+  return { thread: withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
+}

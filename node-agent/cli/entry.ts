@@ -8,10 +8,16 @@ import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageVersion } from '../../infra/package.js';
 import { guardOutput, writeOutput } from '../../infra/pipes.js';
-import { CLI_PATH, NODE_VERBS, REQUEST_KEYS, type CliAnswer, type CliRequest } from '../host/rpc/cli-wire.js';
 import { postJson } from '../host/rpc/post.js';
 import { nexusHome } from '../paths.js';
+import { CLI_PATH, REQUEST_KEYS, type CliAnswer, type CliRequest } from './handover-wire.js';
+import { HANDOVER_PATHS } from './handover-verbs.js';
 import { readLimited } from './stdin.js';
+
+export { HANDOVER_PATHS };
+
+/** The first words of the verbs a node may run: a client asks the node only when argv starts with one. */
+const NODE_VERBS: ReadonlySet<string> = new Set(HANDOVER_PATHS.map((path) => path.split(' ')[0]!));
 
 /** How long a verb may take in the node before this process gives up on it and runs it here (as callNode waits). */
 const NODE_TIMEOUT_MS = 120_000;

@@ -4,3 +4,5 @@ export { project, type Projection } from './projections.js';
 export { ingestChecked, pendingCount, signLegacyOps, type IngestOptions, type IngestReport, type OpRefusal } from './signed.js';
 export { invoke, type Handler, type Handlers } from './bus.js';
 export { applyOnce, requestProjection, RequestScope, REQUEST_KEEP_MS } from './requests.js';
+export { heldOperations, signedOfOperations, signedSince, type SignedEntry } from './delivery.js';
+export { realTimers, type Scheduler, type Timer, type Timers } from './scheduler.js';

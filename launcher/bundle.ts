@@ -19,6 +19,9 @@ const ENTRIES: Record<string, string> = {
   'relay-cli': 'dist/server/cli.js',
   infra: 'dist/infra/index.js',
   sidecar: 'dist/node-agent/cli/sidecar.js',
+  // Worker threads, started by file from beside the chunks that start them (crypto/opsig.ts, server/storage/pglite-thread.ts).
+  'verify-worker': 'dist/crypto/verify-worker.js',
+  'pglite-worker': 'dist/server/storage/pglite-worker.js',
 };
 
 /**

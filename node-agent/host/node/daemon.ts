@@ -6,6 +6,7 @@ import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { EventEmitter } from 'node:events';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { OpVerifier } from '../../../crypto/index.js';
 import { createLogger, useProcessHelper, type Logger } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { UiInfo } from '../../../protocol/commands.js';
@@ -60,8 +61,11 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   const events = new EventEmitter<{ ops: [workspace: string] }>();
   events.setMaxListeners(0);
   const announce = (id: string) => void events.emit('ops', id);
-  const served = new Served({ paths, origin: originId(paths.home), log, announce, ...(opts.timers ? { timers: opts.timers } : {}) });
-  const delivery = new LocalDelivery(served, announce, log);
+  // Its own verification threads, for sync and local delivery: they end with the node.
+  const verifier = new OpVerifier();
+  const check = verifier.check;
+  const served = new Served({ paths, origin: originId(paths.home), log, announce, check, ...(opts.timers ? { timers: opts.timers } : {}) });
+  const delivery = new LocalDelivery(served, announce, log, check);
   served.deliver = (entry) => delivery.from(entry);
   for (const w of readRegistry(paths).workspaces) {
     await served.serve(w.root).catch((err: unknown) => log.error(`cannot serve ${w.id} at ${w.root}`, { workspace: w.id, err }));
@@ -79,6 +83,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
       await ui?.close();
       await served.close();
+      await verifier.close();
       rmSync(paths.socket, { force: true });
       rmSync(paths.info, { force: true });
       releaseNodeLock();

@@ -3,7 +3,7 @@
 // their signed wire texts, verified exactly as synced ops are, and that workspace reacts to them (admits a
 // commission, wakes a requester). The log is read and written through the kernel; who wants what is
 // decided by `wanted`, a pure function.
-import { checkOps } from '../../../crypto/index.js';
+import type { CheckedOp } from '../../../crypto/index.js';
 import type { Logger } from '../../../infra/index.js';
 import type { Op } from '../../../protocol/ops.js';
 import { heldOperations, ingestChecked, signedOfOperations, signedSince, type SignedEntry } from '../../kernel/index.js';
@@ -47,6 +47,8 @@ export class LocalDelivery {
     private readonly served: Served,
     private readonly announce: (workspace: string) => void,
     private readonly log: Logger,
+    /** Opens and verifies the delivered texts, exactly as synced ones are. */
+    private readonly check: (raws: readonly string[]) => Promise<CheckedOp[]>,
   ) {}
 
   /** Offers what `from` wrote since its last pass to every other served workspace. Passes on one workspace never overlap. */
@@ -108,7 +110,7 @@ export class LocalDelivery {
       const held = await heldOperations(to.store.db, [...new Set(ops.map((o) => o.op.operation))]);
       const taken = wanted(to.workspace.id, ops, held);
       if (taken.length === 0) return false;
-      const checked = await checkOps(taken.map((o) => o.raw));
+      const checked = await this.check(taken.map((o) => o.raw));
       const report = await to.store.db.transaction((tx) => ingestChecked(tx, checked, { projections: to.host.deps.projections }));
       if (report.refusals.length > 0) this.log.warn(`local delivery: ${report.refusals.length} op(s) refused or held`, { to: to.workspace.id, refused: report.refusals.length });
       if (report.fresh.length === 0) return false;

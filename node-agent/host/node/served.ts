@@ -1,6 +1,7 @@
 // The workspaces a node serves: each one's store held open, its host, its queue (commands on a workspace
 // run one at a time, exactly as the store lock orders them without a node), its sync client and its
 // clock. Serving, stopping, and running work in a workspace's queue go through here.
+import type { CheckedOp } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { NODE_PURPOSE, openStore, type Store } from '../../adapters/store/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
@@ -32,6 +33,8 @@ export type ServedOptions = {
   announce: (workspace: string) => void;
   /** Timers for the workspaces' Schedulers (default: the process's). */
   timers?: Timers;
+  /** Opens and verifies received op texts: the node's own verification threads. */
+  check: (raws: readonly string[]) => Promise<CheckedOp[]>;
 };
 
 /** The registry of served workspaces and their queues. */
@@ -154,6 +157,7 @@ export class Served {
           .catch((err: unknown) => log.error('reacting to synced ops failed', { workspace: entry.workspace.id, err }));
       },
       log: log.child({ component: 'sync', workspace: entry.workspace.id, stream: binding.stream }),
+      check: this.opts.check,
     });
     await entry.sync.start();
     log.info(`syncs with stream ${binding.stream} at ${binding.relay}`, { workspace: entry.workspace.id, stream: binding.stream, relay: binding.relay });

@@ -2,8 +2,9 @@
 // environment, which streams are terminals) and runs there, where the code and the workspace's store are
 // already loaded; this process only carries stdin and the output across the socket. Otherwise, or when the
 // node declines (a verb it does not take, a workspace it does not serve, another version), the whole CLI
-// loads and runs here as it always did. What this module imports is Node's own and nothing else: every
-// command pays for it before it knows which way it goes.
+// loads and runs here as it always did. What this module imports is Node's own and nothing else (in its
+// bundle, the verbs a node runs are a constant: see handover-verbs.ts): every command pays for it before it
+// knows which way it goes.
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageVersion } from '../../infra/package.js';

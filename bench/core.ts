@@ -12,6 +12,7 @@ import { newMessageId, newThreadId } from '../protocol/ids.js';
 import { hostFor, realDeps } from '../node-agent/host/index.js';
 import { addToRegistry, nodePaths } from '../node-agent/host/node/files.js';
 import { startNode } from '../node-agent/host/node/index.js';
+import { CLI_HANDOVER } from '../node-agent/cli/handover.js';
 import { KeyRing } from '../node-agent/capabilities/keys/index.js';
 import { appendOps, type OpDraft } from '../node-agent/kernel/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
@@ -112,7 +113,7 @@ async function main(): Promise<void> {
   addToRegistry(nodePaths(home), workspace.id, root);
   // Judged against what no CLI can go below: a bare `node -e 0` start per command, measured in each run
   // beside the commands, twice over, plus what the engine itself takes in process.
-  const node = await startNode({ home, log: silentLogger });
+  const node = await startNode({ home, log: silentLogger, routes: [CLI_HANDOVER] });
   const roundRow: TargetRow = { label: 'node: send + reply / (2 x 2 bare starts + engine)', kind: 'max', target: 1, unit: 'x', runs: [] };
   const statusRow: TargetRow = { label: 'node: status --json / (2 x bare start + engine)', kind: 'max', target: 1, unit: 'x', runs: [] };
   let nodeRound = engineRound;

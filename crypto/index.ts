@@ -13,6 +13,7 @@ export {
 export type { PublicJwk, WorkspaceKey } from './keys.js';
 export {
   checkOps,
+  OpVerifier,
   checkOpsSync,
   openedHere,
   openOp,

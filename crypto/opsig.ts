@@ -13,6 +13,7 @@ import type { Op } from '../protocol/ops.js';
 import { checkStorable, type StorableReason } from '../protocol/storable.js';
 import { isPlainOp, SignedOpSchema } from '../protocol/sync.js';
 import { workspaceIdOfRawKey } from './keys.js';
+import type { VerifyAnswer, VerifyRequest } from './verify-worker.js';
 
 /** The members of a signed op, in the one order they are written in. */
 export const SIGNED_FIELDS = ['id', 'workspace', 'origin', 'lamport', 'ts', 'kind', 'operation', 'thread', 'session', 'body', 'key'] as const;
@@ -187,31 +188,17 @@ export function verifyOpenedSync(o: OpenedOp): CheckedOp {
 // ---- verification off the main thread
 // Not libuv's thread pool (crypto.verify with a callback): PGlite's own work goes through that pool,
 // and a page of queued verifications held every store transaction behind it (measured: catch-up got
-// slower, not faster). Dedicated worker threads verify whole pages while the main thread stores the
-// previous ones. The worker is a few lines of plain CommonJS (eval), so it runs from the sources under
-// vitest as well as from dist/.
+// slower, not faster). Dedicated worker threads (verify-worker.ts) verify whole pages while the main
+// thread stores the previous ones.
 
-const WORKER_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-const { createPublicKey, verify } = require('node:crypto');
-const keys = new Map();
-parentPort.on('message', ({ id, items }) => {
-  const out = new Uint8Array(items.length / 3);
-  for (let i = 0; i < out.length; i++) {
-    const x = items[3 * i + 2];
-    let key = keys.get(x);
-    if (key === undefined) {
-      try { key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x }, format: 'jwk' }); } catch { key = null; }
-      if (keys.size >= 4096) keys.clear();
-      keys.set(x, key);
-    }
-    try {
-      out[i] = key !== null && verify(null, Buffer.from(items[3 * i], 'utf8'), key, Buffer.from(items[3 * i + 1], 'base64url')) ? 1 : 0;
-    } catch { out[i] = 0; }
-  }
-  parentPort.postMessage({ id, out }, [out.buffer]);
-});
-`;
+/**
+ * The worker's file: beside this module, compiled (dist/crypto/) or bundled (dist/bin/, where the build puts
+ * it beside the chunks). Run from the sources (the test runner), this module is a .ts file and Node starts
+ * no .ts file on a thread: the compiled one under dist/ is used (the suite builds dist/ first).
+ */
+function workerFile(): URL {
+  return import.meta.url.endsWith('.ts') ? new URL('../dist/crypto/verify-worker.js', import.meta.url) : new URL('./verify-worker.js', import.meta.url);
+}
 
 type Job = { resolve: (flags: Uint8Array) => void; reject: (err: unknown) => void };
 
@@ -223,9 +210,9 @@ class VerifyWorker {
   broken = false;
 
   constructor() {
-    this.worker = new Worker(WORKER_SOURCE, { eval: true });
+    this.worker = new Worker(workerFile());
     this.worker.unref();
-    this.worker.on('message', (m: { id: number; out: Uint8Array }) => {
+    this.worker.on('message', (m: VerifyAnswer) => {
       const job = this.jobs.get(m.id);
       this.jobs.delete(m.id);
       if (this.jobs.size === 0) this.worker.unref();
@@ -250,8 +237,15 @@ class VerifyWorker {
     return new Promise((resolve, reject) => {
       this.jobs.set(id, { resolve, reject });
       this.worker.ref();
-      this.worker.postMessage({ id, items });
+      const request: VerifyRequest = { id, items };
+      this.worker.postMessage(request);
     });
+  }
+
+  /** Ends the thread; what it still had to do fails over to the calling thread. */
+  async terminate(): Promise<void> {
+    this.broken = true;
+    await this.worker.terminate();
   }
 }
 
@@ -263,19 +257,49 @@ class VerifyWorker {
  * the operating system gives each its turn.
  */
 const WORKERS = Math.max(1, Math.min(4, availableParallelism()));
-let workers: VerifyWorker[] | null = null;
 
-function pool(): VerifyWorker[] | null {
-  if (workers === null) {
-    try {
-      workers = Array.from({ length: WORKERS }, () => new VerifyWorker());
-    } catch {
-      workers = [];
-    }
+/**
+ * Verification threads and their owner: they start on the first page large enough to hand over, and
+ * `close()` ends them (a node closes its own as it stops). A check after close runs on the calling thread.
+ */
+export class OpVerifier {
+  private workers: VerifyWorker[] | null = null;
+  private closed = false;
+
+  constructor(private readonly size = WORKERS) {}
+
+  /** Threads running now. */
+  get threads(): number {
+    return this.workers?.filter((w) => !w.broken).length ?? 0;
   }
-  workers = workers.filter((w) => !w.broken);
-  return workers.length > 0 ? workers : null;
+
+  /** {@link checkOps} on this verifier's threads. */
+  readonly check = (raws: readonly string[]): Promise<CheckedOp[]> => checkWith(raws, () => this.pool());
+
+  /** Ends every thread; resolves once they are gone. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const workers = this.workers ?? [];
+    this.workers = [];
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+
+  private pool(): VerifyWorker[] | null {
+    if (this.closed) return null;
+    if (this.workers === null) {
+      try {
+        this.workers = Array.from({ length: this.size }, () => new VerifyWorker());
+      } catch {
+        this.workers = [];
+      }
+    }
+    this.workers = this.workers.filter((w) => !w.broken);
+    return this.workers.length > 0 ? this.workers : null;
+  }
 }
+
+/** The verifier of callers that bring none: its threads live as long as the process and never hold it open. */
+let shared: OpVerifier | null = null;
 
 /** Small batches are verified here: handing them over costs more than it saves. */
 const MIN_OFFLOAD = 16;
@@ -286,7 +310,11 @@ const MIN_OFFLOAD = 16;
  * earlier pages meanwhile. Falls back to this thread if no worker can run. Never rejects. Whether each
  * key may sign for its op's workspace is not decided here.
  */
-export async function checkOps(raws: readonly string[]): Promise<CheckedOp[]> {
+export function checkOps(raws: readonly string[]): Promise<CheckedOp[]> {
+  return (shared ??= new OpVerifier()).check(raws);
+}
+
+async function checkWith(raws: readonly string[], pool: () => VerifyWorker[] | null): Promise<CheckedOp[]> {
   const results: Array<CheckedOp | OpenedOp> = raws.map(openOp);
   const opened = results.filter((r): r is OpenedOp => r.ok);
   const ws = opened.length >= MIN_OFFLOAD ? pool() : null;

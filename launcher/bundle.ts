@@ -9,6 +9,7 @@ import { build, type Plugin } from 'esbuild';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../infra/package.js';
+import { handoverPaths } from '../protocol/commands.js';
 
 /** The entry points, by the name their bundle gets in dist/bin/. */
 const ENTRIES: Record<string, string> = {
@@ -18,6 +19,9 @@ const ENTRIES: Record<string, string> = {
   'relay-cli': 'dist/server/cli.js',
   infra: 'dist/infra/index.js',
   sidecar: 'dist/node-agent/cli/sidecar.js',
+  // Worker threads, started by file from beside the chunks that start them (crypto/opsig.ts, server/storage/pglite-thread.ts).
+  'verify-worker': 'dist/crypto/verify-worker.js',
+  'pglite-worker': 'dist/server/storage/pglite-worker.js',
 };
 
 /**
@@ -39,6 +43,21 @@ const fullCliBeside: Plugin = {
   name: 'full-cli-beside',
   setup(b) {
     b.onResolve({ filter: /^\.\/nxc\.js$/ }, (args) => (args.importer.endsWith(join('cli', 'entry.js')) ? { path: './nxc-cli.js', external: true } : undefined));
+  },
+};
+
+/**
+ * nxc's first module reads which verbs a node may run from the command list, which loads zod: in its bundle
+ * that module is the list's answer as a constant, computed here from the same list (test/bundle.test.ts
+ * checks the two agree).
+ */
+const handoverVerbsInline: Plugin = {
+  name: 'handover-verbs-inline',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]cli[\\/]handover-verbs\.js$/ }, () => ({
+      contents: `export const HANDOVER_PATHS = ${JSON.stringify(handoverPaths())};\n`,
+      loader: 'js',
+    }));
   },
 };
 
@@ -73,7 +92,7 @@ const outdir = join(root, 'dist', 'bin');
     platform: 'node',
     target: 'node20',
     outdir,
-    plugins: [fullCliBeside],
+    plugins: [fullCliBeside, handoverVerbsInline],
     logLevel: 'warning',
   });
 }

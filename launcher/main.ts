@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { startNode } from '../node-agent/host/node/index.js';
+import { CLI_HANDOVER } from '../node-agent/cli/handover.js';
 import { addToRegistry, nodePaths, runningNode } from '../node-agent/host/node/files.js';
 import { nexusHome, packageRoot } from '../node-agent/paths.js';
 import { writeBinding } from '../node-agent/host/sync/index.js';
@@ -130,7 +131,7 @@ async function main(): Promise<void> {
   const { workspace } = await initWorkspace(dir, { name: 'demo', home });
   writeBinding(workspace.paths, { relay: relay.url, stream: STREAM, token: streamToken, bound_at: new Date().toISOString() });
   addToRegistry(paths, workspace.id, dir);
-  const node = await startNode({ home, log: silentLogger });
+  const node = await startNode({ home, log: silentLogger, routes: [CLI_HANDOVER] });
   say(`node ${node.pid} serving workspace ${workspace.id} at ${dir}`);
 
   // People here are named as anywhere else: NXC_ACTOR, else the login name.

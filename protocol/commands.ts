@@ -218,6 +218,16 @@ type CommandSpec<S extends Scope, I extends z.ZodType, O extends z.ZodType> = {
    * gets that first answer (see RequestKeySchema). Set on the commands that write ops a retry would repeat.
    */
   once?: true;
+  /**
+   * Only reads: it appends nothing, so a node announces nothing after it (the dashboard runs reads on every
+   * announcement, and one that announced would run itself again).
+   */
+  reads?: true;
+  /**
+   * The words of the nxc verb that runs it (`threads show`), when that verb reaches the workspace only through
+   * its host: a node may then run the verb for a client that hands it over (node-agent/cli/handover.ts).
+   */
+  nxc?: string;
 };
 
 /**
@@ -244,6 +254,7 @@ const MESSAGE_ERRORS = ['EMPTY_MESSAGE', 'MESSAGE_TOO_LARGE', 'BAD_ENVIRONMENT',
 export const COMMANDS = {
   send: spec({
     scope: 'workspace',
+    nxc: 'send',
     once: true,
     summary: 'post a message: to a persona (a commission), a person, or a persona of another workspace',
     input: SendInputSchema,
@@ -252,6 +263,7 @@ export const COMMANDS = {
   }),
   reply: spec({
     scope: 'workspace',
+    nxc: 'reply',
     once: true,
     summary: 'answer a thread, hand it back up with escalate, or send a channel step back with needs_rework',
     input: ReplyInputSchema,
@@ -260,6 +272,8 @@ export const COMMANDS = {
   }),
   status: spec({
     scope: 'workspace',
+    reads: true,
+    nxc: 'status',
     summary: 'open operations (all: finished ones too), thread by thread',
     input: z.object({ all: z.boolean() }),
     output: StatusReportSchema,
@@ -267,6 +281,8 @@ export const COMMANDS = {
   }),
   'threads.show': spec({
     scope: 'workspace',
+    reads: true,
+    nxc: 'threads show',
     summary: 'one thread with every message and its working-copy record',
     input: z.object({ thread: z.string().min(1).max(64) }),
     output: ThreadViewSchema,
@@ -281,6 +297,7 @@ export const COMMANDS = {
   }),
   withdraw: spec({
     scope: 'workspace',
+    nxc: 'withdraw',
     once: true,
     summary: 'take back a commission you sent: stop its chain, park what it left, hand the working copy on',
     input: WithdrawInputSchema,
@@ -289,6 +306,7 @@ export const COMMANDS = {
   }),
   tick: spec({
     scope: 'workspace',
+    nxc: 'tick',
     summary: 'do the clock’s work now: settle turns whose process died without reporting, the working-copy lease’s timers, and channel rounds whose windows ran out',
     input: empty,
     output: z.object({ settled: z.number().int(), warnings: z.array(WarningSchema).optional() }),
@@ -296,6 +314,8 @@ export const COMMANDS = {
   }),
   'transcripts.show': spec({
     scope: 'workspace',
+    reads: true,
+    nxc: 'transcript show',
     summary: "a session turn's transcript on this machine (device-local, never synced; the file's permissions are the boundary)",
     input: z.object({ session: z.string().min(1).max(64), turn: z.number().int().min(1).nullable() }),
     output: TranscriptSchema,
@@ -303,6 +323,8 @@ export const COMMANDS = {
   }),
   'guide.personas': spec({
     scope: 'workspace',
+    reads: true,
+    nxc: 'guide personas',
     summary: 'what this workspace declares (personas and channels), and which of them other workspaces can address',
     input: empty,
     output: PersonaGuideSchema,
@@ -310,6 +332,7 @@ export const COMMANDS = {
   }),
   'keys.show': spec({
     scope: 'workspace',
+    reads: true,
     summary: "the workspace id, its public key and its key history",
     input: empty,
     output: KeyReportSchema,
@@ -325,6 +348,7 @@ export const COMMANDS = {
   }),
   'trust.list': spec({
     scope: 'workspace',
+    reads: true,
     summary: 'the workspaces trusted here, each with its alias and verified key history',
     input: empty,
     output: TrustReportSchema,
@@ -332,6 +356,7 @@ export const COMMANDS = {
   }),
   'sync.status': spec({
     scope: 'workspace',
+    reads: true,
     summary: "how this workspace's sync through its relay stream is doing",
     input: empty,
     output: SyncReportSchema,
@@ -379,6 +404,14 @@ export type WorkspaceCommand = { [K in CommandName]: (typeof COMMANDS)[K]['scope
 export type NodeCommand = Exclude<CommandName, WorkspaceCommand>;
 
 export const COMMAND_NAMES = Object.keys(COMMANDS) as CommandName[];
+
+/** The spec of every command, seen through the members every spec may carry (for code that walks the list). */
+export type AnyCommandSpec = CommandSpec<Scope, z.ZodType, z.ZodType>;
+
+/** The nxc verbs a node may run for a client (each command's `nxc`), in the list's order. */
+export function handoverPaths(specs: Readonly<Record<string, AnyCommandSpec>> = COMMANDS): string[] {
+  return Object.values(specs).flatMap((s) => (s.nxc === undefined ? [] : [s.nxc]));
+}
 
 export function isCommandName(name: string): name is CommandName {
   return Object.hasOwn(COMMANDS, name);

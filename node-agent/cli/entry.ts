@@ -2,16 +2,23 @@
 // environment, which streams are terminals) and runs there, where the code and the workspace's store are
 // already loaded; this process only carries stdin and the output across the socket. Otherwise, or when the
 // node declines (a verb it does not take, a workspace it does not serve, another version), the whole CLI
-// loads and runs here as it always did. What this module imports is Node's own and nothing else: every
-// command pays for it before it knows which way it goes.
+// loads and runs here as it always did. What this module imports is Node's own and nothing else (in its
+// bundle, the verbs a node runs are a constant: see handover-verbs.ts): every command pays for it before it
+// knows which way it goes.
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageVersion } from '../../infra/package.js';
 import { guardOutput, writeOutput } from '../../infra/pipes.js';
-import { CLI_PATH, NODE_VERBS, REQUEST_KEYS, type CliAnswer, type CliRequest } from '../host/rpc/cli-wire.js';
 import { postJson } from '../host/rpc/post.js';
 import { nexusHome } from '../paths.js';
+import { CLI_PATH, REQUEST_KEYS, type CliAnswer, type CliRequest } from './handover-wire.js';
+import { HANDOVER_PATHS } from './handover-verbs.js';
 import { readLimited } from './stdin.js';
+
+export { HANDOVER_PATHS };
+
+/** The first words of the verbs a node may run: a client asks the node only when argv starts with one. */
+const NODE_VERBS: ReadonlySet<string> = new Set(HANDOVER_PATHS.map((path) => path.split(' ')[0]!));
 
 /** How long a verb may take in the node before this process gives up on it and runs it here (as callNode waits). */
 const NODE_TIMEOUT_MS = 120_000;

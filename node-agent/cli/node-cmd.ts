@@ -29,9 +29,11 @@ async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: numbe
 async function run(io: Io, tickMs: number | undefined): Promise<void> {
   // A node opens its stores only as workspaces come to it: a bad setting is refused now, not at the first one.
   wasmTieringSetting(io.env);
-  const { startNode } = await import('../host/node/index.js');
+  const [{ startNode }, { CLI_HANDOVER }] = await Promise.all([import('../host/node/index.js'), import('./handover.js')]);
   const node = await startNode({
     home: homeOf(io).home,
+    // nxc verbs that clients hand over run in the node, through its command path.
+    routes: [CLI_HANDOVER],
     log: createLogger({ component: 'node', env: io.env, sink: io.stderr }),
     ...(tickMs === undefined ? {} : { tickMs }),
   });

@@ -172,6 +172,13 @@ export function verbArgs(program: Program, verb: Verb, rest: string[]): Args {
   return { values: parsed.values, positionals: parsed.positionals, json: parsed.values['json'] === true };
 }
 
+/** The words of the nxc verb the command list names for `command` (its `nxc`): a verb a node may run for a client. */
+export function verbPath(command: CommandName): readonly string[] {
+  const words = (COMMANDS[command] as { nxc?: string }).nxc;
+  if (words === undefined) throw new TypeError(`verbPath: ${command} names no nxc verb`);
+  return words.split(' ');
+}
+
 /** A string flag's value, or undefined. */
 export function str(args: Args, name: string): string | undefined {
   const v = args.values[name];

@@ -22,3 +22,5 @@ export {
   type TickStage,
   type TickStep,
 } from './capability.js';
+export { heldOperations, signedOfOperations, signedSince, type SignedEntry } from './delivery.js';
+export { realTimers, type Scheduler, type Timer, type Timers } from './scheduler.js';

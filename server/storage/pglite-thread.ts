@@ -4,15 +4,15 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { NexusError } from '../../protocol/errors.js';
+import type { ThreadData, ThreadReply, ThreadRequest } from './pglite-worker.js';
 import type { ExecOrOutcome, Sql, SqlDb } from './sql.js';
 
 // PGlite runs its queries as synchronous WebAssembly. On the relay's own thread, every commit and every
 // page read held up the sockets: parsing the next pushes, writing acks and frames, answering /healthz. On a
-// thread of its own, the relay's JavaScript and PostgreSQL's work run side by side on two cores, and the
-// event loop only ever waits for a message. The worker is a few lines of plain CommonJS (eval), so it runs
-// from the sources under vitest, from dist/ and from the bundles alike; it loads PGlite's CommonJS build
-// by the absolute path resolved here. Everything above the `SqlDb` interface (the append, migrations,
-// transactions of several statements) stays on the relay's thread and sends its statements over.
+// thread of its own (pglite-worker.ts), the relay's JavaScript and PostgreSQL's work run side by side on two
+// cores, and the event loop only ever waits for a message. Everything above the `SqlDb` interface (the
+// append, migrations, transactions of several statements) stays on the relay's thread and sends its
+// statements over.
 
 /**
  * Where the process exposes `gc` (node --expose-gc, as the benchmarks run the relay), a message on
@@ -21,86 +21,18 @@ import type { ExecOrOutcome, Sql, SqlDb } from './sql.js';
  */
 export const COLLECT_GARBAGE_CHANNEL = 'nexus:collect-garbage';
 
-const WORKER_SOURCE = `
-const { BroadcastChannel, parentPort, workerData } = require('node:worker_threads');
-if (typeof gc === 'function') {
-  const collect = new BroadcastChannel(workerData.collectChannel);
-  collect.onmessage = () => gc();
-  collect.unref();
+/**
+ * The thread's file: beside this module, compiled (dist/server/storage/) or bundled (dist/bin/, where the
+ * build puts it beside the chunks). Run from the sources (the test runner), this module is a .ts file and
+ * Node starts no .ts file on a thread: the compiled one under dist/ is used (the suite builds dist/ first).
+ */
+function workerFile(): URL {
+  return import.meta.url.endsWith('.ts') ? new URL('../../dist/server/storage/pglite-worker.js', import.meta.url) : new URL('./pglite-worker.js', import.meta.url);
 }
-let pg = null;
-let chain = Promise.resolve();
-const txs = new Map();
-const fallbacks = new Map();
-let nextTx = 1;
-const ok = (id, value) => parentPort.postMessage({ id, ok: true, value });
-const fail = (id, err) => parentPort.postMessage({ id, ok: false, error: { message: String((err && err.message) || err), code: err && typeof err.code === 'string' ? err.code : undefined } });
-const statement = async (db, m) => m.op === 'query' ? (await db.query(m.text, m.params)).rows : (await db.exec(m.script)).map((r) => r.rows);
-// Top-level work runs one job after another; a transaction is one job, from its BEGIN to its end.
-const run = (fn) => { const p = chain.then(fn); chain = p.catch(() => undefined); return p; };
-const job = (id, fn) => run(fn).then((v) => ok(id, v), (e) => fail(id, e));
-parentPort.on('message', (m) => {
-  if (m.tx !== undefined) {
-    const t = txs.get(m.tx);
-    if (!t) return fail(m.id, new Error('no such transaction'));
-    // A transaction's statements run in the order sent; its end waits for them.
-    t.steps = t.steps.then(() => {
-      if (m.op === 'commit' || m.op === 'rollback') {
-        t.end = m.id;
-        t.rolledBack = m.op === 'rollback';
-        return t.rolledBack ? t.rollback(new Error('rolled back')) : t.commit();
-      }
-      return statement(t.tx, m).then((v) => ok(m.id, v), (e) => fail(m.id, e));
-    });
-  } else if (m.op === 'begin') {
-    // Answered with the transaction's number once it is open; its end is answered to the commit or rollback.
-    run(() => new Promise((released) => {
-      const n = nextTx++;
-      const t = { steps: Promise.resolve(), end: null, rolledBack: false };
-      txs.set(n, t);
-      pg.transaction((tx) => new Promise((commit, rollback) => {
-        Object.assign(t, { tx, commit, rollback });
-        ok(m.id, n);
-      })).then(
-        () => ok(t.end, null),
-        (e) => (t.end === null ? fail(m.id, e) : t.rolledBack ? ok(t.end, null) : fail(t.end, e)),
-      ).finally(() => { txs.delete(n); released(); });
-    }));
-  } else if (m.op === 'execOr') {
-    // On a unique violation the job asks for its fallback and holds the queue until it comes, so the
-    // fallback runs in this job's place: no other work comes between the two.
-    run(async () => {
-      try {
-        return ok(m.id, { fellBack: false, results: await statement(pg, { op: 'exec', script: m.script }) });
-      } catch (e) {
-        if (!e || e.code !== '23505') return fail(m.id, e);
-      }
-      const next = new Promise((resolve) => fallbacks.set(m.id, resolve));
-      ok(m.id, { fellBack: true, results: null });
-      const f = await next;
-      if (typeof f.script !== 'string') return fail(f.id, new Error('no fallback was given'));
-      return statement(pg, { op: 'exec', script: f.script }).then((v) => ok(f.id, v), (e) => fail(f.id, e));
-    });
-  } else if (m.op === 'fallback') {
-    const resolve = fallbacks.get(m.of);
-    fallbacks.delete(m.of);
-    if (resolve) resolve(m);
-    else fail(m.id, new Error('nothing waits for a fallback'));
-  } else if (m.op === 'open') {
-    job(m.id, async () => {
-      const { PGlite } = require(workerData.entry);
-      pg = await PGlite.create({ dataDir: m.dataDir, startParams: [...PGlite.defaultStartParams, ...m.startParams] });
-      return null;
-    });
-  } else if (m.op === 'close') {
-    job(m.id, async () => { if (pg) await pg.close(); pg = null; return null; });
-  } else {
-    job(m.id, () => statement(pg, m));
-  }
-});
-`;
 
-type Reply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { message: string; code?: string } };
+/** A request to the thread before it is given its id. */
+type Message = ThreadRequest extends infer R ? (R extends unknown ? Omit<R, 'id'> : never) : never;
+
 type Pending = { resolve: (value: unknown) => void; reject: (err: unknown) => void };
 
 /** An error from the database thread: its message, and PostgreSQL's SQLSTATE as `code` when it had one. */
@@ -131,13 +63,13 @@ export class PgliteThread implements SqlDb {
     // A young generation of 4 MB, not V8's default of up to 16 MB per semi-space: the thread's garbage is
     // short-lived (statements and their results), and a fresh relay's RSS grew by ~20 MB as 500 nodes
     // said hello, for no measured gain in speed.
-    this.worker = new Worker(WORKER_SOURCE, {
-      eval: true,
-      workerData: { entry, collectChannel: COLLECT_GARBAGE_CHANNEL },
+    const data: ThreadData = { entry, collectChannel: COLLECT_GARBAGE_CHANNEL };
+    this.worker = new Worker(workerFile(), {
+      workerData: data,
       resourceLimits: { maxYoungGenerationSizeMb: 4 },
     });
     this.worker.unref();
-    this.worker.on('message', (m: Reply) => {
+    this.worker.on('message', (m: ThreadReply) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
@@ -179,12 +111,13 @@ export class PgliteThread implements SqlDb {
     }
   }
 
-  private call(message: Record<string, unknown>, id = this.next++): Promise<unknown> {
+  private call(message: Message, id = this.next++): Promise<unknown> {
     if (this.broken) return Promise.reject(this.broken);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       if (this.pending.size === 1) this.worker.ref();
-      this.worker.postMessage({ ...message, id });
+      const request = { ...message, id } as ThreadRequest;
+      this.worker.postMessage(request);
     });
   }
 

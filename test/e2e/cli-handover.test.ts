@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { requestKeys } from '../../node-agent/cli/entry.js';
 import { STDIN_LIMIT_BYTES } from '../../node-agent/cli/stdin.js';
 import { nodePaths } from '../../node-agent/host/node/files.js';
-import { CLI_PATH, REQUEST_KEYS } from '../../node-agent/host/rpc/cli-wire.js';
+import { CLI_PATH, REQUEST_KEYS } from '../../node-agent/cli/handover-wire.js';
 import { packageVersion } from '../../node-agent/paths.js';
 import { RequestKeySchema } from '../../protocol/commands.js';
 import { runMain } from '../helpers/host.js';

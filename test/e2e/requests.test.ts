@@ -17,6 +17,7 @@ import { nodeLockPath, writeInfo } from '../../node-agent/host/node/files.js';
 import { routed } from '../../node-agent/host/remote.js';
 import { callNode } from '../../node-agent/host/rpc/client.js';
 import { rpcApp, type RpcBackend } from '../../node-agent/host/rpc/server.js';
+import { CLI_HANDOVER } from '../../node-agent/cli/handover.js';
 import { packageVersion } from '../../node-agent/paths.js';
 import { newRequestKey, type SendInput } from '../../protocol/commands.js';
 import { NexusError } from '../../protocol/errors.js';
@@ -101,8 +102,8 @@ describe('a command retried directly after its node stopped mid-request', () => 
       server!.closeAllConnections();
       return out as never;
     };
-    // It takes handed-over nxc verbs too (host/rpc/cli.ts), and dies the same way in their command.
-    const app = rpcApp({ run }, { home, version: packageVersion(), serves: () => true, run });
+    // It takes handed-over nxc verbs too (cli/handover.ts), and dies the same way in their command.
+    const app = rpcApp({ run }, { home, version: packageVersion(), serves: () => true, run }, [CLI_HANDOVER]);
     asked.length = 0;
     const fetch: typeof app.fetch = (req, ...rest) => {
       asked.push(new URL(req.url).pathname);

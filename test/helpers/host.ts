@@ -11,6 +11,7 @@ import { baseEnvironment, doneMarker, startedMarker, type LaunchResult, type Tur
 import { writeSpec } from '../../node-agent/adapters/sessions/spec.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import type { EngineDeps } from '../../node-agent/capabilities/context.js';
+import type { Scheduler, Timers } from '../../node-agent/kernel/index.js';
 import { hostFor, realDeps, type Host } from '../../node-agent/host/index.js';
 import { SERVICE_NOT_RUNNING, type Router } from '../../node-agent/host/remote.js';
 import { isRegistered, nodePaths, runningNode } from '../../node-agent/host/node/files.js';
@@ -21,12 +22,33 @@ import { runScripted, type AgentCall } from './agents.js';
 
 export type CliResult = { code: number; stdout: string; stderr: string; json: any };
 
-/** A clock the test moves; every rule that reads time reads this one. */
+/**
+ * A clock the test moves; every rule that reads time reads this one. Its `timers` are the kernel's Timers
+ * port on this clock: a timer armed through them fires when the test moves the clock past it, not before.
+ */
 export class TestClock {
   private offset = 0;
+  private armed: Array<{ at: number; fn: () => void }> = [];
   now = (): Date => new Date(Date.now() + this.offset);
   advance(ms: number): void {
     this.offset += ms;
+    const now = this.now().getTime();
+    // Earliest first; a timer armed by one that fires waits for the next move.
+    const due = this.armed.filter((t) => t.at <= now).sort((a, b) => a.at - b.at);
+    this.armed = this.armed.filter((t) => t.at > now);
+    for (const t of due) t.fn();
+  }
+  readonly timers: Timers = {
+    now: () => this.now().getTime(),
+    after: (ms, fn) => {
+      const timer = { at: this.now().getTime() + Math.max(0, ms), fn };
+      this.armed.push(timer);
+      return { cancel: () => void (this.armed = this.armed.filter((t) => t !== timer)) };
+    },
+  };
+  /** Timers armed and not yet fired or cancelled. */
+  get pendingTimers(): number {
+    return this.armed.length;
   }
 }
 
@@ -41,8 +63,8 @@ function scriptOf(command: readonly string[]): { mode: string; arg: string } | n
 
 let nextPid = 1_000_000_000;
 
-/** One workspace served in this process. */
-export class InProcessWorkspace {
+/** One workspace served in this process; the engine's Scheduler here only records the instants asked for. */
+export class InProcessWorkspace implements Scheduler {
   private store: Store | null = null;
   private host: Host | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -65,6 +87,10 @@ export class InProcessWorkspace {
     readonly agentLog: string,
   ) {}
 
+  schedule(at: number): void {
+    this.scheduledTicks.push(at);
+  }
+
   /** Runs `fn` with this workspace's engine, after every command queued before it. */
   serve<T>(fn: (host: Host) => Promise<T>): Promise<T> {
     const next = this.queue.then(async () => {
@@ -82,7 +108,7 @@ export class InProcessWorkspace {
             stopSession: (proc) => {
               if (proc.sidecarPid !== null) this.running.get(proc.sidecarPid)?.stop.abort('stopped');
             },
-            scheduleTick: (at) => void this.scheduledTicks.push(at),
+            scheduleTick: (at) => this.schedule(at),
             stop: (pid) => this.running.get(pid)?.stop.abort('stopped'),
             ...this.overrides,
           }, this.env),

@@ -4,9 +4,6 @@ import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { COMMANDS, isCommandName, parseInput, RequestKeySchema, type CommandInput, type CommandName, type CommandOutput, type RunOptions } from '../../../protocol/commands.js';
 import { ERROR_TABLE, internalError, isNexusError, NexusError } from '../../../protocol/errors.js';
-import { runHandedOver, type CliHost } from './cli.js';
-import { CLI_PATH, MAX_CLI_BODY } from './cli-wire.js';
-
 
 /** What the RPC server needs from the node that hosts it: one entry point for every command. */
 export type RpcBackend = {
@@ -14,14 +11,28 @@ export type RpcBackend = {
   run: <K extends CommandName>(name: K, workspace: string | null, input: CommandInput<K>, opts?: RunOptions) => Promise<CommandOutput<K>>;
 };
 
+/** What a node lends a route added to its socket: its command path, and which home, version and workspaces it serves. */
+export type NodeSide = RpcBackend & {
+  /** This node's NEXUS_HOME (absolute) and package version. */
+  home: string;
+  version: string;
+  serves(workspace: string): boolean;
+};
+
+/**
+ * A route that whoever starts the node adds to its socket (nxc's hand-over, node-agent/cli/handover.ts):
+ * its JSON body, read up to `maxBody` characters, goes to `handle` with the node's side; the answer is sent as JSON.
+ */
+export type NodeRoute = { path: string; maxBody: number; handle: (body: unknown, node: NodeSide) => Promise<unknown> };
+
 /** `request`: the caller's idempotency key, the same on a retry (see RequestKeySchema). */
 const Envelope = z.object({ workspace: z.string().min(1).max(64).nullable(), input: z.unknown(), request: RequestKeySchema.optional() });
 
 /** Request bodies are small; anything larger than a message plus its envelope is refused unread. */
 export const MAX_RPC_BODY = 512 * 1024;
 
-/** `cli`: what a node lends the nxc verbs clients hand over to it (CLI_PATH); without it the route is absent. */
-export function rpcApp(backend: RpcBackend, cli?: CliHost): Hono {
+/** `routes`: added routes, each handed `side` (what the node lends them; without it they are absent). */
+export function rpcApp(backend: RpcBackend, side?: NodeSide, routes: readonly NodeRoute[] = []): Hono {
   const app = new Hono();
 
   app.onError((err, c) => {
@@ -43,8 +54,8 @@ export function rpcApp(backend: RpcBackend, cli?: CliHost): Hono {
     return c.json({ ok: true, result });
   });
 
-  if (cli) {
-    app.post(CLI_PATH, async (c) => c.json(await runHandedOver(await jsonBody(c, MAX_CLI_BODY), cli)));
+  if (side) {
+    for (const route of routes) app.post(route.path, async (c) => c.json(await route.handle(await jsonBody(c, route.maxBody), side)));
   }
   return app;
 }

@@ -66,6 +66,8 @@ export type SyncClientOptions = {
   onIngested?: (ops: Op[]) => void;
   /** Batches in flight before waiting for acks. */
   window?: number;
+  /** Opens and verifies received op texts (default: checkOps, on the process's shared verification threads). */
+  check?: (raws: readonly string[]) => Promise<CheckedOp[]>;
 };
 
 /**
@@ -373,7 +375,7 @@ export class SyncClient {
     // own send buffer then fills and it stops paging, so a long catch-up never sits in memory whole.
     const ws = this.ws;
     const page: WaitingPage = { last, ws, results: null, taken: false };
-    const checked = checkOps(texts as string[]).then((results) => (page.results = results));
+    const checked = (this.opts.check ?? checkOps)(texts as string[]).then((results) => (page.results = results));
     this.waiting.push(page);
     if (this.waiting.length >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
     let upTo = last;

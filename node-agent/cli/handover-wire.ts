@@ -1,18 +1,8 @@
-// What nxc's first module (node-agent/cli/entry.ts) and the node say to each other when a verb runs in the
-// node (host/rpc/cli.ts). Types and constants only: the client side loads nothing but Node's own modules.
+// What nxc's first module (entry.ts) and the node say to each other when a verb runs in the node
+// (handover.ts). Types and constants only: the client side loads nothing but Node's own modules.
 
 /** The route on the node's socket. */
 export const CLI_PATH = '/v1/cli';
-
-/**
- * The nxc verbs a node may run for a client, by their path: the ones that reach the workspace only through
- * its host. Anything else (help, `wait`, `status --watch`, completion) runs in the client's own process;
- * the node has the last word on each request.
- */
-export const NODE_PATHS: ReadonlySet<string> = new Set(['send', 'reply', 'status', 'threads show', 'withdraw', 'tick', 'transcript show', 'guide personas']);
-
-/** Their first words: a client asks the node only when argv starts with one. */
-export const NODE_VERBS: ReadonlySet<string> = new Set([...NODE_PATHS].map((path) => path.split(' ')[0]!));
 
 /** Request keys a client makes for a verb, one per command the verb runs (`tick` runs three). */
 export const REQUEST_KEYS = 4;

@@ -1,0 +1,165 @@
+// The workspaces a node serves: each one's store held open, its host, its queue (commands on a workspace
+// run one at a time, exactly as the store lock orders them without a node), its sync client and its
+// clock. Serving, stopping, and running work in a workspace's queue go through here.
+import type { CheckedOp } from '../../../crypto/index.js';
+import { NexusError } from '../../../protocol/errors.js';
+import { NODE_PURPOSE, openStore, type Store } from '../../adapters/store/index.js';
+import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
+import { recover } from '../../capabilities/leases/index.js';
+import type { Timers } from '../../kernel/index.js';
+import { hostFor, realDeps, type Host } from '../index.js';
+import { readBinding, SyncClient } from '../sync/index.js';
+import type { Logger } from '../../../infra/index.js';
+import { readRegistry, type NodePaths } from './files.js';
+import { TickScheduler } from './ticks.js';
+
+/** One served workspace. */
+export type ServedWorkspace = {
+  readonly workspace: Workspace;
+  readonly store: Store;
+  readonly host: Host;
+  /** The tail of its queue: store work runs after it. */
+  queue: Promise<unknown>;
+  sync: SyncClient | null;
+  /** The engine's Scheduler here: a tick at each instant the workspace asked for. */
+  readonly ticks: TickScheduler;
+};
+
+export type ServedOptions = {
+  paths: NodePaths;
+  origin: string;
+  log: Logger;
+  /** A workspace's log grew by ops that came from elsewhere (synced in): announce it. */
+  announce: (workspace: string) => void;
+  /** Timers for the workspaces' Schedulers (default: the process's). */
+  timers?: Timers;
+  /** Opens and verifies received op texts: the node's own verification threads. */
+  check: (raws: readonly string[]) => Promise<CheckedOp[]>;
+};
+
+/** The registry of served workspaces and their queues. */
+export class Served {
+  private readonly map = new Map<string, ServedWorkspace>();
+  /** Offers a workspace's new ops to the others served here (local delivery sets it). */
+  deliver: (entry: ServedWorkspace) => void = () => undefined;
+
+  constructor(private readonly opts: ServedOptions) {}
+
+  get size(): number {
+    return this.map.size;
+  }
+
+  get(id: string): ServedWorkspace | undefined {
+    return this.map.get(id);
+  }
+
+  /** True while `entry` is the one served under its id (not stopped, not replaced). */
+  current(entry: ServedWorkspace): boolean {
+    return this.map.get(entry.workspace.id) === entry;
+  }
+
+  all(): ServedWorkspace[] {
+    return [...this.map.values()];
+  }
+
+  ids(): IterableIterator<string> {
+    return this.map.keys();
+  }
+
+  /** Serves the workspace at `root` (or returns it, served already): store opened, working copy recovered, sync started. */
+  async serve(root: string): Promise<ServedWorkspace> {
+    const { paths, origin, log } = this.opts;
+    const workspace = findWorkspace(root, {});
+    const existing = this.map.get(workspace.id);
+    if (existing) return existing;
+    const store = await openStore(workspace.paths.store, { waitMs: 30_000, purpose: NODE_PURPOSE, home: paths.home, tiering: true });
+    // A move of the working copy that a crash interrupted is finished or rolled back before anything else.
+    await recover(workspace.paths.root).catch((err: unknown) => log.error('recovering the working copy failed', { workspace: workspace.id, err }));
+    const ticks = new TickScheduler(
+      () => this.withHost(workspace.id, (h) => h.run('tick', {})),
+      (err) => log.error('lease tick failed', { workspace: workspace.id, err }),
+      this.opts.timers,
+    );
+    const host = hostFor(
+      realDeps(workspace, store.db, {
+        origin,
+        scheduleTick: (at) => ticks.schedule(at),
+        peerRoot: (id) => readRegistry(paths).workspaces.find((w) => w.id === id)?.root ?? null,
+      }),
+    );
+    const entry: ServedWorkspace = { workspace, store, host, queue: Promise.resolve(), sync: null, ticks };
+    this.map.set(workspace.id, entry);
+    log.info(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`, { workspace: workspace.id });
+    await this.startSync(entry);
+    for (const other of this.map.values()) this.deliver(other);
+    return entry;
+  }
+
+  /** Stops serving `id` (nothing when it is not served): its clock, sync and queue end, its store closes. */
+  async unserve(id: string): Promise<void> {
+    const entry = this.map.get(id);
+    if (!entry) return;
+    this.map.delete(id);
+    await this.stop(entry);
+  }
+
+  /** Stops serving every workspace; a store that fails to close is left to the process's end. */
+  async close(): Promise<void> {
+    for (const entry of this.map.values()) await this.stop(entry, true);
+  }
+
+  private async stop(entry: ServedWorkspace, quiet = false): Promise<void> {
+    entry.ticks.close();
+    await entry.sync?.stop();
+    await entry.queue;
+    await (quiet ? entry.store.close().catch(() => undefined) : entry.store.close());
+  }
+
+  /** After work in a workspace's queue, or ops that reached it: its sync pushes, its new ops are delivered. */
+  changed(entry: ServedWorkspace): void {
+    entry.sync?.kick();
+    this.deliver(entry);
+  }
+
+  /** Runs store work in the workspace's queue, after whatever command is in progress. */
+  inQueue<T>(entry: ServedWorkspace, fn: () => Promise<T>): Promise<T> {
+    const run = entry.queue.then(fn);
+    entry.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Runs `fn` with the workspace's host in its queue; NOT_SERVED when this node does not serve it. */
+  withHost<T>(id: string, fn: (host: Host) => Promise<T>): Promise<T> {
+    const entry = this.map.get(id);
+    if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`));
+    return this.inQueue(entry, () => fn(entry.host)).finally(() => this.changed(entry));
+  }
+
+  /** (Re)starts the workspace's sync client from its binding; none when it is not bound. */
+  async startSync(entry: ServedWorkspace): Promise<void> {
+    const { origin, log, announce } = this.opts;
+    await entry.sync?.stop();
+    entry.sync = null;
+    const binding = readBinding(entry.workspace.paths);
+    if (binding === null) return;
+    entry.sync = new SyncClient({
+      binding,
+      origin,
+      workspace: entry.workspace.id,
+      signer: () => entry.host.deps.keys.signer,
+      projections: entry.host.deps.projections,
+      run: (fn) => this.inQueue(entry, () => fn(entry.store.db)),
+      // Foreign ops just stored: commissions addressed here are admitted, answers wake requesters.
+      onIngested: (ops) => {
+        announce(entry.workspace.id);
+        void this.inQueue(entry, () => entry.host.engine.react(ops))
+          .then(() => this.changed(entry))
+          .catch((err: unknown) => log.error('reacting to synced ops failed', { workspace: entry.workspace.id, err }));
+      },
+      log: log.child({ component: 'sync', workspace: entry.workspace.id, stream: binding.stream }),
+      check: this.opts.check,
+    });
+    await entry.sync.start();
+    log.info(`syncs with stream ${binding.stream} at ${binding.relay}`, { workspace: entry.workspace.id, stream: binding.stream, relay: binding.relay });
+  }
+}

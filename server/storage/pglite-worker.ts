@@ -1,0 +1,142 @@
+// The database thread of PgliteThread (pglite-thread.ts): one PGlite database, its statements run one
+// top-level job at a time in the order they came (a transaction is one job, from its BEGIN to its end).
+import { createRequire } from 'node:module';
+import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
+import type { PGlite, Transaction } from '@electric-sql/pglite';
+
+/** What the relay's thread sends: `id` names the answer; `tx` places a statement in an open transaction. */
+export type ThreadRequest = { id: number } & (
+  | { op: 'query'; text: string; params?: unknown[]; tx?: number }
+  | { op: 'exec'; script: string; tx?: number }
+  | { op: 'commit' | 'rollback'; tx: number }
+  | { op: 'begin' }
+  | { op: 'execOr'; script: string }
+  | { op: 'fallback'; of: number; script: string | null }
+  | { op: 'open'; dataDir: string; startParams: string[] }
+  | { op: 'close' }
+);
+
+/** Its answer: the value, or the error's message and PostgreSQL's SQLSTATE when it had one. */
+export type ThreadReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { message: string; code?: string } };
+
+/** What the thread is started with: PGlite's CommonJS entry (an absolute path) and the garbage channel's name. */
+export type ThreadData = { entry: string; collectChannel: string };
+
+type Sql = Pick<PGlite, 'query' | 'exec'>;
+type Statement = { op: 'query'; text: string; params?: unknown[] } | { op: 'exec'; script: string };
+type OpenTx = { steps: Promise<unknown>; end: number | null; rolledBack: boolean; tx?: Transaction; commit?: () => void; rollback?: (err: Error) => void };
+
+const port = parentPort;
+if (port !== null) serve(port, workerData as ThreadData);
+
+function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
+  // Where the process exposes `gc` (node --expose-gc), a message on the channel runs a full collection here.
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (typeof gc === 'function') {
+    const collect = new BroadcastChannel(data.collectChannel);
+    collect.onmessage = () => gc();
+    collect.unref();
+  }
+  let pg: PGlite | null = null;
+  let chain: Promise<unknown> = Promise.resolve();
+  const txs = new Map<number, OpenTx>();
+  const fallbacks = new Map<number, (m: Extract<ThreadRequest, { op: 'fallback' }>) => void>();
+  let nextTx = 1;
+  const reply = (r: ThreadReply) => port.postMessage(r);
+  const ok = (id: number, value: unknown) => reply({ id, ok: true, value });
+  const fail = (id: number, err: unknown) => {
+    const e = err as { message?: unknown; code?: unknown } | null;
+    const code = e && typeof e.code === 'string' ? e.code : undefined;
+    reply({ id, ok: false, error: { message: String((e && e.message) || err), ...(code === undefined ? {} : { code }) } });
+  };
+  const db = (): PGlite => {
+    if (pg === null) throw new Error('the database is not open');
+    return pg;
+  };
+  const statement = async (on: Sql, m: Statement): Promise<unknown> =>
+    m.op === 'query' ? (await on.query(m.text, m.params)).rows : (await on.exec(m.script)).map((r) => r.rows);
+  // Top-level work runs one job after another.
+  const run = <T>(fn: () => Promise<T>): Promise<T> => {
+    const p = chain.then(fn);
+    chain = p.catch(() => undefined);
+    return p;
+  };
+  const job = (id: number, fn: () => Promise<unknown>) => void run(fn).then((v) => ok(id, v), (e: unknown) => fail(id, e));
+
+  port.on('message', (m: ThreadRequest) => {
+    if (m.op === 'query' || m.op === 'exec' || m.op === 'commit' || m.op === 'rollback') {
+      if (m.tx === undefined) {
+        if (m.op === 'query' || m.op === 'exec') job(m.id, () => statement(db(), m));
+        return;
+      }
+      const t = txs.get(m.tx);
+      if (!t) return fail(m.id, new Error('no such transaction'));
+      // A transaction's statements run in the order sent; its end waits for them.
+      t.steps = t.steps.then(() => {
+        if (m.op === 'query' || m.op === 'exec') return statement(t.tx!, m).then((v) => ok(m.id, v), (e: unknown) => fail(m.id, e));
+        t.end = m.id;
+        t.rolledBack = m.op === 'rollback';
+        return t.rolledBack ? t.rollback!(new Error('rolled back')) : t.commit!();
+      });
+    } else if (m.op === 'begin') {
+      // Answered with the transaction's number once it is open; its end is answered to the commit or rollback.
+      void run(
+        () =>
+          new Promise<void>((released) => {
+            const n = nextTx++;
+            const t: OpenTx = { steps: Promise.resolve(), end: null, rolledBack: false };
+            txs.set(n, t);
+            db()
+              .transaction(
+                (tx) =>
+                  new Promise<void>((commit, rollback) => {
+                    Object.assign(t, { tx, commit, rollback });
+                    ok(m.id, n);
+                  }),
+              )
+              .then(
+                () => ok(t.end!, null),
+                (e: unknown) => (t.end === null ? fail(m.id, e) : t.rolledBack ? ok(t.end, null) : fail(t.end, e)),
+              )
+              .finally(() => {
+                txs.delete(n);
+                released();
+              });
+          }),
+      );
+    } else if (m.op === 'execOr') {
+      // On a unique violation the job asks for its fallback and holds the queue until it comes, so the
+      // fallback runs in this job's place: no other work comes between the two.
+      void run(async () => {
+        try {
+          return ok(m.id, { fellBack: false, results: await statement(db(), { op: 'exec', script: m.script }) });
+        } catch (e) {
+          if (!e || (e as { code?: unknown }).code !== '23505') return fail(m.id, e);
+        }
+        const next = new Promise<Extract<ThreadRequest, { op: 'fallback' }>>((resolve) => fallbacks.set(m.id, resolve));
+        ok(m.id, { fellBack: true, results: null });
+        const f = await next;
+        if (typeof f.script !== 'string') return fail(f.id, new Error('no fallback was given'));
+        return statement(db(), { op: 'exec', script: f.script }).then((v) => ok(f.id, v), (e: unknown) => fail(f.id, e));
+      });
+    } else if (m.op === 'fallback') {
+      const resolve = fallbacks.get(m.of);
+      fallbacks.delete(m.of);
+      if (resolve) resolve(m);
+      else fail(m.id, new Error('nothing waits for a fallback'));
+    } else if (m.op === 'open') {
+      job(m.id, async () => {
+        // PGlite's CommonJS build, by the absolute path the relay's thread resolved.
+        const { PGlite: Pg } = createRequire(import.meta.url)(data.entry) as { PGlite: typeof PGlite };
+        pg = await Pg.create({ dataDir: m.dataDir, startParams: [...Pg.defaultStartParams, ...m.startParams] });
+        return null;
+      });
+    } else {
+      job(m.id, async () => {
+        if (pg) await pg.close();
+        pg = null;
+        return null;
+      });
+    }
+  });
+}

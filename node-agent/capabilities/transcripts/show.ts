@@ -1,5 +1,5 @@
 // Reading a session turn's transcript: device-local files under .nxs/sessions/<session>/turn-<n>.log,
-// written by the turn's supervisor with mode 600. Never synced, and not gated by membership: whoever
+// written by the turn's supervisor with mode 600, and what the run did as its runtime recorded it. Never synced, and not gated by membership: whoever
 // can read the file can read it anyway, so its permissions are the boundary, not this command.
 import { constants } from 'node:fs';
 import { lstat, open, readdir } from 'node:fs/promises';
@@ -9,6 +9,7 @@ import { NexusError } from '../../../protocol/errors.js';
 import { SessionId } from '../../../protocol/ids.js';
 import { sessionDir } from '../../adapters/sessions/index.js';
 import type { WorkspacePaths } from '../../paths.js';
+import { renderRunRecord } from './run-record.js';
 
 /** A transcript can be long; this much of its end is returned, and `truncated` says so. */
 export const TRANSCRIPT_MAX_BYTES = 4 * 1024 * 1024;
@@ -25,7 +26,9 @@ async function turnsOf(dir: string): Promise<number[]> {
 }
 
 /**
- * The transcript of `turn` (default: the session's latest turn that has one).
+ * The transcript of `turn` (default: the session's latest turn that has one). Its text is what the run did (each
+ * model message, tool call and result, and the status changes, from the record the turn's runtime kept) followed
+ * by what the runtime's process printed; `bytes` and `truncated` are about the printed part.
  * @throws NexusError UNKNOWN_SESSION (no such session on this machine), NO_TRANSCRIPT (that turn has none).
  */
 export async function showTranscript(paths: Pick<WorkspacePaths, 'root' | 'sessions'>, session: string, turn: number | null): Promise<Transcript> {
@@ -48,6 +51,8 @@ export async function showTranscript(paths: Pick<WorkspacePaths, 'root' | 'sessi
     const length = Math.min(size, TRANSCRIPT_MAX_BYTES);
     const buffer = Buffer.alloc(length);
     await handle.read(buffer, 0, length, size - length);
+    const printed = buffer.toString('utf8');
+    const run = await renderRunRecord(dir, chosen);
     return {
       session,
       turn: chosen,
@@ -56,7 +61,7 @@ export async function showTranscript(paths: Pick<WorkspacePaths, 'root' | 'sessi
       mode: (mode & 0o777).toString(8),
       bytes: size,
       truncated: size > length,
-      text: buffer.toString('utf8'),
+      text: run === null ? printed : `${run}--- what the runtime printed (turn-${chosen}.log) ---\n${printed}`,
     };
   } finally {
     await handle.close();

@@ -47,6 +47,8 @@ export type McpTool = {
   waits: boolean;
   /** Whether the tool takes `caller` (filled in by the server). */
   takesCaller: boolean;
+  /** It writes nothing (its command is not applied once per request): clients may run it without asking. */
+  readOnly: boolean;
   description: string;
   input: z.ZodObject;
   inputSchema: Record<string, unknown> & { type: 'object' };
@@ -64,6 +66,7 @@ function tool(name: string, command: WorkspaceCommand, summary: string, extra?: 
     name,
     command,
     waits: name === 'wait',
+    readOnly: COMMANDS[command].once !== true,
     takesCaller: 'caller' in ((COMMANDS[command].input as unknown as z.ZodObject).shape as Shape),
     description: describe(summary, command),
     input,

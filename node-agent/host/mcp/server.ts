@@ -13,7 +13,7 @@ const INSTRUCTIONS =
 export function createMcpServer(deps: ToolDeps, version: string): Server {
   const server = new Server({ name: MCP_SERVER_NAME, version }, { capabilities: { tools: {} }, instructions: INSTRUCTIONS });
   server.setRequestHandler(ListToolsRequestSchema, () => ({
-    tools: offeredTools(deps.offered).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+    tools: offeredTools(deps.offered).map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, annotations: { readOnlyHint: t.readOnly } })),
   }));
   server.setRequestHandler(CallToolRequestSchema, (req, extra) => callTool(deps, req.params.name, req.params.arguments, extra.signal));
   return server;

@@ -14,7 +14,14 @@ import {
   responsesStreamError,
 } from './wire.js';
 
-export type ScriptedCall = { name: string; id?: string; /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */ input?: unknown };
+export type ScriptedCall = {
+  name: string;
+  id?: string;
+  /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */
+  input?: unknown;
+  /** Responses only: the namespace of a tool offered inside one (codex offers an MCP server's tools so). */
+  namespace?: string;
+};
 
 export type ScriptedReply = {
   text?: string;

@@ -147,7 +147,8 @@ function responsesOutput(r: ScriptedReply, n: number): Array<Record<string, unkn
   const out: Array<Record<string, unknown>> = [];
   if (r.text) out.push({ type: 'message', id: `msg_${n}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.text, annotations: [] }] });
   for (const [i, c] of (r.tool_calls ?? []).entries()) {
-    out.push({ type: 'function_call', id: `fc_${n}_${i}`, call_id: c.id ?? `call_${n}_${i}`, name: c.name, arguments: argsText(c.input), status: 'completed' });
+    const namespace = c.namespace === undefined ? {} : { namespace: c.namespace };
+    out.push({ type: 'function_call', id: `fc_${n}_${i}`, call_id: c.id ?? `call_${n}_${i}`, name: c.name, ...namespace, arguments: argsText(c.input), status: 'completed' });
   }
   return out;
 }

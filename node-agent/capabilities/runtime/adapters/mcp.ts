@@ -48,5 +48,7 @@ export function codexMcpArgs(persona: McpPersona, env: NodeJS.ProcessEnv): strin
     ['env_vars', forward],
     ['enabled_tools', tools],
     ['default_tools_approval_mode', 'approve'],
+    // Waited for before the first request (codex otherwise adds a server's tools once it has started).
+    ['required', true],
   ].flatMap(([k, v]) => ['-c', `${key}.${String(k)}=${toml(v)}`]);
 }

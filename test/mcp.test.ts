@@ -148,6 +148,32 @@ describe('calling each tool', () => {
   });
 });
 
+describe('through a node', () => {
+  it('runs the same commands over the node serving the workspace', async () => {
+    const served = await makeWorkspace({ real: true });
+    served.cliInProcess = true;
+    const outer = ws;
+    try {
+      await served.startNode();
+      served.persona('worker', { mode: 'reply' });
+      ws = served;
+      const client = await connect();
+      try {
+        const sent = json(await call(client, 'send', { to: 'worker', text: 'Through the node.' }));
+        expect(sent).toMatchObject({ posted: true, woke: { role: 'worker' } });
+        expect(json(await call(client, 'wait', { thread: sent.thread, timeout_s: 120 }))).toMatchObject({ outcome: 'answered' });
+        const bad = await call(client, 'threads_show', { thread: 't-00000000000000000000000000' });
+        expect(json(bad).error.code).toBe('UNKNOWN_THREAD');
+      } finally {
+        await client.close();
+      }
+    } finally {
+      ws = outer;
+      await served.cleanup();
+    }
+  }, 180_000);
+});
+
 describe('which personas are offered the tools', () => {
   it.each([
     ['no tools key (the default toolset)', { permissions: 'default' as const }, MCP_TOOL_NAMES],

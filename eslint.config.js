@@ -4,9 +4,12 @@
 import tseslint from 'typescript-eslint';
 import { house } from './eslint-house.js';
 
+/** Packages whose own paths hold a `server/` folder (an SDK's server half): not our server/. */
+const PACKAGES_WITH_SERVER = ['!@modelcontextprotocol/sdk/**', '!@a2a-js/sdk/**'];
+
 /** An import-restriction rule: no module matching `groups` may be imported from these files. */
 const forbid = (groups, message) => ({
-  'no-restricted-imports': ['error', { patterns: groups.map((g) => ({ group: [g], message })) }],
+  'no-restricted-imports': ['error', { patterns: groups.map((g) => ({ group: [g, ...PACKAGES_WITH_SERVER], message })) }],
 });
 
 /**

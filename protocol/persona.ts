@@ -84,6 +84,15 @@ const BuiltinRuntimeSchema = z.strictObject({
   }),
 });
 
+/** An agent outside Nexus that speaks A2A: each turn is one task sent to it, its answer posted as the session's. */
+const A2aRuntimeSchema = z.strictObject({
+  a2a: z.strictObject({
+    url: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }),
+    /** Where its Agent Card is, relative to url (default: the well-known path). */
+    card: z.string().min(1).optional(),
+  }),
+});
+
 // Every form normalises to an object that still has `command`, the program a turn starts, so the
 // engine launches each the same way; `kind` says which of the package's runtimes that program runs.
 const RuntimeSchema = z.union(
@@ -92,8 +101,9 @@ const RuntimeSchema = z.union(
     BuiltinRuntimeSchema.transform((r) => ({ kind: 'builtin' as const, builtin: r.builtin, command: [RUNTIME_PROGRAM] })),
     z.literal('claude-code').transform(() => ({ kind: 'claude-code' as const, command: [RUNTIME_PROGRAM] })),
     z.literal('codex').transform(() => ({ kind: 'codex' as const, command: [RUNTIME_PROGRAM] })),
+    A2aRuntimeSchema.transform((r) => ({ kind: 'a2a' as const, a2a: r.a2a, command: [RUNTIME_PROGRAM] })),
   ],
-  { error: 'expected claude-code, codex, {builtin: {provider: anthropic|openai, ...}} or {command: [...]}' },
+  { error: 'expected claude-code, codex, {builtin: {provider: anthropic|openai, ...}}, {a2a: {url}} or {command: [...]}' },
 );
 
 /** The file shape: what a YAML declaration may contain. Parsing yields the normalised form. */
@@ -131,7 +141,7 @@ export type Persona = NormalisedPersona & {
 export type PersonaRuntime = NormalisedPersona['runtime'];
 
 /** Which runtime a persona runs on: one of the package's own, or `command` for any other program. */
-export function runtimeKind(runtime: PersonaRuntime): 'command' | 'builtin' | 'claude-code' | 'codex' {
+export function runtimeKind(runtime: PersonaRuntime): 'command' | 'builtin' | 'claude-code' | 'codex' | 'a2a' {
   return 'kind' in runtime ? runtime.kind : 'command';
 }
 

@@ -217,3 +217,13 @@ export const TRIGGER_FAILED_EXIT = 3;
 export function exitCodeOf(warnings: readonly Warning[]): 0 | typeof TRIGGER_FAILED_EXIT {
   return warnings.some((w) => TRIGGER_FAILED_CLASSES.includes(w.class)) ? TRIGGER_FAILED_EXIT : 0;
 }
+
+/** How a wait on a thread ends: answered, escalated, refused by the workspace addressed, or still open when the time ran out. */
+export type WaitOutcome = 'answered' | 'escalated' | 'refused' | 'timed_out';
+
+/** What an answered thread means for whoever waited (null while it is open): a refusal is told apart from an escalation. */
+export function waitOutcome(row: Pick<StatusRow, 'state' | 'escalated' | 'rejected_code'>): Exclude<WaitOutcome, 'timed_out'> | null {
+  if (row.state !== 'answered') return null;
+  if (row.rejected_code) return 'refused';
+  return row.escalated ? 'escalated' : 'answered';
+}

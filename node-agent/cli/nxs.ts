@@ -7,6 +7,7 @@ import { nexusHome, workspacePaths } from '../paths.js';
 import { printJson, processIo, type Io } from './io.js';
 import { AGENT_VERBS } from './agent-cmd.js';
 import { KEY_VERBS } from './key-cmd.js';
+import { MCP_VERBS } from './mcp-cmd.js';
 import { NODE_VERBS } from './node-cmd.js';
 import { slowStep } from './progress.js';
 import { cliMain, str, type Program, type Verb } from './spec.js';
@@ -67,7 +68,7 @@ const personasList: Verb = {
 export const NXS: Program = {
   name: 'nxs',
   summary: 'set up and run Nexus',
-  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS, ...AGENT_VERBS],
+  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS, ...AGENT_VERBS, ...MCP_VERBS],
   footer: 'nxs relay serve | stream create ...     run a relay, and make streams on it: see nxs relay --help',
 };
 

@@ -3,7 +3,7 @@
 // Both ask the workspace's existing commands (threads.show, status) every so often: through the node
 // that is one small request; without a node, a short store open.
 import { NexusError } from '../../protocol/errors.js';
-import type { StatusReport, StatusRow } from '../../protocol/receipts.js';
+import { waitOutcome, type StatusReport, type StatusRow, type WaitOutcome } from '../../protocol/receipts.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { Outcome, printJson, routerOf, untilStopped, type Io } from './io.js';
 import { str, type Verb } from './spec.js';
@@ -11,14 +11,10 @@ import { str, type Verb } from './spec.js';
 /** The exit codes of `nxc wait`, beside 0 (answered) and the usual 1 and 2. */
 export const WAIT_EXIT = { escalated: 3, timed_out: 4 } as const;
 
-export type WaitOutcome = 'answered' | 'escalated' | 'refused' | 'timed_out';
+export type { WaitOutcome };
 
 /** What an answered thread means for whoever waited: escalated (a refusal is one too) or answered. */
-export function outcomeOf(row: Pick<StatusRow, 'state' | 'escalated' | 'rejected_code'>): WaitOutcome | null {
-  if (row.state !== 'answered') return null;
-  if (row.rejected_code) return 'refused';
-  return row.escalated ? 'escalated' : 'answered';
-}
+export const outcomeOf = waitOutcome;
 
 /** `--timeout S`: seconds (a fraction allowed), or none: wait for ever. */
 export function timeoutOption(raw: string | undefined): number | null {

@@ -13,3 +13,4 @@ export { FOREGROUND_TOOL_CALLS, processTerminal, progressPrinter, runForeground,
 export { adapterCommand, allowedFromEnv, PROGRAM_VARIABLES, runAdapterTurn, type AdapterKind } from './adapters/turn.js';
 export { claudeArgs, claudeReader } from './adapters/claude-code.js';
 export { codexArgs, codexReader } from './adapters/codex.js';
+export { claudeMcp, codexMcpArgs, nexusMcpServer } from './adapters/mcp.js';

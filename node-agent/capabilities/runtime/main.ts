@@ -4,6 +4,7 @@ import path from 'node:path';
 import { loadPersona } from '../../adapters/personas/index.js';
 import { workspacePaths } from '../../paths.js';
 import { SessionSpecSchema, type SessionSpec } from '../../adapters/sessions/index.js';
+import { runA2aTurn } from './a2a.js';
 import { runAdapterTurn } from './adapters/turn.js';
 import { nxcReply } from './answer.js';
 import { runSessionTurn } from './session.js';
@@ -50,7 +51,12 @@ async function main(): Promise<number> {
   const turn = { session: spec.session, turn: spec.turn, thread: spec.thread, role: spec.role, workspace_dir: spec.workspace_dir, written_at: spec.written_at, sessionDir };
   const input = { turn, persona, prompt, env: process.env, answer, signal: cancel.signal, resume };
   const runtime = persona.runtime;
-  const outcome = 'kind' in runtime && runtime.kind !== 'builtin' ? await runAdapterTurn({ ...input, kind: runtime.kind }) : await runSessionTurn(input);
+  const outcome =
+    'kind' in runtime && runtime.kind === 'a2a'
+      ? await runA2aTurn({ ...input, a2a: runtime.a2a })
+      : 'kind' in runtime && runtime.kind !== 'builtin'
+        ? await runAdapterTurn({ ...input, kind: runtime.kind })
+        : await runSessionTurn(input);
   const line = { status: outcome.result.status, reason: outcome.result.reason, usage: outcome.result.usage, answer: outcome.answer, state: outcome.files.state };
   process.stdout.write(JSON.stringify(line) + '\n');
   // A refused answer while a round this session commissioned is open is the engine's "waiting": not a failure.

@@ -1,6 +1,13 @@
 // The providers' wire formats, written by hand from their API references: Anthropic Messages, OpenAI Chat Completions and OpenAI Responses.
 
-export type ScriptedCall = { name: string; id?: string; /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */ input?: unknown };
+export type ScriptedCall = {
+  name: string;
+  id?: string;
+  /** An object is sent as JSON; a string is sent verbatim (for malformed arguments). */
+  input?: unknown;
+  /** Responses only: the namespace of a tool offered inside one (codex offers an MCP server's tools so). */
+  namespace?: string;
+};
 
 export type ScriptedReply = {
   text?: string;
@@ -156,7 +163,8 @@ function responsesOutput(r: ScriptedReply, n: number): Array<Record<string, unkn
   const out: Array<Record<string, unknown>> = [];
   if (r.text) out.push({ type: 'message', id: `msg_${n}`, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: r.text, annotations: [] }] });
   for (const [i, c] of (r.tool_calls ?? []).entries()) {
-    out.push({ type: 'function_call', id: `fc_${n}_${i}`, call_id: c.id ?? `call_${n}_${i}`, name: c.name, arguments: argsText(c.input), status: 'completed' });
+    const namespace = c.namespace === undefined ? {} : { namespace: c.namespace };
+    out.push({ type: 'function_call', id: `fc_${n}_${i}`, call_id: c.id ?? `call_${n}_${i}`, name: c.name, ...namespace, arguments: argsText(c.input), status: 'completed' });
   }
   return out;
 }

@@ -1,6 +1,6 @@
 // The claude-code adapter: the `claude -p` command line a persona gives, and a reader of its stream-json output.
 import type { NormalisedPersona } from '../../../../protocol/persona.js';
-import { emptyTally, isReply, num, type Tally } from './tally.js';
+import { emptyTally, isReply, MCP_REPLY_TOOL, num, type Tally } from './tally.js';
 
 export type AdapterPersona = Pick<NormalisedPersona, 'model' | 'system_prompt' | 'permissions'>;
 
@@ -55,7 +55,7 @@ export function claudeReader(): { feed(event: unknown): void; readonly tally: Ta
         for (const b of ev.message.content ?? []) {
           if (b.type !== 'tool_use') continue;
           tally.tool_calls++;
-          if (b.name === 'Bash' && isReply(b.input?.command) && b.id) replyCalls.add(b.id);
+          if (((b.name === 'Bash' && isReply(b.input?.command)) || b.name === MCP_REPLY_TOOL) && b.id) replyCalls.add(b.id);
         }
       } else if (ev.type === 'user' && ev.message) {
         for (const b of ev.message.content ?? []) {

@@ -1,5 +1,6 @@
 // The codex adapter: the `codex exec` command line a persona gives, and a reader of its --json event stream.
 import type { NormalisedPersona } from '../../../../protocol/persona.js';
+import { MCP_SERVER_NAME } from '../../../../protocol/mcp.js';
 import { emptyTally, isReply, num, type Tally } from './tally.js';
 
 /**
@@ -18,7 +19,19 @@ export function codexArgs(persona: Pick<NormalisedPersona, 'model' | 'permission
   return args;
 }
 
-type Item = { id?: string; type?: string; text?: string; command?: unknown; exit_code?: number | null; status?: string };
+type Item = {
+  id?: string;
+  type?: string;
+  text?: string;
+  command?: unknown;
+  exit_code?: number | null;
+  status?: string;
+  /** mcp_tool_call: which server's tool, and how the call ended. */
+  server?: string;
+  tool?: string;
+  error?: unknown;
+  result?: { is_error?: boolean } | null;
+};
 type CodexEvent = { type?: string; item?: Item; usage?: Record<string, unknown>; error?: { message?: string }; message?: string };
 
 /** The items that stand for a tool codex ran: their results go back to the model in a further request. */
@@ -73,6 +86,7 @@ export function codexReader(): { feed(event: unknown): void; readonly tally: Tal
             resultsOwed = true;
           }
           if (item.type === 'command_execution' && isReply(item.command) && item.exit_code === 0) tally.replied = true;
+          if (item.type === 'mcp_tool_call' && item.server === MCP_SERVER_NAME && item.tool === 'reply' && item.status === 'completed' && item.error == null && item.result?.is_error !== true) tally.replied = true;
           break;
         }
         case 'turn.completed':

@@ -1,10 +1,12 @@
 // What an adapter reads out of a coding CLI's event stream: spend, whether it replied itself, its final answer.
+import { MCP_TOOL_PREFIX } from '../../../../protocol/mcp.js';
+
 export type Tally = {
   model_calls: number;
   tool_calls: number;
   tokens_in: number;
   tokens_out: number;
-  /** The CLI ran `nxc reply` itself and it succeeded: the runtime must not answer again. */
+  /** The CLI ran `nxc reply` (or the Nexus reply tool) itself and it succeeded: the runtime must not answer again. */
   replied: boolean;
   /** The CLI's last answer text, posted for it when it did not reply itself. */
   final: string | null;
@@ -25,6 +27,9 @@ export type EventReader = (tally: Tally, event: unknown) => Tally;
 export function isReply(command: unknown): boolean {
   return typeof command === 'string' && /(?:^|[\s;&|("'])(?:[^\s"']*\/)?nxc\s+reply\b/.test(command);
 }
+
+/** The Nexus server's reply tool, as claude names it: a call that succeeded is the session's own reply too. */
+export const MCP_REPLY_TOOL = `${MCP_TOOL_PREFIX}reply`;
 
 export function num(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) ? v : 0;

@@ -11,6 +11,7 @@ import { writeRunState } from '../journal.js';
 import { DEFAULT_RUN_TIMEOUT_MS, type TurnInput, type TurnOutcome } from '../session.js';
 import { claudeArgs, claudeReader } from './claude-code.js';
 import { codexArgs, codexReader } from './codex.js';
+import { claudeMcp, codexMcpArgs } from './mcp.js';
 import type { Tally } from './tally.js';
 
 export type AdapterKind = 'claude-code' | 'codex';
@@ -22,8 +23,13 @@ const PROGRAMS = { 'claude-code': 'claude', codex: 'codex' } as const;
 /** The full command line for a turn; `allowedTools` is the engine's list (null: the CLI's defaults). */
 export function adapterCommand(kind: AdapterKind, input: Pick<TurnInput, 'persona' | 'env'> & { workspaceDir: string; allowedTools: readonly string[] | null }): string[] {
   const program = input.env[PROGRAM_VARIABLES[kind]] || PROGRAMS[kind];
-  const args = kind === 'claude-code' ? claudeArgs(input.persona, input.allowedTools) : codexArgs(input.persona, input.workspaceDir);
-  return [program, ...args];
+  if (kind === 'claude-code') {
+    const mcp = claudeMcp(input.persona, input.allowedTools);
+    return [program, ...claudeArgs(input.persona, mcp.allowedTools), ...mcp.args];
+  }
+  // The prompt (`-`, stdin) stays the last argument.
+  const args = codexArgs(input.persona, input.workspaceDir);
+  return [program, ...args.slice(0, -1), ...codexMcpArgs(input.persona, input.env), ...args.slice(-1)];
 }
 
 /** The engine's list for a turn, as it writes NXC_ALLOWED_TOOLS: absent means the default toolset. */

@@ -59,7 +59,10 @@ export async function runAdapterTurn(input: TurnInput & { kind: AdapterKind }): 
   write('running', null, false);
   const log = createWriteStream(files.journal, { flags: 'a', mode: 0o600 });
   let stop: { status: Exclude<TerminalStatus, 'completed'>; reason: string } | null = null;
-  const child = spawn(program!, args, { cwd: turn.workspace_dir, env: input.env, stdio: ['pipe', 'pipe', 'inherit'], detached: true });
+  const box = input.sandbox;
+  const argv = box?.on === true ? box.wrap([program!, ...args], turn.workspace_dir) : [program!, ...args];
+  const env = box?.on === true ? box.env(input.env) : input.env;
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: turn.workspace_dir, env, stdio: ['pipe', 'pipe', 'inherit'], detached: true });
   const kill = (why: NonNullable<typeof stop>) => {
     stop ??= why;
     try {

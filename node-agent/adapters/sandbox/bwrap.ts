@@ -39,6 +39,11 @@ export function bwrapArgv(policy: SandboxPolicy, command: readonly string[], cwd
   }
   a.push(policy.writable ? '--bind' : '--ro-bind', policy.copy, policy.copy);
   if (policy.writable) {
+    // .git as a mount point of its own cannot be renamed away and replaced by one whose config the session wrote;
+    // a .git file (a linked worktree) would point git anywhere, so it is read-only outright.
+    const git = join(policy.copy, '.git');
+    if (isDir(git)) a.push('--bind', git, git);
+    else if (existsSync(git)) a.push('--ro-bind', git, git);
     for (const p of policy.protect) {
       if (existsSync(p)) a.push('--ro-bind', p, p);
       // A rules folder not there yet must not be made by the session: an empty read-only one stands in its place.

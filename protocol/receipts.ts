@@ -102,6 +102,8 @@ export const StatusRowSchema = z.object({
       running: z.boolean(),
       /** The persona declaration its newest turn started under (`sha256:` + hex, as spec.json records it); null before a turn. */
       declaration_hash: z.string().nullable(),
+      /** Present when this workspace runs its sessions with no sandbox around them (`"sandbox": "off"` in .nxs/config.json). */
+      sandbox: z.literal('off').optional(),
     })
     .nullable(),
   messages: z.number().int(),

@@ -75,7 +75,12 @@ let probed: { ok: true } | { ok: false; why: string } | undefined;
  * missing, or the kernel may refuse unprivileged user namespaces.
  */
 export function bwrapWorks(env: NodeJS.ProcessEnv = process.env): { ok: true } | { ok: false; why: string } {
-  if (probed !== undefined) return probed;
+  return (probed ??= probeBwrap(env));
+}
+
+/** One probe, uncached: a sidecar is a process per turn, so each turn pays for one (bench/sandbox.ts measures it). */
+export function probeBwrap(env: NodeJS.ProcessEnv = process.env): { ok: true } | { ok: false; why: string } {
+  let probed: { ok: true } | { ok: false; why: string };
   const r = spawnSync(bwrapProgram(env), ['--unshare-all', '--unshare-user', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--proc', '/proc', '--dev', '/dev', 'true'], { encoding: 'utf8', timeout: 10_000 });
   if (r.error) probed = { ok: false, why: (r.error as NodeJS.ErrnoException).code === 'ENOENT' ? 'bubblewrap (bwrap) is not installed' : r.error.message };
   else if (r.status !== 0) probed = { ok: false, why: `bubblewrap cannot make a sandbox here: ${(r.stderr || '').trim() || `exit ${r.status}`}` };

@@ -1,5 +1,5 @@
 // The session sandbox's door: the policy, the bubblewrap line that enforces it, and a turn's decision.
-export { bwrapArgv, bwrapWorks, bwrapProgram } from './bwrap.js';
+export { bwrapArgv, bwrapWorks, bwrapProgram, probeBwrap } from './bwrap.js';
 export { seatbeltArgv, seatbeltProfile } from './macos.js';
 export { HOME_SECRETS, PROTECTED_IN_COPY, SANDBOX_HOME, sandboxPolicy, type PolicyInput, type SandboxPolicy } from './policy.js';
 export { SESSION_SOCKET_PATH } from './socket-path.js';

@@ -45,6 +45,8 @@ export type TurnSandboxInput = {
   env: NodeJS.ProcessEnv;
   socket: string | null;
   platform?: NodeJS.Platform;
+  /** Check that bubblewrap works first (a caller that did not launch the turn itself). */
+  probe?: boolean;
 };
 
 /**
@@ -56,7 +58,9 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
   if (declared === 'off') return { on: false };
   const platform = input.platform ?? process.platform;
   if (platform !== 'linux' && platform !== 'darwin') throw new NexusError('SANDBOX_UNAVAILABLE', `sessions run only inside an OS sandbox, and none is known on ${platform}: declare "sandbox": "off" in .nxs/config.json to run them unconfined`);
-  if (platform === 'linux') {
+  // Whether bubblewrap works was asked before the turn was launched (sandboxReadiness, once per launching process);
+  // asking again here would cost every turn a process. A bwrap that stopped working fails the turn's start instead.
+  if (platform === 'linux' && input.probe === true) {
     const works = bwrapWorks(input.env);
     if (!works.ok) throw new NexusError('SANDBOX_UNAVAILABLE', `sessions run only inside an OS sandbox: ${works.why}. To fix it, ${INSTALL_HINT}`);
   }

@@ -20,9 +20,9 @@ export const PROGRAM_VARIABLES = { 'claude-code': 'NXS_CLAUDE_BIN', codex: 'NXS_
 const PROGRAMS = { 'claude-code': 'claude', codex: 'codex' } as const;
 
 /** The full command line for a turn; `allowedTools` is the engine's list (null: the CLI's defaults). */
-export function adapterCommand(kind: AdapterKind, input: Pick<TurnInput, 'persona' | 'env'> & { workspaceDir: string; allowedTools: readonly string[] | null }): string[] {
+export function adapterCommand(kind: AdapterKind, input: Pick<TurnInput, 'persona' | 'env'> & { workspaceDir: string; allowedTools: readonly string[] | null; inSandbox?: boolean }): string[] {
   const program = input.env[PROGRAM_VARIABLES[kind]] || PROGRAMS[kind];
-  const args = kind === 'claude-code' ? claudeArgs(input.persona, input.allowedTools) : codexArgs(input.persona, input.workspaceDir);
+  const args = kind === 'claude-code' ? claudeArgs(input.persona, input.allowedTools) : codexArgs(input.persona, input.workspaceDir, input.inSandbox === true);
   return [program, ...args];
 }
 
@@ -55,7 +55,7 @@ export async function runAdapterTurn(input: TurnInput & { kind: AdapterKind }): 
       status, reason, started_at: new Date(startedAt).toISOString(), updated_at: new Date(now()).toISOString(), ended_at: ended ? new Date(now()).toISOString() : null,
       limits, usage: usage(), journal: files.journal, pending_calls: [], output: reader.tally.final, pid: process.pid,
     });
-  const [program, ...args] = adapterCommand(kind, { persona, env: input.env, workspaceDir: turn.workspace_dir, allowedTools: allowedFromEnv(input.env) });
+  const [program, ...args] = adapterCommand(kind, { persona, env: input.env, workspaceDir: turn.workspace_dir, allowedTools: allowedFromEnv(input.env), inSandbox: input.sandbox?.on === true });
   write('running', null, false);
   const log = createWriteStream(files.journal, { flags: 'a', mode: 0o600 });
   let stop: { status: Exclude<TerminalStatus, 'completed'>; reason: string } | null = null;

@@ -20,6 +20,7 @@ import { packageRoot } from '../node-agent/paths.js';
 import { openStore } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLogger } from '../infra/index.js';
+import { sandboxBench } from './sandbox.js';
 import { row, sample } from './stats.js';
 import { targetsTable, type TargetRow } from './targets.js';
 
@@ -160,11 +161,14 @@ async function main(): Promise<void> {
   console.log(row('reference: raw insert + select on the same store', rawRef));
   console.log(row('engine send + reply round trip', engineRound, rawRef));
   console.log(row('engine status (open operations only)', engineStatus, rawRef));
+  console.log('\nsession turn start (a process per turn):');
+  const sandbox = await sandboxBench(root, env, Number(process.env['BENCH_SANDBOX_N'] ?? 30));
+  console.log(sandbox.text);
   console.log(`\nTargets (${REPEATS} runs, the last run's figures above; the median judged, half the runs' range is the noise margin)`);
   const table = targetsTable([statusRow, roundRow]);
   console.log(table.text);
   rmSync(base, { recursive: true, force: true });
-  if (table.failed) process.exitCode = 1;
+  if (table.failed || !sandbox.within) process.exitCode = 1;
 }
 
 main().catch((err: unknown) => {

@@ -22,6 +22,8 @@ export const ERROR_TABLE = {
   NOT_A_PARTY: { exit: 2, http: 403, summary: 'this workspace neither opened the thread nor is it addressed to it' },
   CLOCK_EXHAUSTED: { exit: 1, http: 500, summary: "the log's Lamport clock is at its limit; no op can be written" },
   BAD_ENVIRONMENT: { exit: 2, http: 400, summary: 'an NXC_* variable is not valid' },
+  SANDBOX_UNAVAILABLE: { exit: 1, http: 503, summary: 'no OS sandbox can be had here to run a session in' },
+  SANDBOX_REFUSED: { exit: 2, http: 422, summary: 'a declaration asks the sandbox for what it cannot give' },
   DEPTH_EXCEEDED: { exit: 2, http: 409, summary: 'the spawn chain is at its depth cap' },
   REPEATED_COMMISSION: { exit: 2, http: 409, summary: 'the same commission, answered three times already in this operation, is refused as a loop' },
   SUB_ROUND_OPEN: { exit: 2, http: 409, summary: 'a plain reply while your own commissioned round is open' },

@@ -106,6 +106,10 @@ const RuntimeSchema = z.union(
   { error: 'expected claude-code, codex, {builtin: {provider: anthropic|openai, ...}}, {a2a: {url}} or {command: [...]}' },
 );
 
+/** `network:` on a persona: `none`, `all`, or the hosts it may reach. */
+export const NetworkSchema = z.union([z.enum(['none', 'all']), z.array(z.string().regex(/^[A-Za-z0-9.-]+(:\d+)?$/, 'a host name, optionally with :port')).max(64)]);
+export type Network = z.infer<typeof NetworkSchema>;
+
 /** The file shape: what a YAML declaration may contain. Parsing yields the normalised form. */
 export const PersonaDeclarationSchema = z
   .strictObject({
@@ -118,6 +122,10 @@ export const PersonaDeclarationSchema = z
     addressable: z.strictObject({ external: z.boolean() }).default({ external: false }),
     runtime: RuntimeSchema,
     budget: BudgetDeclarationSchema.optional(),
+    /** What the session's sandbox lets it reach: none (the default for tools), all, or a host list (refused: no filtering proxy). */
+    network: NetworkSchema.optional(),
+    /** Paths the session may write besides its working copy (a build cache); never `.nxs/`, NEXUS_HOME or another workspace. */
+    sandbox: z.strictObject({ write: z.array(z.string().min(1)).max(64).default([]) }).optional(),
     description: z.string().optional(),
   })
   .transform(({ timeout, ...rest }) => ({ ...rest, timeout_ms: timeout ?? null }));

@@ -17,6 +17,7 @@ export const WarningClassSchema = z.enum([
   'declaration_changed', // a persona started under a different declaration than its previous run
   'work_not_parked', // the working copy was due to move on, and its holder's work could not be parked yet: it stays
   'work_handed_on_unparked', // the working copy moved on without its holder's uncommitted work being parked
+  'sandbox_off', // the workspace declares `sandbox: off`: this turn runs with nothing around it
 ]);
 export type WarningClass = z.infer<typeof WarningClassSchema>;
 
@@ -101,6 +102,8 @@ export const StatusRowSchema = z.object({
       running: z.boolean(),
       /** The persona declaration its newest turn started under (`sha256:` + hex, as spec.json records it); null before a turn. */
       declaration_hash: z.string().nullable(),
+      /** Present when this workspace runs its sessions with no sandbox around them (`"sandbox": "off"` in .nxs/config.json). */
+      sandbox: z.literal('off').optional(),
     })
     .nullable(),
   messages: z.number().int(),

@@ -84,6 +84,6 @@ describe('.ci/run', () => {
     const steps = readFileSync(join(REPO, '.ci', 'run'), 'utf8')
       .split('\n')
       .filter((l) => l !== '' && !l.startsWith('#') && !l.startsWith('set ') && !l.startsWith('cd ') && !l.startsWith('export '));
-    expect(steps).toEqual(['.ci/chromium', '.ci/faketime', 'npm ci', 'npm run lint', 'npm test']);
+    expect(steps).toEqual(['.ci/bubblewrap', '.ci/chromium', '.ci/faketime', 'npm ci', 'npm run lint', 'npm test']);
   });
 });

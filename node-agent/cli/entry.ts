@@ -13,6 +13,7 @@ import { postJson } from '../host/rpc/post.js';
 import { nexusHome } from '../paths.js';
 import { CLI_PATH, REQUEST_KEYS, type CliAnswer, type CliRequest } from './handover-wire.js';
 import { HANDOVER_PATHS } from './handover-verbs.js';
+import { SESSION_SOCKET_PATH } from '../adapters/sandbox/socket-path.js';
 import { readLimited } from './stdin.js';
 
 export { HANDOVER_PATHS };
@@ -24,6 +25,8 @@ const NODE_VERBS: ReadonlySet<string> = new Set(HANDOVER_PATHS.map((path) => pat
 const NODE_TIMEOUT_MS = 120_000;
 
 export async function run(argv = process.argv.slice(2)): Promise<void> {
+  // Inside a session's sandbox the supervisor's socket is the only way out, and the session is who it says.
+  if (existsSync(SESSION_SOCKET_PATH)) return inSession(argv);
   const env = process.env;
   const home = nexusHome(env);
   // node/node.sock under the home, as nodePaths lays it out (host/node/files.ts, which loads zod).
@@ -67,6 +70,43 @@ export async function run(argv = process.argv.slice(2)): Promise<void> {
   // that did not answer is not asked again (as when the RPC client finds it unreachable): the verb goes direct.
   const { runHere } = await import('./nxc.js');
   process.exitCode = await runHere({ argv, keys, ...(stdin === undefined ? {} : { stdin }), nodeUnreachable: unreachable });
+}
+
+/**
+ * A verb inside a session's sandbox: sent to the turn's supervisor, which runs it as the session whatever this
+ * process's environment claims. Never run here: nothing here could reach the store, and nothing here is trusted.
+ */
+async function inSession(argv: string[]): Promise<void> {
+  const env: Record<string, string> = {};
+  // Only what shapes the output; identity and homes are the supervisor's to say.
+  for (const k of ['NO_COLOR', 'FORCE_COLOR', 'TERM', 'COLUMNS']) if (process.env[k] !== undefined) env[k] = process.env[k]!;
+  const base: CliRequest = {
+    version: packageVersion(),
+    home: '',
+    argv,
+    cwd: process.cwd(),
+    env,
+    tty: { stdin: Boolean(process.stdin.isTTY), stdout: false, stderr: false },
+    keys: requestKeys(REQUEST_KEYS),
+  };
+  let stdin: string | null | undefined;
+  for (;;) {
+    const answer = await post(SESSION_SOCKET_PATH, stdin === undefined ? base : { ...base, stdin });
+    if (answer !== UNREACHABLE && answer !== null && answer.ok && 'stdin' in answer && stdin === undefined) {
+      stdin = await readLimited(process.stdin).catch(() => null);
+      continue;
+    }
+    if (answer !== UNREACHABLE && answer !== null && answer.ok && 'output' in answer) {
+      guardOutput();
+      for (const [fd, text] of answer.output) writeOutput(fd === 1 ? 'stdout' : 'stderr', text);
+      process.exitCode = answer.exit;
+      return;
+    }
+    const why = answer === UNREACHABLE ? 'does not answer' : answer !== null && !answer.ok ? `refused: ${answer.error.code}: ${answer.error.message}` : 'gave an answer nxc does not understand';
+    process.stderr.write(`nxc: this session's supervisor ${why}\n`);
+    process.exitCode = 1;
+    return;
+  }
 }
 
 /** A node that could not be reached, or stopped answering: no connection, reset, or no answer in time. */

@@ -33,8 +33,9 @@ export function renderReceipt(r: Receipt): string {
 }
 
 function rowSuffix(row: StatusRow): string {
-  if (row.working_copy === null) return '';
-  return ` · tree ${describeTree(row.working_copy)}`;
+  const unsandboxed = row.session?.sandbox === 'off' ? ' · NO SANDBOX (sandbox: off)' : '';
+  if (row.working_copy === null) return unsandboxed;
+  return `${unsandboxed} · tree ${describeTree(row.working_copy)}`;
 }
 
 /**

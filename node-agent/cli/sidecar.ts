@@ -7,6 +7,11 @@ import { routed } from '../host/remote.js';
 import { packageRoot } from '../paths.js';
 import { baseEnvironment, doneMarker, PID_NAMESPACE_VARIABLE, pidNamespace, SessionSpecSchema } from '../adapters/sessions/index.js';
 import { findWorkspace } from '../adapters/workspace/index.js';
+import { loadPersona } from '../adapters/personas/index.js';
+import { SESSION_SOCKET_VARIABLE, turnSandbox, type TurnSandbox } from '../adapters/sandbox/index.js';
+import { isNexusError } from '../../protocol/errors.js';
+import { RUNTIME_PROGRAM } from '../../protocol/persona.js';
+import { serveSession } from './session-socket.js';
 
 /** After a stop request, how long the runtime gets before it is killed outright. */
 const KILL_GRACE_MS = 5_000;
@@ -61,8 +66,43 @@ async function main(): Promise<void> {
   // Sessions reach `nxc` through PATH, so the installed package's bin comes first. Their commands learn
   // which PID namespace the sessions' pids belong to, so one run inside a sandbox's own namespace takes nobody for dead.
   const ns = pidNamespace();
-  const env = { ...base, ...spec.env, PATH: [join(packageRoot(), 'bin'), base['PATH'] ?? ''].join(delimiter), ...(ns === null ? {} : { [PID_NAMESPACE_VARIABLE]: ns }) };
-  const child = spawn(command!, args, { cwd: spec.workspace_dir, env, stdio: ['pipe', transcript, transcript], detached: true });
+  let env: Record<string, string> = { ...base, ...spec.env, PATH: [join(packageRoot(), 'bin'), base['PATH'] ?? ''].join(delimiter), ...(ns === null ? {} : { [PID_NAMESPACE_VARIABLE]: ns }) };
+  // The turn's credential: a socket only its sandbox holds, answering every nxc verb as this session.
+  const session = await serveSession({ workspaceDir: spec.workspace_dir, env: spec.env, nexusHome: process.env['NEXUS_HOME'] || undefined });
+  // What the sandbox honours of the persona (network, write paths) is read from the declaration the engine planned with;
+  // what it may write at all follows the engine's own reading (tools, permissions) in the spec.
+  const persona = await loadPersona(spec.workspace_dir, spec.role).catch(() => null);
+  const declared = persona !== null && persona.hash === spec.declaration.hash ? persona : null;
+  const ownRuntime = command === RUNTIME_PROGRAM && args.length === 0 && declared !== null && 'kind' in declared.runtime;
+  let box: TurnSandbox;
+  try {
+    box = turnSandbox({
+      workspaceDir: spec.workspace_dir,
+      sessionDir: dir,
+      persona: {
+        tools: spec.declaration.tools ?? undefined,
+        permissions: spec.declaration.permissions as 'default',
+        runtime: declared?.runtime ?? { command: spec.declaration.command },
+        ...(declared?.network === undefined ? {} : { network: declared.network }),
+        ...(declared?.sandbox === undefined ? {} : { sandbox: declared.sandbox }),
+      },
+      env: base,
+      socket: session.path,
+    });
+  } catch (err) {
+    await session.close();
+    report({ error: isNexusError(err) ? `${err.code}: ${err.message}` : `the sandbox could not be decided: ${String(err)}` });
+    return;
+  }
+  let argv = [command!, ...args];
+  if (box.on && ownRuntime) {
+    // The package's runtime stays outside (it holds the provider key and posts the answer) and puts what it runs inside.
+    env[SESSION_SOCKET_VARIABLE] = session.path;
+  } else if (box.on) {
+    argv = box.wrap(argv, spec.workspace_dir);
+    env = box.env(env);
+  }
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: spec.workspace_dir, env, stdio: ['pipe', transcript, transcript], detached: true });
   let timedOut = false;
   let stopping = false;
   const stop = () => {
@@ -88,7 +128,10 @@ async function main(): Promise<void> {
       resolve(false);
     });
   });
-  if (!started) return;
+  if (!started) {
+    await session.close();
+    return;
+  }
   report({ runtime_pid: child.pid });
   child.stdin?.on('error', () => undefined);
   child.stdin?.end(prompt);
@@ -103,6 +146,7 @@ async function main(): Promise<void> {
   const [exitCode, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
     child.once('exit', (code, sig) => resolve([code, sig])),
   );
+  await session.close();
   await settle(dir, { session: spec.session, turn: spec.turn, exitCode, signal, timedOut }, spec.workspace_dir);
 }
 

@@ -304,6 +304,12 @@ export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cliIn
   else mkdirSync(root);
   const { workspace } = await initWorkspace(root, { home: inject('nexusHome') });
   const ws = new TestWorkspace(root, workspace.id, workspace.short);
+  // The scripted agents append to a log beside the copy, and wait for gate files the test makes in `shared/`: paths the
+  // workspace declares writable for its sessions' sandboxes, which see nothing else outside the copy.
+  writeFileSync(ws.log, '');
+  mkdirSync(join(base, 'shared'));
+  const config = JSON.parse(readFileSync(join(root, '.nxs', 'config.json'), 'utf8'));
+  writeFileSync(join(root, '.nxs', 'config.json'), JSON.stringify({ ...config, sandbox: { write: [ws.log, join(base, 'shared')] } }, null, 2) + '\n');
   ws.cliInProcess = opts.cliInProcess === true;
   return opts.real ? ws : ws.serveInProcess();
 }

@@ -6,6 +6,7 @@
 // instance; it would also queue each call behind its scheduler. A process per call is the cost either way.
 // bench/lease.ts prints both side by side.
 import { runFile } from '../../../infra/spawner.js';
+import { commonDir, driverOverrides } from './drivers.js';
 import { NexusError } from '../../../protocol/errors.js';
 
 export type RunGitOptions = {
@@ -63,8 +64,29 @@ const REPOSITORY_LOCAL_ENV = [
 ] as const;
 
 // A hook would run the user's code inside our bookkeeping; signing would prompt or fail with nobody there; a
-// stuck fsmonitor would hang us.
-const FIXED_CONFIG = ['-c', 'core.hooksPath=/dev/null', '-c', 'commit.gpgsign=false', '-c', 'tag.gpgsign=false', '-c', 'core.fsmonitor=false'];
+// stuck fsmonitor would hang us. And a session writes in this repository: nothing it could have set may run
+// here, outside its sandbox, so every setting that names a program is pinned to a harmless one (the session's
+// sandbox keeps .git/config and .git/hooks read-only; this holds where a workspace runs sessions without one).
+const FIXED_CONFIG = [
+  ['core.hooksPath', '/dev/null'],
+  ['commit.gpgsign', 'false'],
+  ['tag.gpgsign', 'false'],
+  ['core.fsmonitor', 'false'],
+  ['core.pager', 'cat'],
+  ['core.sshCommand', 'ssh'],
+  ['core.askPass', ''],
+  ['credential.helper', ''],
+  ['core.editor', ':'],
+  ['sequence.editor', ':'],
+  ['core.gitProxy', ''],
+  ['core.alternateRefsCommand', ''],
+  ['uploadpack.packObjectsHook', ''],
+  ['protocol.ext.allow', 'never'],
+  ['gpg.program', 'false'],
+].flatMap(([k, v]) => ['-c', `${k}=${v}`]);
+
+// Variables that name a program git would run: ours are never set for a session's benefit, and none is wanted.
+const PROGRAM_ENV = ['GIT_EXTERNAL_DIFF', 'GIT_PAGER', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_ASKPASS', 'SSH_ASKPASS', 'GIT_EDITOR', 'GIT_SEQUENCE_EDITOR', 'GIT_PROXY_COMMAND'] as const;
 
 /** Everything a git call ended with, failure included. */
 export type GitOutcome = GitRun & {
@@ -80,6 +102,11 @@ export type GitOutcome = GitRun & {
 export function spawnGit(cwd: string, args: readonly string[], opts: RunGitOptions = {}): Promise<GitOutcome> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of REPOSITORY_LOCAL_ENV) delete env[name];
+  for (const name of PROGRAM_ENV) delete env[name];
+  env.PAGER = 'cat';
+  // A main repository's .git never holds `commondir`; one a session wrote there would point git at a config of its own.
+  const pinned = commonDir(cwd);
+  if (pinned !== null) env.GIT_COMMON_DIR = pinned;
   env.LC_ALL = 'C';
   env.GIT_TERMINAL_PROMPT = '0';
   if (opts.readOnly) env.GIT_OPTIONAL_LOCKS = '0';
@@ -87,7 +114,7 @@ export function spawnGit(cwd: string, args: readonly string[], opts: RunGitOptio
   Object.assign(env, opts.env);
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const okCodes = new Set([0, ...(opts.okCodes ?? [])]);
-  return runFile({ file: 'git', args: [...FIXED_CONFIG, ...args], cwd, env, timeoutMs: timeout, maxBuffer: MAX_BUFFER, ...(opts.input === undefined ? {} : { input: Buffer.from(opts.input) }) }).then((r) => {
+  return runFile({ file: 'git', args: [...FIXED_CONFIG, ...driverOverrides(cwd, env), ...args], cwd, env, timeoutMs: timeout, maxBuffer: MAX_BUFFER, ...(opts.input === undefined ? {} : { input: Buffer.from(opts.input) }) }).then((r) => {
     const code = r.exitCode ?? -1;
     return {
       stdout: r.stdout.toString('utf8'),

@@ -4,9 +4,32 @@ import { closeSync, existsSync, openSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { packageRoot } from '../../paths.js';
 import { writeSpec, type SessionSpec } from './spec.js';
+import { NexusError } from '../../../protocol/errors.js';
+import { workspacePaths } from '../../paths.js';
+import { bwrapWorks, INSTALL_HINT } from '../sandbox/index.js';
+import { declaredSandbox } from '../workspace/index.js';
 
 export type TurnLaunch = { spec: SessionSpec; prompt: string; dir: string };
-export type LaunchResult = { sidecarPid: number; runtimePid: number | null; error: string | null };
+/**
+ * `code`: why a start was refused, as an error code (SANDBOX_UNAVAILABLE: no sandbox here, and the workspace did not
+ * declare `sandbox: off`). `sandboxOff`: the turn started with nothing around it, because the workspace says so.
+ */
+export type LaunchResult = { sidecarPid: number; runtimePid: number | null; error: string | null; code?: string; sandboxOff?: boolean };
+
+/** Whether this workspace's turns run sandboxed, unsandboxed by declaration, or cannot start. Checked before any process starts. */
+export function sandboxReadiness(workspaceDir: string, env: NodeJS.ProcessEnv = process.env): { off: boolean; refusal: NexusError | null } {
+  let declared;
+  try {
+    declared = declaredSandbox(workspacePaths(workspaceDir));
+  } catch {
+    declared = null; // the sidecar reads the config again and says what is wrong with it
+  }
+  if (declared === 'off') return { off: true, refusal: null };
+  if (process.platform === 'darwin') return { off: false, refusal: null };
+  if (process.platform !== 'linux') return { off: false, refusal: new NexusError('SANDBOX_UNAVAILABLE', `sessions run only inside an OS sandbox, and none is known on ${process.platform}; ${INSTALL_HINT}`) };
+  const works = bwrapWorks(env);
+  return { off: false, refusal: works.ok ? null : new NexusError('SANDBOX_UNAVAILABLE', `sessions run only inside an OS sandbox: ${works.why}. To fix it, ${INSTALL_HINT}`) };
+}
 
 /** How long a launch waits for the sidecar to report the runtime's pid. */
 const REPORT_TIMEOUT_MS = 15_000;
@@ -38,6 +61,8 @@ export function doneMarker(dir: string, turn: number): string {
  */
 export async function launchTurn(launch: TurnLaunch): Promise<LaunchResult> {
   const { spec, dir } = launch;
+  const ready = sandboxReadiness(spec.workspace_dir, spec.base_env ?? process.env);
+  if (ready.refusal !== null) return { sidecarPid: -1, runtimePid: null, error: `${ready.refusal.code}: ${ready.refusal.message}`, code: ready.refusal.code };
   const specFile = writeSpec(dir, spec, launch.prompt);
   writeFileSync(startedMarker(dir, spec.turn), new Date().toISOString() + '\n');
   const logFd = openSync(join(dir, `turn-${spec.turn}.sidecar.log`), 'a', 0o600);
@@ -79,7 +104,7 @@ export async function launchTurn(launch: TurnLaunch): Promise<LaunchResult> {
   child.unref();
   // A turn that never started is over as far as anyone waiting on this folder is concerned.
   if (report.error !== null) writeFileSync(doneMarker(dir, spec.turn), JSON.stringify({ error: report.error }) + '\n');
-  return { sidecarPid, ...report };
+  return { sidecarPid, ...report, ...(ready.off ? { sandboxOff: true } : {}) };
 }
 
 /**

@@ -19,7 +19,17 @@ const ConfigSchema = z.object({
    * engine's default. Declared here, for the whole workspace: no persona or call can change it.
    */
   operation_budget: z.number().int().min(1).max(1_000_000).optional(),
+  /**
+   * The session sandbox: `off` runs sessions with nothing around them (every turn warns); otherwise more
+   * secrets to hide from sessions, and paths every session may write besides its working copy.
+   */
+  sandbox: z
+    .union([z.literal('off'), z.strictObject({ hide: z.array(z.string().min(1)).max(64).default([]), write: z.array(z.string().min(1)).max(64).default([]) })])
+    .optional(),
 });
+
+/** What `.nxs/config.json` declares about the session sandbox. */
+export type SandboxDeclaration = 'off' | { hide: string[]; write: string[] };
 
 export type Workspace = {
   id: WorkspaceId;
@@ -63,6 +73,11 @@ function readConfig(paths: WorkspacePaths): Workspace {
  */
 export function declaredOperationBudget(paths: WorkspacePaths): number | null {
   return parseConfig(paths).operation_budget ?? null;
+}
+
+/** The sandbox `.nxs/config.json` declares (read at each turn's start, like the budget). */
+export function declaredSandbox(paths: WorkspacePaths): SandboxDeclaration {
+  return parseConfig(paths).sandbox ?? { hide: [], write: [] };
 }
 
 /**

@@ -5,9 +5,11 @@ import { loadPersona } from '../../adapters/personas/index.js';
 import { workspacePaths } from '../../paths.js';
 import { SessionSpecSchema, type SessionSpec } from '../../adapters/sessions/index.js';
 import { runA2aTurn } from './a2a.js';
+import { SESSION_SOCKET_VARIABLE, turnSandbox } from '../../adapters/sandbox/index.js';
 import { runAdapterTurn } from './adapters/turn.js';
 import { nxcReply } from './answer.js';
 import { runSessionTurn } from './session.js';
+import { serveTools } from './tools/index.js';
 
 /** The spec named on the command line, else the turn's own copy in the session folder the environment names. */
 function specPath(args: string[], env: NodeJS.ProcessEnv): string {
@@ -31,6 +33,11 @@ function readStdin(): Promise<string> {
 
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
+  // The turn's sandboxed tool host (tools/host.ts): this same program, started inside the sandbox.
+  if (args[0] === '--tool-host') {
+    await serveTools(path.resolve(args[1] ?? '.'), Number(args[2] ?? 100_000));
+    return 0;
+  }
   // --resume continues the turn's journal (a runtime restarted after a crash) with the limits and usage it saved.
   const resume = args[0] === '--resume';
   const file = specPath(resume ? args.slice(1) : args, process.env);
@@ -49,7 +56,10 @@ async function main(): Promise<number> {
     return reply.posted ? 0 : 1;
   }
   const turn = { session: spec.session, turn: spec.turn, thread: spec.thread, role: spec.role, workspace_dir: spec.workspace_dir, written_at: spec.written_at, sessionDir };
-  const input = { turn, persona, prompt, env: process.env, answer, signal: cancel.signal, resume };
+  // The supervisor hands the turn's socket over; without one (the workspace declared `sandbox: off`) nothing is wrapped.
+  const socket = process.env[SESSION_SOCKET_VARIABLE] || null;
+  const sandbox = turnSandbox({ workspaceDir: spec.workspace_dir, sessionDir, persona: { ...persona, tools: spec.declaration.tools ?? undefined }, env: process.env, socket });
+  const input = { turn, persona, prompt, env: process.env, answer, signal: cancel.signal, resume, sandbox };
   const runtime = persona.runtime;
   const outcome =
     'kind' in runtime && runtime.kind === 'a2a'

@@ -2,7 +2,7 @@
 import type { PendingCall, RunLimits, RunStatus, RunUsage, TerminalStatus, ToolCallBlock } from '../../../protocol/runs.js';
 import type { CommandLeases } from './lease.js';
 import type { ModelClient } from './model.js';
-import type { ToolPolicy } from './tools/index.js';
+import type { ToolHost, ToolPolicy } from './tools/index.js';
 
 export type RunIdentity = { run_id: string; role: string; session: string | null; turn: number | null; thread: string | null };
 
@@ -44,6 +44,8 @@ export type RunOptions = {
   /** When the run's clock started (default now): a session turn counts from its launch. */
   startedAt?: number | undefined;
   heartbeatMs?: number | undefined;
+  /** Where tool calls run: the turn's sandboxed tool host; absent, in this process. */
+  toolHost?: ToolHost | undefined;
 };
 
 export type RunResult = {

@@ -212,6 +212,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
         revision: opts.revision,
         expected,
         heartbeatMs: opts.heartbeatMs,
+        host: opts.toolHost,
       });
       journal.append({ t: 'tool_call', id: call.id, name: call.name, decision: 'ran', lease: out.lease });
       journal.append({ t: 'tool_done', id: call.id, content: out.content, is_error: out.is_error, artifact: out.artifact });

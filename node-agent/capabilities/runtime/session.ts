@@ -5,13 +5,14 @@ import { isNexusError } from '../../../protocol/errors.js';
 import type { Persona } from '../../../protocol/persona.js';
 import { EMPTY_USAGE, journalFileName, runStateFileName, type RunLimits } from '../../../protocol/runs.js';
 import { readWorkingCopy } from '../../adapters/git/index.js';
+import type { TurnSandbox } from '../../adapters/sandbox/index.js';
 import { endingMessage, type Answer, type AnswerOutcome } from './answer.js';
 import { resolveLimits } from './budget.js';
 import { writeRunState } from './journal.js';
 import { fileCommandLeases, type CommandLeases } from './lease.js';
 import { createModelClient } from './providers/index.js';
 import { executeRun, type RunEvent, type RunResult } from './run.js';
-import { policyFor } from './tools/index.js';
+import { policyFor, sandboxedTools } from './tools/index.js';
 
 /** A persona that declares no timeout still gets a deadline; the same figure a person's foreground run gets. */
 export const DEFAULT_RUN_TIMEOUT_MS = 300_000;
@@ -53,6 +54,8 @@ export type TurnInput = {
   backoffMs?: ((attempt: number, retryAfterMs: number | null) => number) | undefined;
   /** Continue the turn's journal instead of starting afresh. */
   resume?: boolean | undefined;
+  /** Where what the turn runs (a CLI, the builtin runtime's tools) is put: the turn's OS sandbox, or nothing when it is off. */
+  sandbox?: TurnSandbox | undefined;
 };
 
 export type TurnOutcome = { result: Pick<RunResult, 'status' | 'reason' | 'output' | 'escalate' | 'usage'>; answer: AnswerOutcome; files: { state: string; journal: string } };
@@ -85,6 +88,8 @@ export async function runSessionTurn(input: TurnInput): Promise<TurnOutcome> {
     return refuse(isNexusError(err) ? err.message : String(err), cfg.model, cfg.provider);
   }
   const revision = workingCopyRevision(turn.workspace_dir);
+  // The model is called from here, with the key; the tools run in the turn's sandbox, which never sees it.
+  const tools = input.sandbox?.on === true ? sandboxedTools(input.sandbox, turn.workspace_dir, input.env, limits.max_tool_output_chars) : undefined;
   const result = await executeRun({
     identity,
     root: turn.workspace_dir,
@@ -103,7 +108,8 @@ export async function runSessionTurn(input: TurnInput): Promise<TurnOutcome> {
     backoffMs: input.backoffMs,
     resume: input.resume,
     startedAt,
-  });
+    toolHost: tools,
+  }).finally(() => tools?.close());
   const msg = endingMessage({ ...result, elapsedMs: result.ended_at - result.started_at });
   const answer = await input.answer(msg.text, { escalate: msg.escalate });
   return { result, answer, files };

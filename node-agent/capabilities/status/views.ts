@@ -4,6 +4,7 @@ import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import type { StatusReport, ThreadView } from '../../../protocol/receipts.js';
 import { tables } from '../../adapters/store/index.js';
+import { declaredSandbox } from '../../adapters/workspace/index.js';
 import type { EngineDeps } from '../context.js';
 import { roundsOfOperations, withRound, withRounds } from '../channels/index.js';
 import { leaseStatus } from '../leases/index.js';
@@ -40,9 +41,15 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.
   const states: OperationState[] = [];
   for (const state of await withParts(deps.db, rows)) states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, state.id));
+  const operations = rows.map((r, i) => withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards));
+  if (sandboxOff(deps)) {
+    notes.push('this workspace declares "sandbox": "off" in .nxs/config.json: its sessions run with nothing around them, reading and writing whatever you can');
+    // Said on every session of this workspace, where anyone reading a row looks.
+    for (const op of operations) for (const row of op.threads) if (row.session !== null && row.session.handle.startsWith(`${deps.workspace.short}/`)) row.session.sandbox = 'off';
+  }
   return {
     workspace: { id: deps.workspace.id, name: deps.workspace.name },
-    operations: rows.map((r, i) => withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards)),
+    operations,
     worker_names_a_working_copy: wc !== null,
     // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
     worker_answers_liveness: lease.answersLiveness,
@@ -74,4 +81,13 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
       : [],
   );
   return { thread: withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
+}
+
+/** Whether the workspace declares its sessions unsandboxed; a config that cannot be read says nothing here. */
+function sandboxOff(deps: EngineDeps): boolean {
+  try {
+    return declaredSandbox(deps.workspace.paths) === 'off';
+  } catch {
+    return false;
+  }
 }

@@ -170,6 +170,9 @@ export async function startTurns(deps: EngineDeps, turns: PlannedTurn[], warning
   for (const t of turns) {
     const result = await startTurn(deps, t);
     if (result.error === null) {
+      if (result.sandboxOff === true) {
+        warnings.push({ class: 'sandbox_off', role: t.session.role, session: t.session.id, thread: t.session.thread, message: `${t.session.handle} runs with no sandbox around it: .nxs/config.json declares "sandbox": "off", so it reads and writes whatever you can` });
+      }
       woke.push({
         session: t.session.id,
         handle: t.session.handle,
@@ -182,7 +185,7 @@ export async function startTurns(deps: EngineDeps, turns: PlannedTurn[], warning
     } else {
       warnings.push({
         class: t.failureClass,
-        reason: 'start_failed',
+        reason: result.code === 'SANDBOX_UNAVAILABLE' ? 'sandbox_unavailable' : 'start_failed',
         role: t.session.role,
         session: t.session.id,
         thread: t.session.thread,
@@ -193,7 +196,7 @@ export async function startTurns(deps: EngineDeps, turns: PlannedTurn[], warning
   return woke;
 }
 
-async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid: number | null; error: string | null }> {
+async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid: number | null; error: string | null; code?: string | undefined; sandboxOff?: boolean | undefined }> {
   const { workspace } = deps;
   const s = t.session;
   const persona = await deps.loadPersona(workspace.paths.root, s.role).catch(() => null);
@@ -201,6 +204,8 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
   let error: string | null = null;
   let runtimePid: number | null = null;
   let sidecarPid: number | null = null;
+  let code: string | undefined;
+  let sandboxOff: boolean | undefined;
   if (persona === null || persona.hash !== t.declarationHash) {
     error = 'its declaration changed or vanished while the command ran';
   } else {
@@ -258,6 +263,8 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
     sidecarPid = launched.sidecarPid > 0 ? launched.sidecarPid : null;
     runtimePid = launched.runtimePid;
     error = launched.error;
+    code = launched.code;
+    sandboxOff = launched.sandboxOff;
   }
   await deps.db
     .insert(tables.sessionProcs)
@@ -270,7 +277,7 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
       endedAt: error === null ? null : deps.now().toISOString(),
     })
     .onConflictDoNothing();
-  return { runtimePid, error };
+  return { runtimePid, error, code, sandboxOff };
 }
 
 async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: string, replyOnly: boolean): Promise<string> {

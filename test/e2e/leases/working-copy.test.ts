@@ -78,12 +78,12 @@ describe('a queued commission, end to end', () => {
     ws = await leaseRepo();
   });
   afterAll(async () => {
-    writeFileSync(join(ws.root, '..', 'gate-a'), '');
+    writeFileSync(join(ws.root, '..', 'shared', 'gate-a'), '');
     await ws.cleanup();
   });
 
   it('queues behind the holder with a warning-free exit 0, then starts under the next token once the holder answers', async () => {
-    exclusive(ws, 'coder', 'gate', join(ws.root, '..', 'gate-a'));
+    exclusive(ws, 'coder', 'gate', join(ws.root, '..', 'shared', 'gate-a'));
     exclusive(ws, 'rival', 'reply');
     const a = await send(ws, 'coder');
     const b = await send(ws, 'rival');
@@ -91,7 +91,7 @@ describe('a queued commission, end to end', () => {
     const human = await ws.nxc(['status']);
     expect(human.stdout).toContain(`working copy: queued (position 1 behind ${a.operation})`);
     expect(turnEnv(ws, a.woke.session)['NXC_LEASE_TOKEN']).toBe('1');
-    writeFileSync(join(ws.root, '..', 'gate-a'), '');
+    writeFileSync(join(ws.root, '..', 'shared', 'gate-a'), '');
     await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1);
     await ws.waitIdle();
     expect(turnEnv(ws, sessionsOf(ws, 'rival')[0]!)['NXC_LEASE_TOKEN']).toBe('2');

@@ -131,7 +131,7 @@ describe('a session turn on runtime: codex', () => {
     expect(fake.proxied).toEqual([]);
   });
 
-  it('with a node serving the workspace, codex\'s nxc reply cannot reach it, and its final message is posted instead', async () => {
+  it('with a node serving the workspace, codex\'s nxc reply reaches it through the session\'s socket, and nothing more is posted', async () => {
     // The node starts the sessions, so it carries codex's environment.
     const served = await makeWorkspace({ real: true, onDisk: true });
     served.cliInProcess = true;
@@ -145,12 +145,10 @@ describe('a session turn on runtime: codex', () => {
       });
       const { messages, state } = await commission('codexnode', 'Say hello on the thread.', served);
       const fromSession = messages.filter((m) => String(m.author).endsWith('/codexnode'));
-      expect(fromSession).toEqual([expect.objectContaining({ text: 'My answer, posted for me.', effect: 'answer', substituted: false })]);
+      // Inside the sandbox the node's socket and the store are not there; the turn's own socket is, and the
+      // supervisor runs the verb as the session, through the node.
+      expect(fromSession).toEqual([expect.objectContaining({ text: 'Answered from codex.', effect: 'answer', substituted: false })]);
       expect(state).toMatchObject({ status: 'completed', output: 'My answer, posted for me.', usage: { model_calls: 2, tool_calls: 1 } });
-      // Inside the sandbox the node's socket is refused and its pid unseen; its store lock stood.
-    const command = readFileSync(state.journal, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((e) => e.type === 'item.completed' && e.item.type === 'command_execution');
-      expect(command.item.exit_code).not.toBe(0);
-      expect(command.item.aggregated_output).toMatch(/STORE_BUSY: the store .* is held by pid \d+ \(the node of/);
     } finally {
       await served.cleanup();
     }

@@ -39,7 +39,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
   let holder: string;
   let queued: string;
   /** The file whose existence lets b's gate persona answer (it gives up on its own after two minutes). */
-  const gate = () => join(b.root, '..', 'gate-ui');
+  const gate = () => join(b.root, '..', 'shared', 'gate-ui');
   const nodeLog: string[] = [];
 
   const shot = (name: string, p: Page = page) => p.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });

@@ -9,10 +9,12 @@ import { emptyTally, isReply, num, type Tally } from './tally.js';
  * A reply-only or plan persona gets a read-only sandbox (its final message is posted for it);
  * bypassPermissions drops the sandbox; anything else may write inside the workspace only.
  */
-export function codexArgs(persona: Pick<NormalisedPersona, 'model' | 'permissions' | 'tools'>, workspaceDir: string): string[] {
+export function codexArgs(persona: Pick<NormalisedPersona, 'model' | 'permissions' | 'tools'>, workspaceDir: string, inSandbox = false): string[] {
   // A login shell (codex's default) rereads /etc/profile, which resets PATH and loses the nxc the session was given.
   const args = ['exec', '--json', '--model', persona.model, '--cd', workspaceDir, '--skip-git-repo-check', '--ephemeral', '--color', 'never', '-c', 'allow_login_shell=false'];
-  if (persona.permissions === 'bypassPermissions') args.push('--dangerously-bypass-approvals-and-sandbox');
+  // Inside the turn's own sandbox codex's is not started: its bubblewrap cannot mount a /proc inside ours, and ours
+  // already keeps a reply-only or plan persona's copy read-only (docs/SECURITY.md, nested sandboxes).
+  if (persona.permissions === 'bypassPermissions' || inSandbox) args.push('--dangerously-bypass-approvals-and-sandbox');
   else if (persona.permissions === 'plan' || (Array.isArray(persona.tools) && persona.tools.length === 0)) args.push('--sandbox', 'read-only');
   else args.push('--sandbox', 'workspace-write');
   args.push('-');

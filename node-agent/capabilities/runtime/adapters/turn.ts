@@ -21,14 +21,14 @@ export const PROGRAM_VARIABLES = { 'claude-code': 'NXS_CLAUDE_BIN', codex: 'NXS_
 const PROGRAMS = { 'claude-code': 'claude', codex: 'codex' } as const;
 
 /** The full command line for a turn; `allowedTools` is the engine's list (null: the CLI's defaults). */
-export function adapterCommand(kind: AdapterKind, input: Pick<TurnInput, 'persona' | 'env'> & { workspaceDir: string; allowedTools: readonly string[] | null }): string[] {
+export function adapterCommand(kind: AdapterKind, input: Pick<TurnInput, 'persona' | 'env'> & { workspaceDir: string; allowedTools: readonly string[] | null; inSandbox?: boolean }): string[] {
   const program = input.env[PROGRAM_VARIABLES[kind]] || PROGRAMS[kind];
   if (kind === 'claude-code') {
     const mcp = claudeMcp(input.persona, input.allowedTools);
     return [program, ...claudeArgs(input.persona, mcp.allowedTools), ...mcp.args];
   }
   // The prompt (`-`, stdin) stays the last argument.
-  const args = codexArgs(input.persona, input.workspaceDir);
+  const args = codexArgs(input.persona, input.workspaceDir, input.inSandbox === true);
   return [program, ...args.slice(0, -1), ...codexMcpArgs(input.persona, input.env), ...args.slice(-1)];
 }
 
@@ -61,11 +61,14 @@ export async function runAdapterTurn(input: TurnInput & { kind: AdapterKind }): 
       status, reason, started_at: new Date(startedAt).toISOString(), updated_at: new Date(now()).toISOString(), ended_at: ended ? new Date(now()).toISOString() : null,
       limits, usage: usage(), journal: files.journal, pending_calls: [], output: reader.tally.final, pid: process.pid,
     });
-  const [program, ...args] = adapterCommand(kind, { persona, env: input.env, workspaceDir: turn.workspace_dir, allowedTools: allowedFromEnv(input.env) });
+  const [program, ...args] = adapterCommand(kind, { persona, env: input.env, workspaceDir: turn.workspace_dir, allowedTools: allowedFromEnv(input.env), inSandbox: input.sandbox?.on === true });
   write('running', null, false);
   const log = createWriteStream(files.journal, { flags: 'a', mode: 0o600 });
   let stop: { status: Exclude<TerminalStatus, 'completed'>; reason: string } | null = null;
-  const child = spawn(program!, args, { cwd: turn.workspace_dir, env: input.env, stdio: ['pipe', 'pipe', 'inherit'], detached: true });
+  const box = input.sandbox;
+  const argv = box?.on === true ? box.wrap([program!, ...args], turn.workspace_dir) : [program!, ...args];
+  const env = box?.on === true ? box.env(input.env) : input.env;
+  const child = spawn(argv[0]!, argv.slice(1), { cwd: turn.workspace_dir, env, stdio: ['pipe', 'pipe', 'inherit'], detached: true });
   const kill = (why: NonNullable<typeof stop>) => {
     stop ??= why;
     try {

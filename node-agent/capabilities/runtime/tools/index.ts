@@ -2,14 +2,15 @@
 import { isNexusError, NexusError } from '../../../../protocol/errors.js';
 import { withCommandLease, type CommandLeases } from '../lease.js';
 import { inlineOrStore } from './artifacts.js';
-import { editTool, grepTool, lsTool, readTool, ToolFailure, writeTool } from './files.js';
+import { ToolFailure } from './files.js';
+import { performHere, type ToolHost, type ToolRun } from './host.js';
 import { isReadOnlyTool, type ToolName } from './policy.js';
-import { describeShell, runShell } from './shell.js';
 import { TOOL_INPUTS } from './specs.js';
 
 export { ALL_TOOLS, decide, isReadOnlyCommand, isReadOnlyTool, offeredTools, policyFor, READ_ONLY_TOOLS, ACTING_TOOLS, type CallDecision, type ToolName, type ToolPolicy } from './policy.js';
 export { ESCALATE_TOOL, EscalateInput, TOOL_INPUTS, toolSpecs } from './specs.js';
 export { ARTIFACT_DIR } from './artifacts.js';
+export { sandboxedTools, serveTools, type ToolHost } from './host.js';
 
 export type ToolContext = {
   root: string;
@@ -23,29 +24,18 @@ export type ToolContext = {
   /** The revision the model last inspected; inspection and the runtime's own commands move it. */
   expected: { value: string };
   heartbeatMs?: number | undefined;
+  /** The turn's sandboxed tool host: every call's effect runs there. */
+  host?: ToolHost | undefined;
 };
 
 export type ToolOutcome = { content: string; is_error: boolean; artifact: string | null; lease: string | null };
 
-type Run = { text: string; failed: boolean };
+type Run = ToolRun;
 
 async function perform(name: ToolName, input: any, ctx: ToolContext): Promise<Run> {
-  switch (name) {
-    case 'Read':
-      return { text: await readTool(ctx.root, input, ctx.maxChars), failed: false };
-    case 'LS':
-      return { text: await lsTool(ctx.root, input), failed: false };
-    case 'Grep':
-      return { text: await grepTool(ctx.root, input), failed: false };
-    case 'Write':
-      return { text: await writeTool(ctx.root, input), failed: false };
-    case 'Edit':
-      return { text: await editTool(ctx.root, input), failed: false };
-    case 'Bash': {
-      const r = await runShell(input.command, ctx.root, ctx.env, ctx.signal);
-      return { text: describeShell(r), failed: r.stopped || r.exitCode !== 0 };
-    }
-  }
+  // Inside the turn's sandbox when it has one; here only when the workspace runs sessions without one.
+  if (ctx.host !== undefined) return ctx.host.perform(name, input, ctx.signal);
+  return performHere(name, input, ctx.root, ctx.env, ctx.signal, ctx.maxChars);
 }
 
 function withNotes(message: string, err: unknown): string {

@@ -1,0 +1,128 @@
+// What a session turn's sandbox lets it see, write and reach: one value, from the declarations and the machine.
+import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
+import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { NexusError } from '../../../protocol/errors.js';
+import type { Network } from '../../../protocol/persona.js';
+
+/** Where the session's private HOME is mounted inside; TMPDIR is a fresh tmpfs at /tmp. */
+export const SANDBOX_HOME = '/tmp/home';
+
+/** A sandbox, decided. Paths are absolute and real (symlinks resolved) on the machine outside. */
+export type SandboxPolicy = {
+  /** The working copy: the session's cwd, writable unless `writable` is false. */
+  copy: string;
+  writable: boolean;
+  /** Read-only inside the copy even when it is writable: the rules the session runs under and git's executable config. */
+  protect: string[];
+  /** Declared write paths besides the copy (already checked). */
+  write: string[];
+  /** Secrets: not there at all inside (an empty read-only folder, or an empty file). Mounted last, so nothing opens them. */
+  hide: string[];
+  /** The session's private HOME outside; mounted at SANDBOX_HOME. */
+  home: string;
+  network: 'none' | 'all';
+  /** The supervisor's socket outside, bound at SESSION_SOCKET_PATH; null: none (nxc inside reaches nothing). */
+  socket: string | null;
+};
+
+/** The user's secrets a session never needs, relative to the home folder. */
+export const HOME_SECRETS = ['.ssh', '.aws', '.config/gcloud', '.netrc', '.gnupg', '.kube', '.docker/config.json', '.git-credentials', '.config/gh', '.npmrc', '.pypirc', '.azure', '.password-store', '.nexus'];
+
+/** Paths inside a working copy that stay read-only whatever the session may write. */
+export const PROTECTED_IN_COPY = ['.nxs-personas', '.nxs-channels', '.git/config', '.git/hooks'];
+
+function real(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    // Not there (yet): resolve what exists above it, so a symlinked parent is still seen through.
+    const parent = dirname(p);
+    return parent === p ? p : join(real(parent), p.slice(parent.length + (parent.endsWith(sep) ? 0 : 1)));
+  }
+}
+
+function inside(child: string, parent: string): boolean {
+  return child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
+}
+
+/** Expands `~/` against the real home; anything else must be absolute. */
+function expand(p: string, home: string): string {
+  if (p === '~') return home;
+  if (p.startsWith('~/')) return join(home, p.slice(2));
+  if (!isAbsolute(p)) throw new NexusError('SANDBOX_REFUSED', `sandbox path ${JSON.stringify(p)} must be absolute or start with ~/`);
+  return resolve(p);
+}
+
+/** The working-copy roots the node knows (its registry), read leniently: a missing or odd file knows none. */
+function registeredCopies(nexusHome: string): string[] {
+  try {
+    const reg = JSON.parse(readFileSync(join(nexusHome, 'node', 'registry.json'), 'utf8')) as { workspaces?: Array<{ root?: unknown }> };
+    return (reg.workspaces ?? []).flatMap((w) => (typeof w.root === 'string' ? [w.root] : []));
+  } catch {
+    return [];
+  }
+}
+
+/** Workspaces beside this one (a folder of checkouts is the common layout): each sibling holding `.nxs/`. */
+function siblingCopies(copy: string): string[] {
+  const parent = dirname(copy);
+  try {
+    return readdirSync(parent).flatMap((name) => {
+      const p = join(parent, name);
+      return p !== copy && existsSync(join(p, '.nxs')) ? [p] : [];
+    });
+  } catch {
+    return [];
+  }
+}
+
+export type PolicyInput = {
+  copy: string;
+  nexusHome: string;
+  /** The user's real home folder (the secrets under it are hidden). */
+  userHome: string;
+  /** The private HOME outside (under the session's folder). */
+  privateHome: string;
+  writable: boolean;
+  network: Network | undefined;
+  /** The default when nothing is declared: `none` for tools and commands, `all` for CLIs that call their model. */
+  defaultNetwork: 'none' | 'all';
+  /** Declared by the workspace and the persona. */
+  write: string[];
+  hide: string[];
+  socket: string | null;
+};
+
+/**
+ * Decides a turn's sandbox. A host list in `network:` is refused (enforcing one needs a filtering proxy this
+ * version does not run); a declared write path that would open `.nxs/`, NEXUS_HOME or another workspace is refused.
+ */
+export function sandboxPolicy(input: PolicyInput): SandboxPolicy {
+  const copy = real(input.copy);
+  const home = real(input.userHome);
+  const nexusHome = real(input.nexusHome);
+  const net = input.network ?? input.defaultNetwork;
+  if (Array.isArray(net)) {
+    throw new NexusError('SANDBOX_REFUSED', `network: [${net.join(', ')}] is a host list; enforcing one needs a filtering proxy, which this version does not run. Declare network: none or network: all`);
+  }
+  const copies = [copy, ...registeredCopies(nexusHome).map(real), ...siblingCopies(copy)];
+  const stores = copies.map((c) => join(c, '.nxs'));
+  const write = input.write.map((p) => real(expand(p, home)));
+  for (const w of write) {
+    const opens = [nexusHome, ...stores].find((s) => inside(w, s) || inside(s, w)) ?? copies.slice(1).find((c) => inside(w, c) || inside(c, w));
+    if (opens !== undefined || inside(copy, w)) {
+      throw new NexusError('SANDBOX_REFUSED', `sandbox write path ${w} would open ${opens ?? copy}, which no declaration can make writable`);
+    }
+  }
+  const hide = [...new Set([...stores, nexusHome, ...HOME_SECRETS.map((s) => join(home, s)), ...input.hide.map((p) => real(expand(p, home)))])];
+  return {
+    copy,
+    writable: input.writable,
+    protect: PROTECTED_IN_COPY.map((p) => join(copy, p)),
+    write,
+    hide,
+    home: input.privateHome,
+    network: net,
+    socket: input.socket,
+  };
+}

@@ -1,0 +1,108 @@
+// One session turn's sandbox: decided from the spec's workspace, the persona and `.nxs/config.json`, or refused.
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { NexusError } from '../../../protocol/errors.js';
+import { runtimeKind, type Persona } from '../../../protocol/persona.js';
+import { nexusHome, workspacePaths } from '../../paths.js';
+import { declaredSandbox } from '../workspace/index.js';
+import { bwrapArgv, bwrapWorks } from './bwrap.js';
+import { seatbeltArgv } from './macos.js';
+import { sandboxPolicy, SANDBOX_HOME, type SandboxPolicy } from './policy.js';
+
+/** The environment variable the supervisor hands a runtime the turn's socket in (outside the sandbox only). */
+export const SESSION_SOCKET_VARIABLE = 'NXS_SESSION_SOCKET';
+
+/** How to get a sandbox, said in the refusal. */
+export const INSTALL_HINT =
+  'install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: `sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`) and allow unprivileged user namespaces, ' +
+  'or declare "sandbox": "off" in .nxs/config.json to run sessions with nothing around them';
+
+export type TurnSandbox =
+  | { on: true; policy: SandboxPolicy; wrap(command: readonly string[], cwd: string): string[]; env(base: NodeJS.ProcessEnv, opts?: { dropSecrets?: boolean }): Record<string, string> }
+  | { on: false };
+
+/** Variables a builtin runtime's tools never see: the provider key stays with the runtime outside. */
+const SECRET_VARIABLE = /(^|_)(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$/i;
+
+/** The CLI's own state folder (its login, its settings): it calls its model itself, so it needs it writable. */
+function cliState(kind: string, env: NodeJS.ProcessEnv, home: string): { write: string[]; env: Record<string, string> } {
+  if (kind === 'codex') {
+    const dir = env['CODEX_HOME'] || join(home, '.codex');
+    return { write: [dir], env: { CODEX_HOME: dir } };
+  }
+  if (kind === 'claude-code') {
+    const dir = env['CLAUDE_CONFIG_DIR'] || join(home, '.claude');
+    return { write: [dir], env: { CLAUDE_CONFIG_DIR: dir } };
+  }
+  return { write: [], env: {} };
+}
+
+export type TurnSandboxInput = {
+  workspaceDir: string;
+  sessionDir: string;
+  persona: Pick<Persona, 'tools' | 'permissions' | 'runtime'> & { network?: Persona['network']; sandbox?: Persona['sandbox'] };
+  env: NodeJS.ProcessEnv;
+  socket: string | null;
+  platform?: NodeJS.Platform;
+  /** Check that bubblewrap works first (a caller that did not launch the turn itself). */
+  probe?: boolean;
+};
+
+/**
+ * The turn's sandbox. Throws SANDBOX_UNAVAILABLE when none can be had and the workspace did not declare
+ * `sandbox: off`, and SANDBOX_REFUSED for a declaration it cannot honour.
+ */
+export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
+  const declared = declaredSandbox(workspacePaths(input.workspaceDir));
+  if (declared === 'off') return { on: false };
+  const platform = input.platform ?? process.platform;
+  if (platform !== 'linux' && platform !== 'darwin') throw new NexusError('SANDBOX_UNAVAILABLE', `sessions run only inside an OS sandbox, and none is known on ${platform}: declare "sandbox": "off" in .nxs/config.json to run them unconfined`);
+  // Whether bubblewrap works was asked before the turn was launched (sandboxReadiness, once per launching process);
+  // asking again here would cost every turn a process. A bwrap that stopped working fails the turn's start instead.
+  if (platform === 'linux' && input.probe === true) {
+    const works = bwrapWorks(input.env);
+    if (!works.ok) throw new NexusError('SANDBOX_UNAVAILABLE', `sessions run only inside an OS sandbox: ${works.why}. To fix it, ${INSTALL_HINT}`);
+  }
+  const kind = runtimeKind(input.persona.runtime);
+  const userHome = input.env['HOME'] || homedir();
+  const state = cliState(kind, input.env, userHome);
+  const privateHome = join(input.sessionDir, 'home');
+  if (!existsSync(privateHome)) {
+    mkdirSync(privateHome, { recursive: true, mode: 0o700 });
+    // Commits need a name: the user's git identity is not a secret, their credentials are (and stay out).
+    const gitconfig = join(userHome, '.gitconfig');
+    if (existsSync(gitconfig)) copyFileSync(gitconfig, join(privateHome, '.gitconfig'));
+  }
+  const p = input.persona;
+  const readOnly = (Array.isArray(p.tools) && p.tools.length === 0 && p.permissions !== 'bypassPermissions') || p.permissions === 'plan';
+  const policy = sandboxPolicy({
+    copy: input.workspaceDir,
+    nexusHome: nexusHome(input.env),
+    userHome,
+    privateHome,
+    writable: !readOnly,
+    network: p.network,
+    defaultNetwork: kind === 'claude-code' || kind === 'codex' ? 'all' : 'none',
+    write: [...declared.write, ...(p.sandbox?.write ?? []), ...state.write],
+    hide: declared.hide,
+    socket: input.socket,
+  });
+  for (const w of state.write) mkdirSync(w, { recursive: true, mode: 0o700 });
+  return {
+    on: true,
+    policy,
+    wrap: (command, cwd) => (platform === 'darwin' ? seatbeltArgv(policy, join(input.sessionDir, 'tmp'), command) : bwrapArgv(policy, command, cwd, input.env)),
+    env(base, opts = {}) {
+      const out: Record<string, string> = {};
+      for (const [k, v] of Object.entries(base)) {
+        if (v === undefined || k === SESSION_SOCKET_VARIABLE) continue;
+        if (opts.dropSecrets === true && SECRET_VARIABLE.test(k)) continue;
+        out[k] = v;
+      }
+      const tmp = platform === 'darwin' ? join(input.sessionDir, 'tmp') : '/tmp';
+      if (platform === 'darwin') mkdirSync(tmp, { recursive: true, mode: 0o700 });
+      return { ...out, ...state.env, HOME: platform === 'darwin' ? privateHome : SANDBOX_HOME, TMPDIR: tmp };
+    },
+  };
+}

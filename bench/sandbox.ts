@@ -36,7 +36,7 @@ export async function sandboxBench(root: string, env: NodeJS.ProcessEnv, n: numb
       await runToExit(program, root, env);
       bareTimes.push(performance.now() - t);
       t = performance.now();
-      const session = await serveSession({ workspaceDir: root, env: {}, nexusHome: env['NEXUS_HOME'] });
+      const session = await serveSession({ workspaceDir: root, env: {}, base: {}, nexusHome: env['NEXUS_HOME'] });
       try {
         const box = turnSandbox({ workspaceDir: root, sessionDir: join(sessions, `s${i}`), persona, env, socket: session.path });
         if (!box.on) throw new Error('the bench workspace runs with sandbox: off');

@@ -7,25 +7,26 @@ import { join, relative, isAbsolute } from 'node:path';
 import { MAX_CLI_BODY, type CliAnswer } from './handover-wire.js';
 import type { Io } from './io.js';
 
-/** Who the socket's holder is: the turn's spec, as the engine wrote it. */
-export type SessionIdentity = { workspaceDir: string; env: Record<string, string>; nexusHome: string | undefined };
+/**
+ * Who the socket's holder is: the turn's spec, as the engine wrote it. `base` is the environment recorded for
+ * the session (its spec's `base_env`): what a verb run for it carries, and what any turn it sets off starts with.
+ */
+export type SessionIdentity = { workspaceDir: string; env: Record<string, string>; base: Record<string, string>; nexusHome: string | undefined };
 
 /** Thrown through a verb to stop it before it did anything (it reads stdin, which was not sent yet). */
 class Handback extends Error {}
 
 /**
- * The environment a verb runs with: the caller's, less every NXC_* claim and NEXUS_HOME, then the spec's
- * identity. A caller that dropped its variables (`env -i`) is still this session; one that set others is too.
+ * The environment a verb runs with: the session's recorded one, then the spec's identity. Nothing of the
+ * caller's crosses: inside the sandbox its HOME, TMPDIR and PATH are the sandbox's, and a turn this verb sets
+ * off (a promotion, a wake) must start with the environment recorded for that session, never these. A caller
+ * that dropped its variables (`env -i`) is still this session; one that set others is too.
  */
-export function sessionEnv(callerEnv: Record<string, unknown>, id: SessionIdentity): NodeJS.ProcessEnv {
+export function sessionEnv(id: SessionIdentity): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
-  for (const [k, v] of Object.entries(callerEnv)) {
-    if (typeof v !== 'string' || k.startsWith('NXC_') || k === 'NEXUS_HOME') continue;
-    env[k] = v;
-  }
+  for (const [k, v] of Object.entries(id.base)) if (!k.startsWith('NXC_') && k !== 'NEXUS_HOME') env[k] = v;
   Object.assign(env, id.env, { NXC_WORKSPACE_DIR: id.workspaceDir });
   if (id.nexusHome !== undefined) env['NEXUS_HOME'] = id.nexusHome;
-  else delete env['NEXUS_HOME'];
   return env;
 }
 
@@ -35,7 +36,7 @@ async function runVerb(body: unknown, id: SessionIdentity): Promise<CliAnswer> {
   const argv = req.argv as string[];
   // Inside, the copy is at the same path as outside; anything else (the sandbox's own /tmp) means the copy's root.
   const cwd = typeof req.cwd === 'string' && isAbsolute(req.cwd) && !relative(id.workspaceDir, req.cwd).startsWith('..') ? req.cwd : id.workspaceDir;
-  const env = sessionEnv(typeof req.env === 'object' && req.env !== null ? (req.env as Record<string, unknown>) : {}, id);
+  const env = sessionEnv(id);
   const keys = Array.isArray(req.keys) ? req.keys.filter((k): k is string => typeof k === 'string' && /^r-[0-9A-Z]{26}$/.test(k)) : [];
   const stdin = req.stdin === undefined ? undefined : typeof req.stdin === 'string' ? req.stdin : null;
   const tty = (typeof req.tty === 'object' && req.tty !== null ? req.tty : {}) as Record<string, unknown>;

@@ -68,7 +68,7 @@ async function main(): Promise<void> {
   const ns = pidNamespace();
   let env: Record<string, string> = { ...base, ...spec.env, PATH: [join(packageRoot(), 'bin'), base['PATH'] ?? ''].join(delimiter), ...(ns === null ? {} : { [PID_NAMESPACE_VARIABLE]: ns }) };
   // The turn's credential: a socket only its sandbox holds, answering every nxc verb as this session.
-  const session = await serveSession({ workspaceDir: spec.workspace_dir, env: spec.env, nexusHome: process.env['NEXUS_HOME'] || undefined });
+  const session = await serveSession({ workspaceDir: spec.workspace_dir, env: spec.env, base, nexusHome: process.env['NEXUS_HOME'] || undefined });
   // What the sandbox honours of the persona (network, write paths) is read from the declaration the engine planned with;
   // what it may write at all follows the engine's own reading (tools, permissions) in the spec.
   const persona = await loadPersona(spec.workspace_dir, spec.role).catch(() => null);

@@ -49,6 +49,15 @@ const BACKOFF = { baseMs: 200, maxMs: 10_000 } as const;
 const SIGNER = opSigner(generateKeyPairSync('ed25519').privateKey);
 const WORKSPACE = workspaceOfKey(SIGNER.key)!;
 
+/** Children to end when the bench is interrupted. */
+const children = new Set<ChildProcess>();
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    for (const c of children) c.kill('SIGKILL');
+    process.exit(130);
+  });
+}
+
 const progress = (msg: string) => process.stderr.write(`scale-bench: ${msg}\n`);
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
@@ -195,7 +204,8 @@ async function startRelay(schema: string): Promise<{ url: string; child: ChildPr
     env: { ...process.env, BENCH_RELAY_DB_URL: PG_URL, BENCH_RELAY_DB_SCHEMA: schema, BENCH_RELAY_OPERATOR: OPERATOR, BENCH_RELAY_MAX_PENDING: String(STREAMS * PER * 2) },
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  children.add(child);
+  const exited = new Promise<void>((r) => child.once('exit', () => (children.delete(child), r())));
   const lines = createInterface({ input: child.stdout! });
   let first: { url: string } | null = null;
   for await (const line of lines) {
@@ -327,7 +337,8 @@ async function natsServer(): Promise<{ url: string; pid: number; stop: () => Pro
   });
   const dir = mkdtempSync(join(tmpdir(), 'nexus-scale-nats-'));
   const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
-  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  children.add(child);
+  const exited = new Promise<void>((r) => child.once('exit', () => (children.delete(child), r())));
   const url = `127.0.0.1:${port}`;
   for (let i = 0; i < 100; i++) {
     const ok = await connect({ servers: url }).then(
@@ -367,7 +378,7 @@ async function jetStreamRun(): Promise<{ p99: number | null; rssPerConn: number 
     await eachLimited(ids, 16, async (i) => {
       const nc = await connect({ servers: server.url });
       conns.push(nc);
-      const consumer = await nc.jetstream().consumers.get(stream, { deliver_policy: DeliverPolicy.New, filterSubjects: [`scale.${RUN}.s${Math.floor(i / PER)}`] });
+      const consumer = await nc.jetstream().consumers.get(stream, { deliver_policy: DeliverPolicy.New, filterSubjects: `scale.${RUN}.s${Math.floor(i / PER)}` });
       readers.push(await consumer.consume({ callback: (m) => tally.receipt(i, (JSON.parse(m.string()) as { id: string }).id, performance.now()) }));
     });
     await sleep(1_000);

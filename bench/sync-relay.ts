@@ -6,6 +6,7 @@
 //   BENCH_RELAY_DATA       PGlite data folder, or
 //   BENCH_RELAY_DB_URL     PostgreSQL URL (+ BENCH_RELAY_DB_SCHEMA, a schema of its own)
 //   BENCH_RELAY_OPERATOR   the operator token to use
+//   BENCH_RELAY_MAX_PENDING connections per address not yet past hello (simulated nodes share one address)
 import { BroadcastChannel } from 'node:worker_threads';
 import { createLogger, startRelay } from '../server/index.js';
 import { COLLECT_GARBAGE_CHANNEL } from '../server/storage/pglite-thread.js';
@@ -15,9 +16,11 @@ async function main(): Promise<void> {
   const databaseUrl = process.env['BENCH_RELAY_DB_URL'];
   const schema = process.env['BENCH_RELAY_DB_SCHEMA'];
   const operatorToken = process.env['BENCH_RELAY_OPERATOR'];
+  const maxPending = Number(process.env['BENCH_RELAY_MAX_PENDING'] ?? '');
   const relay = await startRelay({
     ...(dataDir !== undefined ? { dataDir } : { databaseUrl: databaseUrl!, ...(schema === undefined ? {} : { databaseSchema: schema }) }),
     ...(operatorToken === undefined ? {} : { operatorToken }),
+    ...(maxPending > 0 ? { maxPendingPerAddress: maxPending } : {}),
     // Warnings and errors only: a line per connection would be noise in the bench's output.
     log: createLogger({ component: 'relay', level: 'warn' }),
   });

@@ -84,7 +84,9 @@ export const SyncReportSchema = z.union([
   z.object({ bound: z.literal(false), inert: z.record(z.string(), z.number().int()).optional(), refusals_unsigned: z.record(z.string(), z.number().int()).optional() }),
   z.object({
     bound: z.literal(true),
+    /** The relay URL in use; `relays` lists every URL of the binding, in the order they are tried. */
     relay: z.string(),
+    relays: z.array(z.string()).optional(),
     stream: z.string(),
     connected: z.boolean(),
     caught_up: z.boolean().optional(),

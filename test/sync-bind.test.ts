@@ -115,6 +115,17 @@ describe('nxs sync bind binds', () => {
     expect((await ws.nxs(['sync', 'unbind', '--json'])).json.unbound).toBe(true);
   });
 
+  it('with several relay URLs (a comma list and a repeated one): asked in turn, all kept in the binding', async () => {
+    const down = `http://127.0.0.1:${await closedPort()}`;
+    const other = `http://127.0.0.1:${await closedPort()}`;
+    const r = await ws.nxs(['sync', 'bind', `${down},${relay.url}`, other, '--stream', 'team', '--token', token, '--json']);
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.json).toMatchObject({ bound: true, reachable: true, relay: down, relays: [down, relay.url, other], answered_by: relay.url });
+    const status = await ws.nxs(['sync', 'status', '--json']);
+    expect(status.json).toMatchObject({ bound: true, relay: down, relays: [down, relay.url, other] });
+    expect((await ws.nxs(['sync', 'unbind', '--json'])).json.unbound).toBe(true);
+  });
+
   it.each([
     ['--token-file', (file: string) => ['--token-file', file], undefined],
     ['--token - (stdin)', () => ['--token', '-'], 'stdin'],

@@ -7,12 +7,12 @@ import { PENDING_LIMITS } from '../../protocol/storable.js';
 import { nodePaths, originId } from '../host/node/files.js';
 import { callNode } from '../host/rpc/client.js';
 import { servingNode } from '../host/remote.js';
-import { checkRelayUrl, removeBinding, writeBinding, type Binding } from '../host/sync/binding.js';
+import { parseRelayUrls, removeBinding, writeBinding, type Binding } from '../host/sync/binding.js';
 import { isTlsRelay, readCaFile } from '../host/sync/tls.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { printJson, routerOf, type Io } from './io.js';
 import { bool, str, type Args, type Verb } from './spec.js';
-import { probe } from './sync-probe.js';
+import { probe, type Probe } from './sync-probe.js';
 import { watchSync } from './sync-watch.js';
 
 function serving(io: Io, ws: Workspace): string | null {
@@ -37,19 +37,35 @@ async function tokenFrom(io: Io, a: Args): Promise<string | undefined> {
   return token;
 }
 
+/**
+ * Asks the relay URLs in turn until one answers (welcomes or refuses): instances sharing a database
+ * answer alike, so the first answer speaks for all. The URL that answered comes with it.
+ */
+async function probeInTurn(binding: Binding, urls: readonly string[], node: string): Promise<{ answer: Probe; url: string }> {
+  let last: { answer: Probe; url: string } | null = null;
+  for (const url of urls) {
+    const answer = await probe({ ...binding, relay: url }, node);
+    last = { answer, url };
+    if (answer.ok || answer.refused) return last;
+  }
+  return last!;
+}
+
 async function bind(io: Io, a: Args): Promise<void> {
-  const [url] = a.positionals;
+  const urls = parseRelayUrls(a.positionals);
+  const url = urls[0];
   const stream = str(a, 'stream');
   const offline = bool(a, 'offline');
   const token = await tokenFrom(io, a);
   if (!url || !stream || !token) throw new NexusError('USAGE', 'nxs sync bind needs <relay-url>, --stream NAME and a stream token (--token T, --token -, or --token-file F)');
   if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(stream)) throw new NexusError('USAGE', `stream name ${JSON.stringify(stream)} is not valid`);
   const ws = findWorkspace(io.cwd, io.env);
-  const relay = checkRelayUrl(url);
+  const relay = url;
   const caFile = str(a, 'ca-file');
   const pinGiven = str(a, 'relay-fingerprint');
-  if ((caFile !== undefined || pinGiven !== undefined) && !isTlsRelay(relay)) {
-    throw new NexusError('USAGE', `--ca-file and --relay-fingerprint are for a TLS relay: give its https:// or wss:// URL, not ${relay}`);
+  const plain = urls.find((u) => !isTlsRelay(u));
+  if ((caFile !== undefined || pinGiven !== undefined) && plain !== undefined) {
+    throw new NexusError('USAGE', `--ca-file and --relay-fingerprint are for a TLS relay: give its https:// or wss:// URL, not ${plain}`);
   }
   const pin = pinGiven === undefined ? undefined : CertFingerprintSchema.safeParse(pinGiven);
   if (pin !== undefined && !pin.success) throw new NexusError('USAGE', `--relay-fingerprint ${pinGiven}: ${pin.error.issues[0]?.message ?? 'not a fingerprint'}`);
@@ -61,31 +77,33 @@ async function bind(io: Io, a: Args): Promise<void> {
     stream,
     token,
     bound_at: new Date().toISOString(),
+    ...(urls.length > 1 ? { relays: urls } : {}),
     ...(caPath === undefined ? {} : { ca_file: caPath }),
     ...(pin === undefined || !pin.success ? {} : { relay_fingerprint: pin.data }),
   };
   const home = nodePaths(io.env['NEXUS_HOME'] ? io.env['NEXUS_HOME'] : undefined).home;
-  const answer = await probe(binding, originId(home));
+  const { answer, url: asked } = await probeInTurn(binding, urls, originId(home));
   // A refusal is never bound, offline or not: the relay has said this binding cannot work.
   if (!answer.ok && answer.refused) {
     const hint = answer.code === 'UNKNOWN_STREAM' ? ` (the relay's operator makes streams: \`nxs relay stream create ${stream}\`)` : '';
-    throw new NexusError(answer.code, `the relay at ${binding.relay} refused this binding: ${answer.message}${hint}`, { relay: binding.relay, stream });
+    throw new NexusError(answer.code, `the relay at ${asked} refused this binding: ${answer.message}${hint}`, { relay: asked, stream });
   }
   if (!answer.ok && !offline) {
-    throw new NexusError('RELAY_UNREACHABLE', `cannot reach the relay at ${binding.relay}: ${answer.cause}. Nothing was bound; check the URL, or bind anyway with --offline`, {
-      relay: binding.relay,
+    const where = urls.length > 1 ? `any of ${urls.join(', ')} (the last: ${answer.cause})` : `the relay at ${asked}: ${answer.cause}`;
+    throw new NexusError('RELAY_UNREACHABLE', `cannot reach ${where}. Nothing was bound; check the URL, or bind anyway with --offline`, {
+      relay: asked,
       cause: answer.cause,
     });
   }
   writeBinding(ws.paths, binding);
   const socket = serving(io, ws);
   const status = socket ? await callNode(socket, 'sync.reload', ws.id, {}) : null;
-  const out = { bound: true, workspace: ws.id, relay: binding.relay, stream, reachable: answer.ok, offline: !answer.ok, head: answer.ok ? answer.head : null, node_serving: socket !== null, status };
+  const out = { bound: true, workspace: ws.id, relay: binding.relay, relays: urls, answered_by: answer.ok ? asked : null, stream, reachable: answer.ok, offline: !answer.ok, head: answer.ok ? answer.head : null, node_serving: socket !== null, status };
   if (a.json) return printJson(io, out);
   io.stdout(
     answer.ok
-      ? `${ws.id} bound to stream ${stream} at ${binding.relay} (head ${answer.head})\n`
-      : `${ws.id} bound OFFLINE to stream ${stream} at ${binding.relay}: it did not answer (${answer.cause}); the stream and token are checked when sync first connects\n`,
+      ? `${ws.id} bound to stream ${stream} at ${urls.join(', ')} (head ${answer.head}${urls.length > 1 ? ` from ${asked}` : ''})\n`
+      : `${ws.id} bound OFFLINE to stream ${stream} at ${urls.join(', ')}: ${urls.length > 1 ? 'none' : 'it'} did not answer (${answer.cause}); the stream and token are checked when sync first connects\n`,
   );
   if (!socket) io.stdout('sync runs in the node: `nxs node register` and `nxs node start` here to begin\n');
   else if (io.stderrIsTty && answer.ok) await watchSync(io, ws, socket, { tty: true, untilCaughtUp: true });
@@ -154,8 +172,8 @@ async function unbind(io: Io, json: boolean): Promise<void> {
 export const SYNC_VERBS: readonly Verb[] = [
   {
     path: ['sync', 'bind'],
-    args: '<relay-url>',
-    arity: [1, 1],
+    args: '<relay-url>...',
+    arity: [1, 16],
     summary: "sync this workspace's op log through a relay stream (the relay is asked at once; sync runs in the node)",
     flags: {
       stream: { type: 'string', value: 'NAME', help: 'the stream on the relay (required)' },
@@ -166,6 +184,8 @@ export const SYNC_VERBS: readonly Verb[] = [
       'relay-fingerprint': { type: 'string', value: 'sha256:HEX', help: 'accept only the relay certificate with this pin (printed by nxs relay serve)' },
     },
     details:
+      'Several URLs (repeated, or a comma list) name instances of one relay sharing a database: they are asked in turn,\n' +
+      'kept in the binding, and the node moves to the next when the one it uses cannot be reached.\n' +
       'The relay is asked at once: an unknown stream (UNKNOWN_STREAM) or a wrong token (UNAUTHORIZED) binds nothing, exit 2;\n' +
       'a relay that does not answer binds nothing either (RELAY_UNREACHABLE, exit 1) unless --offline is given.\n' +
       'An https:// or wss:// relay is reached over TLS: --ca-file trusts a private CA, --relay-fingerprint pins the relay\n' +

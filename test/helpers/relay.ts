@@ -55,13 +55,19 @@ export async function relayFolders(): Promise<{ fresh: () => string; cleanup: ()
   };
 }
 
-/** `nxs relay serve` on a PGlite folder, with a stable operator token; first on a free port, restarted on the port it had. */
+/**
+ * `nxs relay serve` on a PGlite folder (or a PostgreSQL database, which several may share), with a
+ * stable operator token; first on a free port, restarted on the port it had.
+ */
 export class RelayProcess {
   private child: ChildProcess | null = null;
   port = 0;
   stderr = '';
 
-  constructor(readonly dir: string) {}
+  constructor(
+    readonly dir: string,
+    readonly databaseUrl?: string,
+  ) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
@@ -69,7 +75,7 @@ export class RelayProcess {
 
   /** Starts (or restarts, on the port it had) and resolves once it listens. */
   async start(): Promise<void> {
-    const child = spawn(process.execPath, [join(REPO, 'bin', 'nxs'), 'relay', 'serve', '--port', String(this.port), '--data-dir', this.dir, '--json'], {
+    const child = spawn(process.execPath, [join(REPO, 'bin', 'nxs'), 'relay', 'serve', '--port', String(this.port), ...(this.databaseUrl === undefined ? ['--data-dir', this.dir] : ['--database-url', this.databaseUrl]), '--json'], {
       env: { ...process.env, NEXUS_RELAY_TOKEN: OPERATOR },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -8,7 +8,13 @@ import { CertFingerprintSchema, syncUrl } from '../../../protocol/sync.js';
 import type { WorkspacePaths } from '../../paths.js';
 
 export const BindingSchema = z.object({
+  /** The first relay URL: the one a single-URL binding names, and the key the stream position is kept under. */
   relay: z.string(),
+  /**
+   * Every relay URL, `relay` first, when the stream is served by several relay instances sharing one
+   * database: the node moves to the next when one cannot be reached. Absent for a single URL.
+   */
+  relays: z.array(z.string()).min(1).max(16).optional(),
   stream: z.string().regex(/^[a-z0-9][a-z0-9_-]{0,63}$/),
   token: z.string().min(1).max(512),
   bound_at: z.string(),
@@ -30,6 +36,20 @@ export function readBinding(paths: WorkspacePaths): Binding | null {
   } catch {
     throw new NexusError('STORE_FAILED', `${file(paths)} is not a valid sync binding; run \`nxs sync unbind\` and bind again`);
   }
+}
+
+/** The URLs a binding may reach its stream at, in the order they are tried. */
+export function relayUrls(binding: Pick<Binding, 'relay' | 'relays'>): string[] {
+  return binding.relays ?? [binding.relay];
+}
+
+/**
+ * The relay URLs given to `nxs sync bind`: each positional may itself be a comma list. Checked,
+ * normalised and without repeats; USAGE when one is not a relay URL.
+ */
+export function parseRelayUrls(raw: readonly string[]): string[] {
+  const urls = raw.flatMap((r) => r.split(',')).map((r) => r.trim()).filter((r) => r !== '').map(checkRelayUrl);
+  return [...new Set(urls)];
 }
 
 /** Checks a relay base URL (http, https, ws or wss) and returns it normalised. */

@@ -1,5 +1,6 @@
 // The node's sync client for one workspace: pushes its outbox, takes in the stream, and keeps going
-// across disconnects (backoff with jitter; unacknowledged ops are pushed again after every reconnect).
+// across disconnects (backoff with jitter; unacknowledged ops are pushed again after every reconnect),
+// moving to the binding's next relay URL when one cannot be reached.
 import WebSocket from 'ws';
 import { backoffDelay, type Logger } from '../../../infra/index.js';
 import { checkOps, type CheckedOp, type OpSigner } from '../../../crypto/index.js';
@@ -19,14 +20,17 @@ import { pendingCount, signLegacyOps, wireTextOf, type IngestReport, type Projec
 import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
 import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
-import type { Binding } from './binding.js';
+import { relayUrls, type Binding } from './binding.js';
 import { refusalLine, storePage } from './page.js';
 import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
 import { relaySocketOptions, socketErrorWords } from './tls.js';
 
 export type SyncStatus = {
   bound: true;
+  /** The relay URL in use (or being tried). */
   relay: string;
+  /** Every URL of the binding, in the order they are tried. */
+  relays: string[];
   stream: string;
   connected: boolean;
   caught_up: boolean;
@@ -128,9 +132,18 @@ export class SyncClient {
   private silenceTimer: NodeJS.Timeout | null = null;
 
   private readonly key: string;
+  /** The binding's relay URLs; `at` is the one in use. Every instance behind them serves the same stream. */
+  private readonly urls: string[];
+  private at = 0;
 
   constructor(private readonly opts: SyncClientOptions) {
+    // One position for the stream whichever URL serves it: instances sharing a database give the same seqs.
     this.key = positionKey(opts.binding.relay, opts.binding.stream);
+    this.urls = relayUrls(opts.binding);
+  }
+
+  private get url(): string {
+    return this.urls[this.at]!;
   }
 
   async start(): Promise<void> {
@@ -174,7 +187,8 @@ export class SyncClient {
     this.outboxCount = outboxCount;
     return {
       bound: true,
-      relay: this.opts.binding.relay,
+      relay: this.url,
+      relays: this.urls,
       stream: this.opts.binding.stream,
       connected: this.connected,
       caught_up: this.caughtUp,
@@ -202,13 +216,15 @@ export class SyncClient {
     if (this.stopped || this.refused) return;
     let tls: WebSocket.ClientOptions;
     try {
-      tls = relaySocketOptions(this.opts.binding);
+      tls = relaySocketOptions({ ...this.opts.binding, relay: this.url });
     } catch (err) {
       // The CA file went missing: said in status, and tried again with the usual backoff.
       this.setError(socketErrorWords(err as Error));
+      this.nextUrl();
       return this.scheduleReconnect();
     }
-    const ws = new WebSocket(syncUrl(this.opts.binding.relay), { maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000, ...tls });
+    const url = this.url;
+    const ws = new WebSocket(syncUrl(url), { maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000, ...tls });
     this.ws = ws;
     ws.on('open', () => {
       this.armSilence();
@@ -230,11 +246,12 @@ export class SyncClient {
       this.caughtUp = false;
       this.inFlight.clear();
       this.sentUpTo = this.position.acked;
-      if (code !== 1000 && this.lastError === null) this.setError(`closed ${code} ${reason.toString()}`.trim());
+      if (code !== 1000 && this.lastError === null) this.setError(`${url}: closed ${code} ${reason.toString()}`.trim());
+      this.nextUrl();
       this.scheduleReconnect();
     });
     // Named with the relay's address: "connect ECONNREFUSED" alone does not say which relay.
-    ws.on('error', (err) => this.setError(`${this.opts.binding.relay}: ${socketErrorWords(err)}`));
+    ws.on('error', (err) => this.setError(`${url}: ${socketErrorWords(err)}`));
   }
 
   /**
@@ -278,9 +295,19 @@ export class SyncClient {
     this.silenceTimer.unref();
   }
 
+  /**
+   * A connection to one URL ended or never came: the next one is tried. Any instance serves the stream
+   * from the same database, so the cursor and the outbox mark carry over; ops in flight are pushed again
+   * and the relay drops by id the ones it already holds.
+   */
+  private nextUrl(): void {
+    if (this.urls.length > 1) this.at = (this.at + 1) % this.urls.length;
+  }
+
   private scheduleReconnect(): void {
     if (this.stopped || this.refused) return;
-    const delay = backoffDelay(this.attempt, RECONNECT_BACKOFF);
+    // The backoff grows once per round of every URL: a node whose relay died tries the others at once.
+    const delay = backoffDelay(Math.floor(this.attempt / this.urls.length), RECONNECT_BACKOFF);
     this.attempt++;
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
     this.reconnectTimer.unref();

@@ -3,7 +3,7 @@ import { NexusError } from '../../../protocol/errors.js';
 import type { WorkspaceContext } from '../../capabilities/context.js';
 import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import { pendingCount, type Handlers } from '../../kernel/index.js';
-import { readBinding } from './binding.js';
+import { readBinding, relayUrls } from './binding.js';
 import { outboxSize, positionKey, readPosition } from './state.js';
 
 export const directSyncHandlers: Handlers<WorkspaceContext, 'sync.status' | 'sync.reload'> = {
@@ -14,6 +14,7 @@ export const directSyncHandlers: Handlers<WorkspaceContext, 'sync.status' | 'syn
     return {
       bound: true as const,
       relay: binding.relay,
+      relays: relayUrls(binding),
       stream: binding.stream,
       connected: false,
       cursor: pos.cursor,

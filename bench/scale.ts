@@ -1,0 +1,450 @@
+// `npm run bench:scale`: the relay at width. Two relay instances on one PostgreSQL database, many node
+// connections over many streams (the real wire protocol, all in this process), a steady offered rate:
+//   width:    fan-out p99 against JetStream on the same topology (one subject per stream, one consumer per
+//             node, its own connection each), measured in the same run; every op delivered to every member;
+//   memory:   relay RSS per connection (both instances) against nats-server's (a private one);
+//   failover: one instance killed mid-run: the time until each of its nodes is welcomed by the other, and
+//             every op still delivered to every member exactly once.
+// The simulated nodes fail over as the sync client does (next URL after a close, cursor kept, unacked
+// pushes sent again); test/sync-failover.test.ts checks the client itself. Judged like bench:sync
+// (median of runs, noise margin). Knobs:
+//   BENCH_SCALE_STREAMS (100), BENCH_SCALE_PER_STREAM (10), BENCH_SCALE_RATE (1000 ops/s in total),
+//   BENCH_SCALE_SECS (10, steady phase), BENCH_SCALE_FAIL_SECS (5, after the kill), BENCH_SCALE_REPEATS (1),
+//   BENCH_DATABASE_URL or TEST_DATABASE_URL (PostgreSQL; the bench stops when none answers).
+import { randomBytes, generateKeyPairSync } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir, loadavg } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { connect, DeliverPolicy, StorageType, type ConsumerMessages, type NatsConnection } from 'nats';
+import pg from 'pg';
+import { WebSocket } from 'ws';
+import { opSigner, signOp, workspaceOfKey } from '../crypto/index.js';
+import { backoffDelay } from '../infra/index.js';
+import { newOpId, newThreadId } from '../protocol/ids.js';
+import type { Op } from '../protocol/ops.js';
+import { SYNC_PROTOCOL, syncUrl } from '../protocol/sync.js';
+import { percentile } from './stats.js';
+import { rssBytes } from './sync-memory.js';
+import { targetsTable, type TargetRow } from './targets.js';
+
+function num(name: string, dflt: number): number {
+  const v = Number(process.env[name] ?? '');
+  return Number.isFinite(v) && v > 0 ? v : dflt;
+}
+const STREAMS = Math.round(num('BENCH_SCALE_STREAMS', 100));
+const PER = Math.round(num('BENCH_SCALE_PER_STREAM', 10));
+const RATE = num('BENCH_SCALE_RATE', 1_000);
+const SECS = num('BENCH_SCALE_SECS', 10);
+const FAIL_SECS = num('BENCH_SCALE_FAIL_SECS', 5);
+const REPEATS = Math.round(num('BENCH_SCALE_REPEATS', 1));
+const PG_URL = process.env['BENCH_DATABASE_URL'] || process.env['TEST_DATABASE_URL'] || 'postgres://postgres@127.0.0.1:5432/test';
+const RUN = `${process.pid.toString(36)}${Date.now().toString(36)}`;
+const OPERATOR = randomBytes(24).toString('base64url');
+/** The sync client's reconnect backoff (node-agent/host/sync/client.ts), for the simulated nodes. */
+const BACKOFF = { baseMs: 200, maxMs: 10_000 } as const;
+const SIGNER = opSigner(generateKeyPairSync('ed25519').privateKey);
+const WORKSPACE = workspaceOfKey(SIGNER.key)!;
+
+/** Children to end when the bench is interrupted. */
+const children = new Set<ChildProcess>();
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    for (const c of children) c.kill('SIGKILL');
+    process.exit(130);
+  });
+}
+
+const progress = (msg: string) => process.stderr.write(`scale-bench: ${msg}\n`);
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+type BenchOp = { id: string; text: string };
+
+/** One small signed op (a thread opened) per call: what the relay checks and stores. */
+function makeOp(i: number, origin: string): BenchOp {
+  const thread = newThreadId();
+  const op = {
+    id: newOpId(),
+    workspace: WORKSPACE,
+    origin,
+    lamport: i + 1,
+    ts: new Date().toISOString(),
+    kind: 'thread.opened',
+    operation: thread,
+    thread,
+    session: null,
+    body: { parent: null, subject: `scale op ${i}`, opener: { handle: 'alice', session: null }, target: { kind: 'person', handle: 'bob' } },
+    key: SIGNER.key,
+  };
+  return { id: op.id, text: signOp(op as unknown as Op, SIGNER).raw };
+}
+
+/** Receipts of every member: latency samples (while `measuring`) and how often each member saw each op. */
+class Tally {
+  readonly sentAt = new Map<string, number>();
+  readonly seen = new Map<string, Uint8Array>();
+  readonly lat: number[] = [];
+  measuring = true;
+  constructor(readonly members: number) {}
+  sent(id: string): void {
+    this.sentAt.set(id, performance.now());
+    this.seen.set(id, new Uint8Array(this.members));
+  }
+  receipt(member: number, id: string, t: number): void {
+    const row = this.seen.get(id);
+    if (!row) return;
+    row[member]!++;
+    const s = this.sentAt.get(id);
+    if (this.measuring && s !== undefined && row[member] === 1) this.lat.push(t - s);
+  }
+  /** Ops some member of their stream has not seen, and (member, op) pairs seen more than once. */
+  count(streamOf: (id: string) => number): { lost: number; doubled: number; complete: boolean } {
+    let lost = 0;
+    let doubled = 0;
+    for (const [id, row] of this.seen) {
+      const s = streamOf(id);
+      for (let m = s * PER; m < (s + 1) * PER; m++) {
+        if (row[m] === 0) lost++;
+        else if (row[m]! > 1) doubled++;
+      }
+    }
+    return { lost, doubled, complete: lost === 0 };
+  }
+}
+
+/** A simulated node on the wire protocol: follows its stream, pushes, and fails over like the sync client. */
+class Member {
+  cursor = 0;
+  welcomed = false;
+  welcomedAt = 0;
+  private ws: WebSocket | null = null;
+  private at: number;
+  private attempt = 0;
+  private stopped = false;
+  private nextId = 1;
+  /** Pushed and not acknowledged: sent again on the next connection (the relay drops repeats by id). */
+  readonly unacked = new Map<number, string>();
+  constructor(
+    readonly index: number,
+    readonly stream: string,
+    readonly token: string,
+    readonly urls: string[],
+    first: number,
+    readonly tally: Tally,
+  ) {
+    this.at = first;
+  }
+
+  get url(): string {
+    return this.urls[this.at]!;
+  }
+
+  open(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const ws = new WebSocket(syncUrl(this.url), { perMessageDeflate: false, maxPayload: 64 * 1024 * 1024 });
+      this.ws = ws;
+      ws.on('message', (data: Buffer) => {
+        const t = performance.now();
+        const f = JSON.parse(data.toString('utf8')) as { type: string; [k: string]: unknown };
+        if (f.type === 'welcome') {
+          this.welcomed = true;
+          this.welcomedAt = t;
+          this.attempt = 0;
+          for (const [id, text] of this.unacked) ws.send(`{"type":"push","id":${id},"ops":[${text}]}`);
+          resolve();
+        } else if (f.type === 'ops') {
+          for (const e of f['ops'] as Array<{ seq: number; op: { id: string } }>) {
+            if (e.seq <= this.cursor) continue;
+            this.cursor = e.seq;
+            this.tally.receipt(this.index, e.op.id, t);
+          }
+        } else if (f.type === 'ack') this.unacked.delete(f['id'] as number);
+        else if (f.type === 'ping') ws.send(JSON.stringify({ type: 'pong', t: f['t'] }));
+        else if (f.type === 'error') reject(new Error(`relay error ${String(f['code'])}: ${String(f['message'])}`));
+      });
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.stream, token: this.token, node: `scale-${this.index}`, since: this.cursor })));
+      ws.on('error', () => undefined);
+      ws.on('close', () => {
+        if (this.ws !== ws) return;
+        this.welcomed = false;
+        reject(new Error('closed before welcome'));
+        if (this.stopped) return;
+        // As the sync client: the next URL, the backoff growing once per round of URLs.
+        this.at = (this.at + 1) % this.urls.length;
+        const delay = backoffDelay(Math.floor(this.attempt++ / this.urls.length), BACKOFF);
+        setTimeout(() => void this.open().catch(() => undefined), delay);
+      });
+    });
+  }
+
+  push(op: BenchOp): void {
+    const id = this.nextId++;
+    this.unacked.set(id, op.text);
+    if (this.welcomed) this.ws?.send(`{"type":"push","id":${id},"ops":[${op.text}]}`);
+  }
+
+  async close(): Promise<void> {
+    this.stopped = true;
+    const ws = this.ws;
+    if (!ws || ws.readyState === WebSocket.CLOSED) return;
+    const closed = new Promise((r) => ws.once('close', r));
+    ws.close(1000);
+    const cut = setTimeout(() => ws.terminate(), 2_000);
+    await closed;
+    clearTimeout(cut);
+  }
+}
+
+/** A relay instance (bench/sync-relay.ts) on the shared PostgreSQL schema. */
+async function startRelay(schema: string): Promise<{ url: string; child: ChildProcess; stop: () => Promise<void> }> {
+  const child = spawn(process.execPath, ['--single-threaded-gc', fileURLToPath(new URL('./sync-relay.js', import.meta.url))], {
+    env: { ...process.env, BENCH_RELAY_DB_URL: PG_URL, BENCH_RELAY_DB_SCHEMA: schema, BENCH_RELAY_OPERATOR: OPERATOR, BENCH_RELAY_MAX_PENDING: String(STREAMS * PER * 2) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  children.add(child);
+  const exited = new Promise<void>((r) => child.once('exit', () => (children.delete(child), r())));
+  const lines = createInterface({ input: child.stdout! });
+  let first: { url: string } | null = null;
+  for await (const line of lines) {
+    first = JSON.parse(line) as { url: string };
+    break;
+  }
+  lines.close();
+  if (first === null) throw new Error('a relay exited before listening');
+  return {
+    url: first.url,
+    child,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.stdin!.end();
+      const t = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    },
+  };
+}
+
+async function createStream(base: string, name: string): Promise<string> {
+  const res = await fetch(`${base}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}`, 'content-type': 'application/json' }, body: JSON.stringify({ name }) });
+  if (res.status !== 200) throw new Error(`creating stream ${name}: HTTP ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
+/** Calls `fn` on each item, `width` at a time. */
+async function eachLimited<T>(items: T[], width: number, fn: (x: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+/** Offers `count` ops at `rate`/s in total, round-robin over the streams, through `send`. */
+async function offer(count: number, rate: number, send: (i: number) => void): Promise<void> {
+  const t0 = performance.now();
+  let next = 0;
+  while (next < count) {
+    const due = Math.min(count, Math.floor(((performance.now() - t0) * rate) / 1000) + 1);
+    while (next < due) send(next++);
+    await sleep(2);
+  }
+}
+
+async function until(what: string, ms: number, check: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    if (check()) return true;
+    await sleep(100);
+  }
+  progress(`gave up waiting for ${what}`);
+  return false;
+}
+
+type RelayRun = { p99: number | null; rssPerConn: number | null; failoverMs: number | null; note: string };
+
+async function relayRun(r: number): Promise<RelayRun> {
+  const schema = `scale_${RUN}_${r}`;
+  const admin = new pg.Client({ connectionString: PG_URL });
+  await admin.connect();
+  const a = await startRelay(schema);
+  const b = await startRelay(schema);
+  const members: Member[] = [];
+  try {
+    const urls = [a.url, b.url];
+    const tokens: string[] = [];
+    for (let s = 0; s < STREAMS; s++) tokens.push(await createStream(a.url, `s${s}`));
+    const tally = new Tally(STREAMS * PER);
+    const before = (rssBytes(a.child.pid!) ?? 0) + (rssBytes(b.child.pid!) ?? 0);
+    for (let s = 0; s < STREAMS; s++) for (let m = 0; m < PER; m++) members.push(new Member(s * PER + m, `s${s}`, tokens[s]!, urls, m % 2, tally));
+    await eachLimited(members, 32, (m) => m.open());
+    await sleep(1_000);
+    const after = (rssBytes(a.child.pid!) ?? 0) + (rssBytes(b.child.pid!) ?? 0);
+    const rssPerConn = (after - before) / members.length;
+    progress(`run ${r + 1}: ${members.length} nodes on ${STREAMS} streams; relay RSS +${((after - before) / 2 ** 20).toFixed(1)} MiB`);
+
+    // Steady phase: each stream's first member (on instance A) pushes its share of RATE.
+    const streamOf = new Map<string, number>();
+    const pushOne = (i: number) => {
+      const s = i % STREAMS;
+      const op = makeOp(i, `scale-origin-${s}`);
+      streamOf.set(op.id, s);
+      tally.sent(op.id);
+      members[s * PER]!.push(op);
+    };
+    const steady = Math.round(RATE * SECS);
+    await offer(steady, RATE, pushOne);
+    await until('every steady op at every member', 60_000, () => tally.count((id) => streamOf.get(id)!).complete);
+    const steadyCount = tally.count((id) => streamOf.get(id)!);
+    const p99 = steadyCount.complete ? percentile([...tally.lat].sort((x, y) => x - y), 99) : null;
+    tally.measuring = false;
+
+    // Failover phase: instance A dies without a goodbye while ops keep coming.
+    const onA = members.filter((m) => m.url === a.url);
+    const failing = Math.round(RATE * FAIL_SECS);
+    let killedAt = 0;
+    await offer(failing, RATE, (i) => {
+      if (i === Math.floor(failing / 3)) {
+        killedAt = performance.now();
+        a.child.kill('SIGKILL');
+      }
+      pushOne(steady + i);
+    });
+    const moved = await until('every node of the killed instance on the other', 30_000, () => onA.every((m) => m.welcomed && m.welcomedAt > killedAt));
+    const done = await until('every op at every member after the kill', 60_000, () => tally.count((id) => streamOf.get(id)!).complete);
+    const { lost, doubled } = tally.count((id) => streamOf.get(id)!);
+    const moves = onA.map((m) => m.welcomedAt - killedAt).sort((x, y) => x - y);
+    const failoverMs = moved && done && lost === 0 && doubled === 0 ? moves.at(-1)! : null;
+    const note =
+      `steady: ${steady} ops, lost ${steadyCount.lost}, doubled ${steadyCount.doubled}; failover: ${onA.length} nodes moved ` +
+      `(p50 ${percentile(moves, 50).toFixed(0)} ms, p90 ${percentile(moves, 90).toFixed(0)} ms), ${failing} ops, lost ${lost}, doubled ${doubled}`;
+    progress(`run ${r + 1}: fan-out p99 ${p99?.toFixed(1) ?? 'n/a'} ms; ${note}; slowest node on the other instance after ${failoverMs?.toFixed(0) ?? 'n/a'} ms`);
+    return { p99, rssPerConn, failoverMs, note };
+  } finally {
+    progress('closing the nodes and the relays');
+    await eachLimited(members, 64, (m) => m.close());
+    await b.stop();
+    await a.stop();
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+    await admin.end();
+  }
+}
+
+/** A nats-server of the bench's own, with JetStream in a temp folder on a free port. */
+async function natsServer(): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
+  const port = await new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(p));
+    });
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'nexus-scale-nats-'));
+  const child = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], { stdio: 'ignore' });
+  children.add(child);
+  const exited = new Promise<void>((r) => child.once('exit', () => (children.delete(child), r())));
+  const url = `127.0.0.1:${port}`;
+  for (let i = 0; i < 100; i++) {
+    const ok = await connect({ servers: url }).then(
+      (nc) => nc.close().then(() => true),
+      () => false,
+    );
+    if (ok) break;
+    await sleep(100);
+  }
+  return {
+    url,
+    pid: child.pid!,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function jetStreamRun(): Promise<{ p99: number | null; rssPerConn: number | null }> {
+  progress('JetStream on the same topology');
+  const server = await natsServer();
+  const conns: NatsConnection[] = [];
+  const readers: ConsumerMessages[] = [];
+  try {
+    const admin = await connect({ servers: server.url });
+    conns.push(admin);
+    progress(`nats-server ${server.url} answers`);
+    const jsm = await admin.jetstreamManager({ timeout: 30_000 });
+    const stream = `SCALE_${RUN}`;
+    await jsm.streams.add({ name: stream, subjects: [`scale.${RUN}.*`], storage: StorageType.File });
+    progress(`JetStream stream ${stream} made`);
+    const tally = new Tally(STREAMS * PER);
+    const before = rssBytes(server.pid) ?? 0;
+    const ids = Array.from({ length: STREAMS * PER }, (_, i) => i);
+    await eachLimited(ids, 16, async (i) => {
+      const nc = await connect({ servers: server.url });
+      conns.push(nc);
+      const consumer = await nc.jetstream().consumers.get(stream, { deliver_policy: DeliverPolicy.New, filterSubjects: `scale.${RUN}.s${Math.floor(i / PER)}` });
+      readers.push(await consumer.consume({ callback: (m) => tally.receipt(i, (JSON.parse(m.string()) as { id: string }).id, performance.now()) }));
+    });
+    await sleep(1_000);
+    progress(`${ids.length} JetStream consumers following ${STREAMS} subjects`);
+    const after = rssBytes(server.pid) ?? 0;
+    const js = admin.jetstream({ timeout: 30_000 });
+    const streamOf = new Map<string, number>();
+    const count = Math.round(RATE * SECS);
+    await offer(count, RATE, (i) => {
+      const s = i % STREAMS;
+      const op = makeOp(i, `scale-origin-${s}`);
+      streamOf.set(op.id, s);
+      tally.sent(op.id);
+      void js.publish(`scale.${RUN}.s${s}`, op.text, { msgID: op.id });
+    });
+    const complete = await until('every JetStream op at every consumer', 60_000, () => tally.count((id) => streamOf.get(id)!).complete);
+    await jsm.streams.delete(stream).catch(() => undefined);
+    const p99 = complete ? percentile([...tally.lat].sort((x, y) => x - y), 99) : null;
+    progress(`JetStream: fan-out p99 ${p99?.toFixed(1) ?? 'n/a'} ms; nats-server RSS +${((after - before) / 2 ** 20).toFixed(1)} MiB for ${ids.length} consumers`);
+    return { p99, rssPerConn: (after - before) / ids.length };
+  } finally {
+    await Promise.all(readers.map((r) => r.close().catch(() => undefined)));
+    await Promise.all(conns.map((c) => c.close().catch(() => undefined)));
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const check = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
+  try {
+    await check.connect();
+    await check.end();
+  } catch (err) {
+    progress(`PostgreSQL at ${PG_URL.replace(/\/\/[^@]*@/, '//')} did not answer (${(err as Error).message}): the width rows need it`);
+    process.exitCode = 1;
+    return;
+  }
+  const rows: Record<'fan' | 'mem' | 'fail', TargetRow> = {
+    fan: { label: `width: fan-out p99 vs JetStream (${STREAMS * PER} nodes / ${STREAMS} streams)`, kind: 'max', target: 2, unit: 'x', runs: [] },
+    mem: { label: 'width: relay RSS per connection vs nats-server', kind: 'max', target: 0.5, unit: 'x', runs: [] },
+    fail: { label: 'width: failover, nodes on the other instance', kind: 'max', target: 2_000, unit: 'ms', runs: [] },
+  };
+  const notes: string[] = [];
+  for (let r = 0; r < REPEATS; r++) {
+    const ours = await relayRun(r);
+    const theirs = await Promise.race([
+      jetStreamRun(),
+      sleep(180_000).then(() => {
+        progress('the JetStream reference did not finish within 180 s');
+        return { p99: null, rssPerConn: null };
+      }),
+    ]);
+    rows.fan.runs.push(ours.p99 !== null && theirs.p99 !== null && theirs.p99 > 0 ? ours.p99 / theirs.p99 : null);
+    rows.mem.runs.push(ours.rssPerConn !== null && theirs.rssPerConn !== null && theirs.rssPerConn > 0 ? ours.rssPerConn / theirs.rssPerConn : null);
+    rows.fail.runs.push(ours.failoverMs);
+    notes.push(`run ${r + 1}: relay p99 ${ours.p99?.toFixed(1) ?? 'n/a'} ms vs JetStream ${theirs.p99?.toFixed(1) ?? 'n/a'} ms; RSS/conn ${((ours.rssPerConn ?? 0) / 1024).toFixed(1)} KiB vs ${((theirs.rssPerConn ?? 0) / 1024).toFixed(1)} KiB; ${ours.note}`);
+  }
+  const table = targetsTable(Object.values(rows));
+  process.stdout.write(`bench:scale ${new Date().toISOString()} load ${loadavg().map((x) => x.toFixed(1)).join(' ')} (${STREAMS} streams x ${PER} nodes, ${RATE} ops/s offered)\n${notes.join('\n')}\n${table.text}\n`);
+  process.exit(table.failed ? 1 : 0);
+}
+
+main().catch((err: unknown) => {
+  progress(err instanceof Error ? (err.stack ?? err.message) : String(err));
+  process.exit(1);
+});

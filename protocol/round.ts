@@ -167,6 +167,12 @@ export const RoundStepStatusSchema = z.object({
   window_ms: z.number().int().nullable(),
   deadline: z.string().nullable(),
   reason: z.string().nullable(),
+  /**
+   * The warning class this step's state reports (the class receipts use): step_unanswered for a lapsed step,
+   * step_skipped for one that never started; null otherwise. (The classes are named here, not imported: the
+   * receipts' schema includes this one.)
+   */
+  warning: z.enum(['step_unanswered', 'step_skipped']).nullable(),
 });
 export type RoundStepStatus = z.infer<typeof RoundStepStatusSchema>;
 
@@ -187,3 +193,8 @@ export const RoundStatusSchema = z.object({
   boundary: z.string().nullable(),
 });
 export type RoundStatus = z.infer<typeof RoundStatusSchema>;
+
+/** A step's window as people read it: seconds below a minute (a 20 s window is not "0 min"), minutes above. */
+export function windowText(ms: number): string {
+  return ms < 60_000 ? `${Math.round(ms / 1000)} s` : `${Math.round(ms / 60_000)} min`;
+}

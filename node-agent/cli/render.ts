@@ -1,6 +1,7 @@
 // Human-readable renderings of receipts, status reports and threads. --json prints the objects instead.
 import type { PersonaGuide, Transcript } from '../../protocol/commands.js';
 import { qualifyHandle, workspaceShort, type WorkspaceId } from '../../protocol/ids.js';
+import { windowText } from '../../protocol/round.js';
 import type { Receipt, StatusReport, StatusRow, ThreadView, WithdrawResult } from '../../protocol/receipts.js';
 import { describeTree, describeWorkingCopy } from '../adapters/git/index.js';
 import { renderRoundLine } from '../capabilities/channels/status.js';
@@ -106,7 +107,7 @@ export function renderThread(view: ThreadView): string {
   if (t.round) {
     lines.push(`round: ${renderRoundLine(t.round)}`);
     for (const s of t.round.steps) {
-      lines.push(`  ${s.name} (${s.kind}, ${s.address}): ${s.state}${s.thread ? ` · thread ${s.thread}` : ''}${s.window_ms ? ` · window ${Math.round(s.window_ms / 60_000)} min` : ''}${s.deadline ? ` until ${s.deadline}` : ''}${s.reason ? ` · ${s.reason}` : ''}`);
+      lines.push(`  ${s.name} (${s.kind}, ${s.address}): ${s.state}${s.thread ? ` · thread ${s.thread}` : ''}${s.window_ms ? ` · window ${windowText(s.window_ms)}` : ''}${s.deadline ? ` until ${s.deadline}` : ''}${s.reason ? ` · ${s.reason}` : ''}${s.warning ? ` · ${s.warning}` : ''}`);
     }
   }
   if (t.step) lines.push(`step "${t.step.name}" of #${t.step.channel} (round ${t.step.round}), pass ${t.step.pass}`);

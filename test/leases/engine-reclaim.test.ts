@@ -116,7 +116,8 @@ describe('taking the copy from a dead holder (L14-L16)', () => {
     const { a, b } = await holderRunning('gate:' + gate(ws, 'b') + '+reply');
     await crash(a);
     const c = await send(ws, 'third');
-    expect(c.queued).toEqual({ position: 2, holder: { operation: a.operation, thread: a.operation } });
+    // The receipt reads the place after its own step handed the copy on, as status does.
+    expect(c.queued).toEqual({ position: 1, holder: { operation: b.operation, thread: b.operation } });
     expect(c.woke).toBeNull();
     await until('the rival to start', () => starts(ws, 'rival').length === 1);
     expect(await leaseOf(ws, b.operation)).toMatchObject({ state: 'holds', token: 2 });

@@ -46,7 +46,7 @@ describe('a newcomer\'s receipt when its own send hands the copy on', () => {
     await ws.cleanup();
   });
 
-  it.fails('names the operation that now holds the copy and the same place status gives', async () => {
+  it('names the operation that now holds the copy and the same place status gives', async () => {
     ws.persona('holder', { mode: 'hang', extra: 'working_tree: exclusive' });
     ws.persona('first', { mode: 'gate', arg: gate(), extra: 'working_tree: exclusive' });
     ws.persona('second', { mode: 'reply', extra: 'working_tree: exclusive' });

@@ -96,7 +96,7 @@ function snapOf(operations: StatusOperation[], views: Array<[StatusRow, Msg[]]> 
 }
 
 function step(over: Partial<RoundStepStatus>): RoundStepStatus {
-  return { name: 'review', kind: 'member', address: 'ws/reviewer', handle: 'ws/reviewer', pass: 1, state: 'answered', thread: 't-step', session: 's-2', running: false, window_ms: 60_000, deadline: '2026-01-01T00:01:00.000Z', reason: null, ...over };
+  return { name: 'review', kind: 'member', address: 'ws/reviewer', handle: 'ws/reviewer', pass: 1, state: 'answered', thread: 't-step', session: 's-2', running: false, window_ms: 60_000, deadline: '2026-01-01T00:01:00.000Z', reason: null, warning: null, ...over };
 }
 
 function round(steps: RoundStepStatus[]): RoundStatus {

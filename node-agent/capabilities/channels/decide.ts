@@ -1,6 +1,6 @@
 // The round's decisions as values: what starts next, what lapsed at `now`, when the round is done.
 import { MAX_ROUND_CONCURRENCY } from '../../../protocol/channel.js';
-import type { ChannelOpPayload, CompletionReason } from '../../../protocol/round.js';
+import { windowText, type ChannelOpPayload, type CompletionReason } from '../../../protocol/round.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import {
   allRecords,
@@ -129,7 +129,7 @@ export function completion(b: Board): Completion | null {
 }
 
 function lapseWarning(b: Board, r: StepRecord): Warning {
-  const minutes = r.window_ms === null ? '' : ` of ${Math.round(r.window_ms / 60_000)} min`;
+  const minutes = r.window_ms === null ? '' : ` of ${windowText(r.window_ms)}`;
   return {
     class: 'step_unanswered',
     message: `step "${stepName(b, r.step)}" (${r.handle ?? '?'}) of #${b.channel.name} was not answered within its window${minutes}; the round goes on without it`,

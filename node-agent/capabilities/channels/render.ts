@@ -1,4 +1,5 @@
 // What a round says in words: its result for the requester, and each step's brief. Pure text.
+import { windowText } from '../../../protocol/round.js';
 import { allRecords, currentPass, ownerRecord, passesUsed, runRecord, runRecords, stepName, type Board, type StepRecord } from './board.js';
 import type { Completion, StepRef } from './decide.js';
 
@@ -57,7 +58,7 @@ function replyOf(b: Board, r: StepRecord, texts: Texts): Wrapped {
 function absence(b: Board, step: number, r: StepRecord | null): string {
   const name = `step "${stepName(b, step)}"${r?.handle ? ` (${r.handle})` : ''}`;
   if (r === null) return `- ${name}: not reached`;
-  if (r.state === 'lapsed') return `- ${name}: no answer; its window${r.window_ms ? ` of ${Math.round(r.window_ms / 60_000)} min` : ''} ran out`;
+  if (r.state === 'lapsed') return `- ${name}: no answer; its window${r.window_ms ? ` of ${windowText(r.window_ms)}` : ''} ran out`;
   if (r.state === 'skipped') return `- ${name}: not started (${r.reason ?? 'unknown'}: ${r.note ?? ''})`;
   return `- ${name}: ${r.state}`;
 }

@@ -25,6 +25,7 @@ function row(b: Board, step: number, r: StepRecord | null): RoundStepStatus {
     window_ms: r?.window_ms ?? null,
     deadline: r?.deadline ?? null,
     reason: r?.reason ?? null,
+    warning: r?.state === 'lapsed' ? 'step_unanswered' : r?.state === 'skipped' ? 'step_skipped' : null,
   };
 }
 
@@ -56,7 +57,7 @@ export function renderRoundLine(s: RoundStatus): string {
   const pass = s.steps.some((x) => x.state === 'needs_rework') || s.passes_used > 1 ? ` · pass ${s.passes_used} of ${s.passes_limit}` : '';
   const steps = s.steps.map((x) => {
     const until = x.state === 'running' || x.state === 'on_hold' ? (x.deadline ? ` (until ${x.deadline.slice(11, 19)}Z)` : ' (no window)') : '';
-    const why = x.state === 'skipped' || x.state === 'held' ? ` (${x.reason})` : '';
+    const why = x.state === 'skipped' || x.state === 'held' ? ` (${x.reason})` : x.warning !== null ? ` (${x.warning})` : '';
     return `${x.name} ${x.state.replace('_', ' ')}${until}${why}`;
   });
   const hold = s.holds_hand_back ? ' · handed back: reply in this thread to ask again' : '';

@@ -14,6 +14,7 @@ import { PersonaLookup, parseTrigger, toEvent, triggerOf, worldFacts, type Lease
 import { fenceGrant, park, restore } from './mover.js';
 import { decide } from './rules.js';
 import { loadLease } from './store.js';
+import { queuePlace } from './view.js';
 
 /** What a decision leaves to do after its transaction commits. */
 export type LeaseAfter = {
@@ -162,6 +163,13 @@ export function createLeaseHook(env: HookEnv) {
     await run(after, warnings, acc);
     // Taken up within the same command (a takeover): it did not stay queued.
     if (acc.queuedOp !== null && acc.startedOps.has(acc.queuedOp)) acc.queued = null;
+    // The place as the lease stands once every effect is carried out (a hand-off in the same step moves it), read
+    // by the function status reads it with: a receipt never names a holder status no longer shows.
+    if (acc.queued !== null && acc.queuedOp !== null) {
+      const place = queuePlace(await loadLease(deps.db, ws), acc.queuedOp);
+      const holder = place?.behind == null ? acc.queued.holder : { operation: place.behind, thread: place.behind };
+      acc.queued = place === null ? null : { position: place.position, holder };
+    }
     return { woke: acc.woke, queued: acc.queued, parked: acc.parked };
   }
 

@@ -5,7 +5,7 @@ import type { OperationLease } from '../../../protocol/receipts.js';
 import type { Exec } from '../../kernel/index.js';
 import type { EngineDeps } from '../context.js';
 import { loadLease } from './store.js';
-import { leaseView, LIVENESS_NOTE } from './view.js';
+import { leaseView, LIVENESS_NOTE, queuePlace } from './view.js';
 
 export type LeaseStatus = {
   /** The lease line of an operation, or null when the lease has nothing to say about it. */
@@ -49,8 +49,9 @@ export function describeLease(state: LeaseState, answersLiveness: boolean): Leas
   }
   for (const q of view.queue) {
     const line = { ...(lines.get(q.operation) ?? base('queued')), state: 'queued' as const };
-    line.position = q.position;
-    line.behind = view.holder?.thread ?? (q.position > 1 ? view.queue[q.position - 2]!.operation : null);
+    const place = queuePlace(state, q.operation)!;
+    line.position = place.position;
+    line.behind = place.behind;
     lines.set(q.operation, line);
   }
   const h = view.holder;

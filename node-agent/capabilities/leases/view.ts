@@ -51,3 +51,14 @@ export function leaseView(state: LeaseState): LeaseView {
     notes: state.liveness_known === false ? [LIVENESS_NOTE] : [],
   };
 }
+
+/**
+ * An operation's place in the queue for the copy, or null when it is not queued: its position (1 is next) and
+ * the operation it waits behind (the holder, or with no holder the one queued ahead of it). The one source for
+ * a receipt's `queued` and status's "queued (position N behind X)", so the two never disagree.
+ */
+export function queuePlace(state: LeaseState, operation: string): { position: number; behind: string | null } | null {
+  const i = state.queue.findIndex((e) => e.operation === operation);
+  if (i < 0) return null;
+  return { position: i + 1, behind: state.holder?.operation ?? (i > 0 ? state.queue[i - 1]!.operation : null) };
+}

@@ -85,6 +85,10 @@ export async function planTurn(
     return;
   }
   if (session.in_turn || plan.turns.some((t) => t.session.id === session.id)) {
+    // An answer reaching a requester still in the turn that asked (the commonest fan-in) is delivered: the
+    // input is newer than the turn, so the turn's end starts it again with the answer (settle.ts), and a
+    // turn already planned here reads it in its prompt. Nobody is left untold; nothing to warn about.
+    if (reason === 'answered') return;
     plan.warnings.push({
       class: failureClass,
       reason: 'already_running',

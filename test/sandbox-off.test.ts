@@ -97,6 +97,17 @@ describe('what a sandbox declaration may ask for', () => {
     expect(p.hide).toEqual(expect.arrayContaining([join(dir, 'copy', '.nxs'), join(dir, 'nexus-home'), join(dir, 'other', '.nxs'), join(dir, 'home', '.ssh')]));
   });
 
+  it('keeps a copy that lies inside NEXUS_HOME (as npm start makes it) and hides everything else there', () => {
+    for (const d of ['nexus-home/node', 'nexus-home/relay', 'nexus-home/workspaces/demo/.nxs', 'nexus-home/workspaces/other/.nxs']) mkdirSync(join(dir, d), { recursive: true });
+    const copy = join(dir, 'nexus-home', 'workspaces', 'demo');
+    const p = sandboxPolicy({ ...base, copy });
+    // Nothing that holds the copy is hidden, or the copy would vanish with it.
+    expect(p.hide.filter((h) => copy.startsWith(h + '/') || copy === h)).toEqual([]);
+    expect(p.hide).toEqual(
+      expect.arrayContaining([join(dir, 'nexus-home', 'node'), join(dir, 'nexus-home', 'relay'), join(dir, 'nexus-home', 'workspaces', 'other'), join(copy, '.nxs')]),
+    );
+  });
+
   it('refuses a host list, which needs a filtering proxy, and takes none and all', () => {
     expect(code({ network: ['api.example.com'] })).toBe('SANDBOX_REFUSED');
     expect(sandboxPolicy({ ...base, network: 'all' }).network).toBe('all');

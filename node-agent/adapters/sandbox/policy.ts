@@ -1,6 +1,6 @@
 // What a session turn's sandbox lets it see, write and reach: one value, from the declarations and the machine.
 import { existsSync, readdirSync, readFileSync, realpathSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Network } from '../../../protocol/persona.js';
 
@@ -76,6 +76,23 @@ function siblingCopies(copy: string): string[] {
   }
 }
 
+/** Every entry under `dir` but the branch that leads down to `keep` (which lies inside `dir`). */
+export function hideAround(dir: string, keep: string): string[] {
+  const out: string[] = [];
+  for (let cur = dir; cur !== keep; ) {
+    const next = join(cur, relative(cur, keep).split(sep)[0]!);
+    let names: string[] = [];
+    try {
+      names = readdirSync(cur);
+    } catch {
+      // Unreadable: nothing in it can be listed, so nothing is hidden by name.
+    }
+    for (const name of names) if (join(cur, name) !== next) out.push(join(cur, name));
+    cur = next;
+  }
+  return out;
+}
+
 export type PolicyInput = {
   copy: string;
   nexusHome: string;
@@ -114,7 +131,10 @@ export function sandboxPolicy(input: PolicyInput): SandboxPolicy {
       throw new NexusError('SANDBOX_REFUSED', `sandbox write path ${w} would open ${opens ?? copy}, which no declaration can make writable`);
     }
   }
-  const hide = [...new Set([...stores, nexusHome, ...HOME_SECRETS.map((s) => join(home, s)), ...input.hide.map((p) => real(expand(p, home)))])];
+  const wanted = [...new Set([...stores, nexusHome, ...HOME_SECRETS.map((s) => join(home, s)), ...input.hide.map((p) => real(expand(p, home)))])];
+  // A copy inside a hidden folder (npm start keeps its demo workspace under NEXUS_HOME) would vanish with it:
+  // such a folder is hidden around the copy instead, entry by entry on the way down to it.
+  const hide = [...new Set(wanted.flatMap((h) => (h !== copy && inside(copy, h) ? hideAround(h, copy) : [h])))];
   return {
     copy,
     writable: input.writable,

@@ -31,6 +31,18 @@ export const ReplyInputSchema = z.object({
 export type ReplyInput = z.infer<typeof ReplyInputSchema>;
 
 export const WithdrawInputSchema = z.object({ thread: z.string().min(1).max(64), caller: CallerClaimSchema });
+
+export const WhoamiInputSchema = z.object({ caller: CallerClaimSchema });
+/** Who the workspace takes the caller for: a person at depth 0 (or its claimed hop), or a session at its anchored depth. */
+export const WhoamiSchema = z.object({
+  workspace: z.string(),
+  handle: z.string(),
+  session: z.string().nullable(),
+  operation: z.string().nullable(),
+  depth: z.number().int().min(0),
+  reply_only: z.boolean(),
+});
+export type Whoami = z.infer<typeof WhoamiSchema>;
 export type WithdrawInput = z.infer<typeof WithdrawInputSchema>;
 
 /** A turn's process has ended: what its supervisor saw. */
@@ -331,6 +343,15 @@ export const COMMANDS = {
     input: empty,
     output: PersonaGuideSchema,
     errors: [],
+  }),
+  whoami: spec({
+    scope: 'workspace',
+    reads: true,
+    nxc: 'whoami',
+    summary: 'who this workspace takes you for: a person, or a session at its anchored depth (inside a sandbox, whatever the environment says)',
+    input: WhoamiInputSchema,
+    output: WhoamiSchema,
+    errors: ['UNKNOWN_SESSION'],
   }),
   'keys.show': spec({
     scope: 'workspace',

@@ -44,6 +44,18 @@ const guidePersonas: Verb = {
   },
 };
 
+const whoami: Verb = {
+  path: verbPath('whoami'),
+  command: 'whoami',
+  run: async (io, a) => {
+    const ws = findWorkspace(io.cwd, io.env);
+    const w = (await routerOf(io)(ws, (run) => run('whoami', { caller: callerFromEnv(io.env) }), io.env)).result;
+    if (a.json) return printJson(io, w);
+    const who = w.session === null ? `${w.handle}, a person` : `${w.handle}, session ${w.session} of operation ${w.operation}`;
+    io.stdout(`${who} · depth ${w.depth}${w.reply_only ? ' · may only reply' : ''} · workspace ${w.workspace}\n`);
+  },
+};
+
 const send: Verb = {
   path: verbPath('send'),
   args: "<role | @person | workspace/role | '#channel'> [TEXT | -]",
@@ -217,4 +229,4 @@ export const NXC_ABOUT = {
 } as const;
 
 /** Every nxc verb but completion (which needs the table of nxs too). */
-export const NXC_VERBS: readonly Verb[] = [send, reply, status, threadsShow, withdraw, tick, transcriptShow, guidePersonas, WAIT_VERB];
+export const NXC_VERBS: readonly Verb[] = [send, reply, status, threadsShow, withdraw, tick, transcriptShow, guidePersonas, whoami, WAIT_VERB];

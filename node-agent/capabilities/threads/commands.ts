@@ -1,9 +1,20 @@
 // The threads capability's commands: what each name of protocol/commands.ts does on a workspace.
 import type { ThreadsCapability } from './engine.js';
 
-export const threadHandlers: ThreadsCapability<'send' | 'reply' | 'turns.finish' | 'tick'>['handlers'] = {
+export const threadHandlers: ThreadsCapability<'send' | 'reply' | 'turns.finish' | 'tick' | 'whoami'>['handlers'] = {
   send: (c, input) => c.engine.send(input),
   reply: (c, input) => c.engine.reply(input),
   'turns.finish': (c, input) => c.engine.finishTurn(input),
   tick: (c) => c.engine.tick(),
+  whoami: async (c, input) => {
+    const caller = await c.engine.resolveCaller(c.deps.db, input.caller);
+    return {
+      workspace: c.deps.workspace.id,
+      handle: caller.handle,
+      session: caller.session?.id ?? null,
+      operation: caller.operation?.id ?? null,
+      depth: caller.depth,
+      reply_only: caller.replyOnly,
+    };
+  },
 };

@@ -35,11 +35,13 @@ function thread(i: number, j: number, parent: string | null, waiting: boolean): 
     state: waiting || j > 0 ? 'answered' : 'open',
     escalated: waiting && i % 2 === 0,
     substituted: false,
+    written_by: waiting || j > 0 ? 'agent' : null,
+    withdrawn: false,
     waiting_on_sub_round: false,
     awaiting_human: waiting && parent === null,
     awaiting_workspace: waiting && parent === null ? WS : null,
     answered_by: waiting ? 'ws/lead' : null,
-    session: { id: `s-${i}-${j}`, handle: j === 0 ? 'ws/lead' : `ws/worker${j}`, depth: j === 0 ? 1 : 2, turn: 1 + (i % 3), running: !waiting && j === 0, declaration_hash: `sha256:${'c'.repeat(64)}` },
+    session: { id: `s-${i}-${j}`, handle: j === 0 ? 'ws/lead' : `ws/worker${j}`, depth: j === 0 ? 1 : 2, turn: 1 + (i % 3), running: !waiting && j === 0, declaration_hash: `sha256:${'c'.repeat(64)}`, last_run: null },
     messages: 2 + (i % 4),
     updated: new Date(Date.UTC(2026, 0, 1) + i * 60_000).toISOString(),
     working_copy: WC,
@@ -62,8 +64,8 @@ function bigSnapshot(): Snapshot {
         thread: root,
         operation: root.thread,
         messages: [
-          { message: `m-${i}-0`, author: 'alice', session: null, effect: 'commission', substituted: false, ts: root.updated, text: 'do the thing', refs: { working_copy: WC } },
-          { message: `m-${i}-1`, author: 'ws/lead', session: 's-1', effect: root.escalated ? 'escalate' : 'answer', substituted: false, ts: root.updated, text: 'a decision is needed here\n'.repeat(5), refs: { working_copy: WC } },
+          { message: `m-${i}-0`, author: 'alice', session: null, effect: 'commission', substituted: false, written_by: 'agent', ts: root.updated, text: 'do the thing', refs: { working_copy: WC } },
+          { message: `m-${i}-1`, author: 'ws/lead', session: 's-1', effect: root.escalated ? 'escalate' : 'answer', substituted: false, written_by: 'agent', ts: root.updated, text: 'a decision is needed here\n'.repeat(5), refs: { working_copy: WC } },
         ],
       });
     }

@@ -1,6 +1,7 @@
 // The JSON contract of every command: receipts, status rows, thread listings, warnings.
 import { z } from 'zod';
 import { RoundStatusSchema } from './round.js';
+import { RUN_STATUSES, RUNTIME_KINDS, RunUsageSchema } from './runs.js';
 import { WorkingCopySchema } from './working-copy.js';
 
 /**
@@ -75,6 +76,33 @@ export const ReceiptSchema = z.object({
 });
 export type Receipt = z.infer<typeof ReceiptSchema>;
 
+/** Who wrote a message's text: the agent itself, its runtime (a builtin run's hand-back), or the sidecar (a stand-in). */
+export const WrittenBySchema = z.enum(['agent', 'runtime', 'sidecar']);
+export type WrittenBy = z.infer<typeof WrittenBySchema>;
+
+/** The prefix every hand-back the runtime writes in a session's place begins with. */
+export const RUNTIME_PREFIX = '[runtime]';
+
+/**
+ * Who wrote a posted message's text. A stand-in (`substituted`) is the sidecar's, whatever its prefix; a
+ * session's own reply whose text the runtime composed begins `[runtime]`; anything else is the agent's.
+ */
+export function writtenBy(m: { substituted: boolean; text: string }): WrittenBy {
+  if (m.substituted) return 'sidecar';
+  return m.text.startsWith(RUNTIME_PREFIX) ? 'runtime' : 'agent';
+}
+
+/** A session's last turn as its runtime recorded it (`turn-<n>.run.json`): how the run stands or ended, and what it spent. */
+export const LastRunSchema = z.object({
+  turn: z.number().int(),
+  runtime: z.enum(RUNTIME_KINDS),
+  status: z.enum(RUN_STATUSES),
+  /** Why it ended so, in words; null while running and when completed. */
+  reason: z.string().nullable(),
+  usage: RunUsageSchema,
+});
+export type LastRun = z.infer<typeof LastRunSchema>;
+
 export const StatusRowSchema = z.object({
   thread: z.string(),
   parent: z.string().nullable(),
@@ -84,6 +112,10 @@ export const StatusRowSchema = z.object({
   state: z.enum(['open', 'answered']),
   escalated: z.boolean(),
   substituted: z.boolean(),
+  /** Who wrote its answer's text (null while it is open). */
+  written_by: WrittenBySchema.nullable(),
+  /** Its answer is the discharge written when the operation's sender withdrew it. */
+  withdrawn: z.boolean(),
   waiting_on_sub_round: z.boolean(),
   awaiting_human: z.boolean(),
   /**
@@ -104,6 +136,8 @@ export const StatusRowSchema = z.object({
       declaration_hash: z.string().nullable(),
       /** Present when this workspace runs its sessions with no sandbox around them (`"sandbox": "off"` in .nxs/config.json). */
       sandbox: z.literal('off').optional(),
+      /** Its last turn's run state and usage, where its runtime keeps a run-state file (the built-in runtime does). */
+      last_run: LastRunSchema.nullable(),
     })
     .nullable(),
   messages: z.number().int(),
@@ -195,6 +229,7 @@ export const ThreadMessageSchema = z.object({
   session: z.string().nullable(),
   effect: z.string(),
   substituted: z.boolean(),
+  written_by: WrittenBySchema,
   ts: z.string(),
   text: z.string(),
   refs: z.object({ working_copy: WorkingCopySchema.nullable() }),

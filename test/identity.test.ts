@@ -69,6 +69,8 @@ function row(over: Partial<StatusRow>): StatusRow {
     state: 'answered',
     escalated: false,
     substituted: false,
+    written_by: 'agent',
+    withdrawn: false,
     waiting_on_sub_round: false,
     awaiting_human: true,
     awaiting_workspace: 'a'.repeat(26),

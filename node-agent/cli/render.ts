@@ -2,7 +2,7 @@
 import type { PersonaGuide, Transcript } from '../../protocol/commands.js';
 import { qualifyHandle, workspaceShort, type WorkspaceId } from '../../protocol/ids.js';
 import { windowText } from '../../protocol/round.js';
-import type { Receipt, StatusReport, StatusRow, ThreadView, WithdrawResult } from '../../protocol/receipts.js';
+import type { LastRun, OperationLease, Receipt, StatusReport, StatusRow, ThreadView, WithdrawResult, WrittenBy } from '../../protocol/receipts.js';
 import { describeTree, describeWorkingCopy } from '../adapters/git/index.js';
 import { renderRoundLine } from '../capabilities/channels/status.js';
 import { PLAIN, type Paint } from './colour.js';
@@ -33,10 +33,24 @@ export function renderReceipt(r: Receipt): string {
   return lines.join('\n') + '\n';
 }
 
-function rowSuffix(row: StatusRow): string {
+function rowSuffix(row: StatusRow, lease: OperationLease | null, root: boolean): string {
   const unsandboxed = row.session?.sandbox === 'off' ? ' · NO SANDBOX (sandbox: off)' : '';
-  if (row.working_copy === null) return unsandboxed;
-  return `${unsandboxed} · tree ${describeTree(row.working_copy)}`;
+  const parked = lease?.state === 'parked' ? lease.parked : null;
+  // Once the operation is parked its work is on the park branch: a dirty tree recorded earlier is saved there now.
+  const where = parked === null ? '' : ` · work parked on ${parked.branch} at ${parked.commit.slice(0, 12)}`;
+  if (row.working_copy === null) return unsandboxed + (root ? where : '');
+  const tree = parked !== null && row.working_copy.dirty ? describeTree({ ...row.working_copy, dirty: false }) : describeTree(row.working_copy);
+  return `${unsandboxed} · tree ${tree}${root || row.working_copy.dirty ? where : ''}`;
+}
+
+/** Who wrote an answer's text, when it was not the agent itself. */
+const WRITERS: Record<WrittenBy, string | null> = { agent: null, runtime: 'answer written by the runtime', sidecar: 'answer written by the sidecar' };
+
+/** A session's last run in a few words: `last run budget_exhausted · 3 model calls, 3 tool calls`. */
+export function lastRunText(run: LastRun): string {
+  const u = run.usage;
+  const tokens = u.tokens_in + u.tokens_out > 0 ? `, ${u.tokens_in + u.tokens_out} tokens` : '';
+  return `last run ${run.status} · ${u.model_calls} model call${u.model_calls === 1 ? '' : 's'}, ${u.tool_calls} tool call${u.tool_calls === 1 ? '' : 's'}${tokens}`;
 }
 
 /**
@@ -53,15 +67,22 @@ function rowText(row: StatusRow, here: string, viewer: Viewer): string {
   const { paint } = viewer;
   const parts: string[] = [];
   // A refusal is nobody's answer: it says who refused and why, not "answered by" a persona that may not exist.
-  const outcome = row.rejected_code ? `refused by ${workspaceOf(row.to)}` : `answered by ${row.answered_by ?? '?'}`;
+  const outcome = row.rejected_code
+    ? `refused by ${workspaceOf(row.to)}`
+    : row.withdrawn
+      ? `withdrawn by ${row.answered_by ?? '?'}`
+      : `answered by ${row.answered_by ?? '?'}`;
   if (row.awaiting_human) parts.push(paint.yellow(`awaiting ${awaitedBy(row, here, viewer)}`) + ` (${outcome})`);
   else if (row.state === 'answered') parts.push(outcome);
   else parts.push(`owed by ${row.to}`);
   if (row.rejected_code) parts.push(paint.red(`REFUSED ${row.rejected_code}`));
   else if (row.escalated) parts.push(paint.red('ESCALATED'));
-  if (row.substituted) parts.push('answer written by the runtime');
+  // A withdrawal is its sender's act, not anybody's answer: who wrote the discharge is not news.
+  const writer = row.withdrawn || row.written_by === null ? null : WRITERS[row.written_by];
+  if (writer !== null) parts.push(writer);
   if (row.waiting_on_sub_round) parts.push('waiting on its own round');
   if (row.session) parts.push(`depth ${row.session.depth}${row.session.running ? ' · running' : ''}`);
+  if (row.session?.last_run) parts.push(lastRunText(row.session.last_run));
   if (row.step) parts.push(`step "${row.step.name}" of #${row.step.channel}, pass ${row.step.pass}`);
   return parts.join(' · ');
 }
@@ -83,7 +104,7 @@ export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): str
     for (const row of op.threads) {
       const indent = row.parent !== null && depthOf.has(row.parent) ? depthOf.get(row.parent)! + 1 : 0;
       depthOf.set(row.thread, indent);
-      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row, report.workspace.id, viewer)}${rowSuffix(row)}`);
+      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row, report.workspace.id, viewer)}${rowSuffix(row, op.lease, row.thread === op.operation)}`);
       if (row.round) lines.push(`${'  '.repeat(indent + 2)}${renderRoundLine(row.round)}`);
     }
   }
@@ -103,7 +124,10 @@ export function renderWithdraw(r: WithdrawResult): string {
 export function renderThread(view: ThreadView): string {
   const t = view.thread;
   const lines = [`thread ${t.thread}${t.subject ? ` "${t.subject}"` : ''}  ${t.opener} -> ${t.to}  (operation ${view.operation})`];
-  lines.push(`state: ${t.state}${t.escalated ? ' · escalated' : ''}${t.substituted ? ' · substituted' : ''}${t.waiting_on_sub_round ? ' · waiting on its own round' : ''}`);
+  const by = t.withdrawn ? ' · withdrawn' : t.written_by !== null && t.written_by !== 'agent' ? ` · written by the ${t.written_by}` : '';
+  lines.push(`state: ${t.state}${t.escalated ? ' · escalated' : ''}${t.substituted ? ' · substituted' : ''}${by}${t.waiting_on_sub_round ? ' · waiting on its own round' : ''}`);
+  const run = t.session?.last_run;
+  if (run) lines.push(`${lastRunText(run)} (session ${t.session!.id} turn ${run.turn}${run.reason ? `: ${run.reason}` : ''})`);
   if (t.round) {
     lines.push(`round: ${renderRoundLine(t.round)}`);
     for (const s of t.round.steps) {
@@ -114,7 +138,7 @@ export function renderThread(view: ThreadView): string {
   if (t.rejected_code) lines.push(`refused by ${workspaceOf(t.to)}: ${t.rejected_code}${t.rejected_reason ? `: ${t.rejected_reason}` : ''} (nothing ran there)`);
   for (const m of view.messages) {
     const kind = m.effect === 'escalate' ? ' [escalation]' : m.effect === 'reopen' ? ' [follow-up]' : '';
-    lines.push('', `${m.author} · ${m.ts}${kind}${m.substituted ? ' [written by the runtime]' : ''}`);
+    lines.push('', `${m.author} · ${m.ts}${kind}${m.written_by !== 'agent' ? ` [written by the ${m.written_by}]` : ''}`);
     lines.push(...m.text.replace(/\n$/, '').split('\n').map((l) => `  ${l}`));
     lines.push(`  working copy: ${describeWorkingCopy(m.refs.working_copy)}`);
   }

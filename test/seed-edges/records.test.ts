@@ -59,7 +59,7 @@ afterAll(async () => {
 });
 
 describe('a stand-in answer the sidecar wrote', () => {
-  it.fails('records the working copy as every other message does, and its status row shows the tree', async () => {
+  it('records the working copy as every other message does, and its status row shows the tree', async () => {
     ws.persona('quiet', { mode: 'exit0' });
     const sent = await send('quiet');
     await ws.waitIdle();
@@ -74,7 +74,7 @@ describe('a stand-in answer the sidecar wrote', () => {
 });
 
 describe('who wrote a message\'s text', () => {
-  it.fails('is one field: the agent for its own reply, the runtime for a builtin hand-back, the sidecar for a stand-in', async () => {
+  it('is one field: the agent for its own reply, the runtime for a builtin hand-back, the sidecar for a stand-in', async () => {
     ws.persona('speaker', { mode: 'reply' });
     ws.persona('mute', { mode: 'exit0' });
     builtin('broke', ['budget:', '  max_model_calls: 1']);
@@ -91,7 +91,7 @@ describe('who wrote a message\'s text', () => {
 });
 
 describe('a thread\'s last run', () => {
-  it.fails('shows its run state and usage on nxc status and nxc threads show, in text and --json', async () => {
+  it('shows its run state and usage on nxc status and nxc threads show, in text and --json', async () => {
     builtin('spender', ['budget:', '  max_model_calls: 3']);
     fake.setScript(() => ({ reply: { tool_calls: [{ name: 'LS', input: {} }] } }));
     const sent = await send('spender', { ANTHROPIC_API_KEY: 'test-key' });
@@ -135,14 +135,14 @@ describe('a withdrawn operation', () => {
     return text.split('\n').find((l) => new RegExp(`^\\s+${a.thread}\\s`).test(l))!;
   }
 
-  it.fails('reads as withdrawn, not as answered by its sender with an answer the runtime wrote', async () => {
+  it('reads as withdrawn, not as answered by its sender with an answer the runtime wrote', async () => {
     const line = await row();
     expect(line).not.toContain('answer written by the runtime');
     expect(line).not.toContain('answered by alice');
     expect(line).toContain('withdrawn');
   });
 
-  it.fails('once parked, its row says the work is on its park branch rather than not saved', async () => {
+  it('once parked, its row says the work is on its park branch rather than not saved', async () => {
     const park = `nexus/park/${a.operation}`;
     expect(execFileSync('git', ['show', `${park}:tracked.txt`], { cwd: ws.root, env: gitEnv(), encoding: 'utf8' })).toBe('the worker was here\n');
     const line = await row();

@@ -18,6 +18,8 @@ function row(over: Partial<StatusRow> = {}): StatusRow {
     state: 'answered',
     escalated: false,
     substituted: false,
+    written_by: null,
+    withdrawn: false,
     waiting_on_sub_round: false,
     awaiting_human: true,
     awaiting_workspace: WS,
@@ -42,7 +44,7 @@ function snap(r: StatusRow, messages: Msg[], extra: Partial<Snapshot> = {}): Sna
   const view: ThreadView = {
     thread: r,
     operation: 't-1',
-    messages: messages.map((m, i) => ({ ...m, message: `m-${i}`, substituted: false, ts: `2026-01-01T00:00:0${i}.000Z`, refs: { working_copy: null } })),
+    messages: messages.map((m, i) => ({ ...m, message: `m-${i}`, substituted: false, written_by: 'agent' as const, ts: `2026-01-01T00:00:0${i}.000Z`, refs: { working_copy: null } })),
   };
   return {
     node: { pid: 1, started_at: '', home: '', socket: '', workspaces: [{ id: WS, name: 'web', root: '/w' }] },
@@ -282,7 +284,7 @@ describe('rendering', () => {
   it('Operations shows per thread the working copy of its newest message (short commit on its branch, clean or dirty) and the declaration a session ran under', () => {
     const commit = '0123456789abcdef0123456789abcdef01234567';
     const hash = `sha256:${'ab'.repeat(32)}`;
-    const session = { id: 's-1', handle: 'ws/boss', depth: 1, turn: 2, running: false, declaration_hash: hash };
+    const session = { id: 's-1', handle: 'ws/boss', depth: 1, turn: 2, running: false, declaration_hash: hash, last_run: null };
     const html = renderOperations(
       snapOf([
         op('t-clean', {}, { session, working_copy: { commit, branch: 'main', dirty: false, fingerprint: `sha256:${'c'.repeat(64)}` } }),

@@ -1,9 +1,11 @@
 // Builds the text a session's runtime reads on stdin: who it is, what it was asked, how to answer.
 import { randomBytes } from 'node:crypto';
 import { DEPTH_CAP } from '../../../protocol/depth.js';
+import type { WrittenBy } from '../../../protocol/receipts.js';
 
 /** `foreign`: written under a handle of another workspace, so shown as data, never as instructions. */
-export type PromptMessage = { author: string; ts: string; text: string; effect: string; substituted: boolean; foreign?: boolean };
+/** `written_by`: who wrote the text (see `writtenBy`); a stand-in or a runtime's hand-back is labelled so. */
+export type PromptMessage = { author: string; ts: string; text: string; effect: string; substituted: boolean; written_by?: WrittenBy; foreign?: boolean };
 export type PromptRound = { thread: string; to: string; answered_by: string | null; escalated: boolean; text: string | null; foreign?: boolean };
 
 /**
@@ -37,7 +39,7 @@ export type PromptInput = {
 };
 
 function label(m: PromptMessage): string {
-  const flags = [m.effect === 'escalate' ? 'escalation' : null, m.substituted ? 'written by the runtime' : null].filter(Boolean);
+  const flags = [m.effect === 'escalate' ? 'escalation' : null, m.written_by !== undefined && m.written_by !== 'agent' ? `written by the ${m.written_by}` : m.substituted ? 'written by the sidecar' : null].filter(Boolean);
   return `--- from ${m.author} at ${m.ts}${flags.length ? ` (${flags.join(', ')})` : ''} ---`;
 }
 

@@ -7,7 +7,7 @@ import type { LeaseEffect } from '../../../protocol/leases.js';
 import type { Author } from '../../../protocol/ops.js';
 import type { WithdrawResult } from '../../../protocol/receipts.js';
 import { appendOps, type OpDraft } from '../../kernel/index.js';
-import { loadOperation, messageDraft, operationOfThread, type ThreadsContext } from '../threads/index.js';
+import { loadOperation, messageDraft, operationOfThread, WITHDRAWN_PREFIX, type ThreadsContext } from '../threads/index.js';
 import { factDrafts, type LeaseAfter } from './hook.js';
 import { leaseHookOf } from './policy.js';
 import { loadLease } from './store.js';
@@ -55,7 +55,7 @@ export function withdrawOf(c: ThreadsContext) {
       const author: Author = { handle: caller.handle, session: null };
       const drafts: OpDraft[] = [];
       for (const thread of discharged) {
-        drafts.push(messageDraft(operation, thread, author, `sidecar: withdrawn by ${caller.handle}: this round was stopped before it answered.`, 'answer', null, true));
+        drafts.push(messageDraft(operation, thread, author, `${WITHDRAWN_PREFIX}${caller.handle}: this round was stopped before it answered.`, 'answer', null, true));
       }
       // Through the policies: a channel round of this workspace is discharged with its thread, completed as it stood.
       await engine.append(tx, commit, { cause: 'withdraw', drafts, turns: [], intents: [], warnings: [], state });

@@ -2,7 +2,8 @@
 // engine's fold, the working-copy lease and the channel rounds tell it together.
 import { and, asc, eq, inArray, or } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
-import type { StatusReport, ThreadView } from '../../../protocol/receipts.js';
+import { writtenBy, type StatusReport, type StatusRow, type ThreadView } from '../../../protocol/receipts.js';
+import { readLastRun } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import { declaredSandbox } from '../../adapters/workspace/index.js';
 import type { EngineDeps } from '../context.js';
@@ -41,7 +42,12 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.
   const states: OperationState[] = [];
   for (const state of await withParts(deps.db, rows)) states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, state.id));
-  const operations = rows.map((r, i) => withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards));
+  const operations = await Promise.all(
+    rows.map(async (r, i) => {
+      const op = withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards);
+      return { ...op, threads: await Promise.all(op.threads.map((row) => withLastRun(deps, row))) };
+    }),
+  );
   if (sandboxOff(deps)) {
     notes.push('this workspace declares "sandbox": "off" in .nxs/config.json: its sessions run with nothing around them, reading and writing whatever you can');
     // Said on every session of this workspace, where anyone reading a row looks.
@@ -73,6 +79,7 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
             session: op.body.author.session,
             effect: op.body.effect,
             substituted: op.body.substituted,
+            written_by: writtenBy(op.body),
             ts: op.ts,
             text: op.body.text,
             refs: op.body.refs,
@@ -80,7 +87,15 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
         ]
       : [],
   );
-  return { thread: withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId])), operation: opId, messages };
+  const row = withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId]));
+  return { thread: await withLastRun(deps, row), operation: opId, messages };
+}
+
+/** A row with its session's last turn as the runtime recorded it, so a person sees how the run ended without opening files. */
+async function withLastRun(deps: EngineDeps, row: StatusRow): Promise<StatusRow> {
+  if (row.session === null) return row;
+  const last_run = await readLastRun(deps.workspace.paths.sessions, row.session.id, row.session.turn);
+  return { ...row, session: { ...row.session, last_run } };
 }
 
 /** Whether the workspace declares its sessions unsandboxed; a config that cannot be read says nothing here. */

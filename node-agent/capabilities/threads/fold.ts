@@ -4,6 +4,7 @@
 import type { Author, MessageEffect, Op, Target } from '../../../protocol/ops.js';
 import { compareOps } from '../../../protocol/ops.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
+import { writtenBy, type WrittenBy } from '../../../protocol/receipts.js';
 
 export type ThreadState = {
   id: string;
@@ -23,6 +24,10 @@ export type ThreadState = {
   state: 'open' | 'answered';
   escalated: boolean;
   substituted: boolean;
+  /** Who wrote the text of its answer (unset while open, and in states folded before it was kept). */
+  written_by?: WrittenBy | null;
+  /** Its answer is the discharge written when its operation was withdrawn. */
+  withdrawn?: boolean;
   /** On an escalated thread, the only handle whose reply counts as the hand-back's answer. */
   expected_handle: string | null;
   answered_by: string | null;
@@ -72,8 +77,11 @@ export type OperationState = {
   turns_carried?: number;
 };
 
+/** How the answer written when an operation is withdrawn begins (the seed's `sidecar:` prefix, then who withdrew it). */
+export const WITHDRAWN_PREFIX = 'sidecar: withdrawn by ';
+
 /** Bumped whenever the rules change what a stored state holds: older states are re-folded from the log. */
-export const FOLD_VERSION = 2;
+export const FOLD_VERSION = 3;
 
 /**
  * Why the fold took nothing from an op (it stays in the log, inert). Stable words: `nxs sync status`
@@ -321,6 +329,8 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
           next.state = 'answered';
           next.escalated = op.body.effect === 'escalate';
           next.substituted = op.body.substituted;
+          next.written_by = writtenBy(op.body);
+          next.withdrawn = op.body.substituted && op.body.text.startsWith(WITHDRAWN_PREFIX);
           next.expected_handle = op.body.effect === 'escalate' ? op.body.author.handle : null;
           next.answered_by = op.body.author.handle;
           next.answered_at = op.lamport;
@@ -329,6 +339,8 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
           next.state = 'open';
           next.escalated = false;
           next.substituted = false;
+          next.written_by = null;
+          next.withdrawn = false;
           next.expected_handle = null;
           break;
         case 'commission':

@@ -90,6 +90,8 @@ export function lapseOf(core: EngineCore) {
         `it was neither admitted nor refused there, and nothing ran. Start a node for that workspace ` +
         `(nxs node register, then nxs node start, where it lives), or bind both workspaces to one relay stream, then send again.`;
       const commit = core.commit();
+      // The stand-in records the working copy as every message does (read outside the transaction: git is).
+      const { wc } = await core.workingCopy();
       const done = await db.transaction(async (tx) => {
         const state = await loadOperation(tx, operation);
         const t = state.threads[thread.id];
@@ -98,9 +100,9 @@ export function lapseOf(core: EngineCore) {
         const plan = emptyPlan();
         // Written in the target's name as a stand-in (substituted), as the runtime does for a session that went quiet.
         const by = { handle: t.target.handle, session: null };
-        plan.drafts.push(messageDraft(operation, t.id, by, text, 'escalate', null, true));
+        plan.drafts.push(messageDraft(operation, t.id, by, text, 'escalate', wc, true));
         await planRequesterWake(deps, tx, state, t, plan);
-        await core.append(tx, commit, { cause: 'lapse', ...plan, state, intents: [{ type: 'reply', operation, thread: t.id, by, outcome: 'escalate', wake: plan.turns[0] ?? null }] });
+        await core.append(tx, commit, { cause: 'lapse', ...plan, state, workingCopy: wc, intents: [{ type: 'reply', operation, thread: t.id, by, outcome: 'escalate', wake: plan.turns[0] ?? null }] });
         return true;
       });
       if (done === null) continue;

@@ -25,6 +25,9 @@ export function finishTurnOf(core: EngineCore) {
   async function finishTurn(end: TurnEnd): Promise<{ outcome: string; woke: number; warnings: Warning[] }> {
     const at = deps.now().toISOString();
     const commit = core.commit();
+    // Read before the transaction (git is outside it): an answer written in the session's name records the
+    // working copy as every other message does.
+    const { wc } = await core.workingCopy();
     const result = await db.transaction(async (tx) => {
       await markProcessEnded(tx, end.session, end.turn, { exitCode: end.exitCode, signal: end.signal, at });
       const opId = await operationOfSession(tx, end.session);
@@ -57,7 +60,7 @@ export function finishTurnOf(core: EngineCore) {
             ? `sidecar: ${s.handle} ${why} without replying, after its own command was refused (${refused.code}: ${refused.message}). It could not carry its task out; this hand-back is written in its name.`
             : `sidecar: ${s.handle} ${why} without replying; this answer is written in its name.${crashed ? '' : ' Check the tools its declaration grants.'}`;
         const effect = crashed || refused !== null ? 'escalate' : 'answer';
-        plan.drafts.push(messageDraft(opId, thread.id, { handle: s.handle, session: s.id }, textOut, effect, null, true));
+        plan.drafts.push(messageDraft(opId, thread.id, { handle: s.handle, session: s.id }, textOut, effect, wc, true));
         await planRequesterWake(deps, tx, state, thread, plan);
         // A crash is not a hand-back by the session. Under a session that is woken by it, the runtime's hand-back
         // travels up as one; under a person the chain is simply dead, and the lease treats it so (it still owes).
@@ -73,7 +76,7 @@ export function finishTurnOf(core: EngineCore) {
         body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut },
       });
       // What the turn left is a participant's post: a channel step's answer (or the one written in its name) and its end move its round.
-      await core.append(tx, commit, { cause: 'turn_end', ...plan, intents, state });
+      await core.append(tx, commit, { cause: 'turn_end', ...plan, intents, state, workingCopy: wc });
       // Input that arrived while the process lived (an answer, a follow-up) starts it again now.
       const after = await loadOperation(tx, opId);
       const s2 = after.sessions[s.id]!;

@@ -28,13 +28,15 @@ export function statusRow(state: OperationState, t: ThreadState, finished: boole
     state: t.state,
     escalated: t.escalated,
     substituted: t.substituted,
+    written_by: t.state === 'answered' ? (t.written_by ?? null) : null,
+    withdrawn: t.withdrawn ?? false,
     waiting_on_sub_round: t.state === 'open' && s !== undefined && !s.in_turn && openSubRounds(state, s.id).length > 0,
     // Nobody waits inside the flow: only the root of a finished operation, opened by a person, awaits one.
     awaiting_human: awaiting,
     // The person it awaits belongs to the workspace that opened the root (a synced log names people bare).
     awaiting_workspace: awaiting ? t.workspace : null,
     answered_by: t.answered_by,
-    session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn, declaration_hash: s.declaration_hash ?? null } : null,
+    session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn, declaration_hash: s.declaration_hash ?? null, last_run: null } : null,
     messages: t.messages,
     updated: t.updated_ts,
     working_copy: t.last_message?.working_copy ?? null,

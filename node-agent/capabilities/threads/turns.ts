@@ -2,7 +2,7 @@
 import { and, eq, inArray, isNull } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import { compareOps, type Author, type MessageEffect, type Op } from '../../../protocol/ops.js';
-import type { Warning, Woke } from '../../../protocol/receipts.js';
+import { writtenBy, type Warning, type Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { newMessageId } from '../../../protocol/ids.js';
 import { opColumns, rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
@@ -290,7 +290,7 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
   const ops = await threadOps(db, t.session.thread, { effective: true });
   const messages = ops.flatMap((op) =>
     op.kind === 'message.posted'
-      ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted, foreign: op.workspace !== workspace.id }]
+      ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted, written_by: writtenBy(op.body), foreign: op.workspace !== workspace.id }]
       : [],
   );
   const opened = ops.find((op) => op.kind === 'thread.opened');

@@ -1,16 +1,16 @@
 // Operations: per workspace, each operation's thread tree with state, marks, session and the
 // working copy its newest message named. Rows carry their status fields as data-* attributes,
 // the same values `nxc status --all --json` prints.
-import type { OperationLease, StatusOperation, StatusRow } from '../../../../protocol/receipts.js';
+import type { LastRun, OperationLease, StatusOperation, StatusRow } from '../../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../../protocol/working-copy.js';
 import { dataAttrs, esc, extras, seg, time } from '../html.js';
 import type { WorkspaceSnapshot } from '../data.js';
 
 const ROW_FIELDS = new Set([
   'thread', 'parent', 'subject', 'opener', 'to', 'state', 'escalated', 'substituted', 'waiting_on_sub_round',
-  'awaiting_human', 'answered_by', 'session', 'messages', 'updated', 'working_copy', 'rejected_code',
+  'awaiting_human', 'answered_by', 'session', 'messages', 'updated', 'working_copy', 'rejected_code', 'written_by', 'withdrawn',
 ]);
-const SESSION_FIELDS = new Set(['id', 'handle', 'depth', 'turn', 'running', 'declaration_hash']);
+const SESSION_FIELDS = new Set(['id', 'handle', 'depth', 'turn', 'running', 'declaration_hash', 'last_run']);
 const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns', 'lease']);
 
 /** Where the working copy stood: the short commit on its branch, and whether anything was uncommitted. */
@@ -63,6 +63,8 @@ export function marks(row: StatusRow): string {
   const m: string[] = [];
   m.push(row.state === 'open' ? '<span class="tag plain">open</span>' : '<span class="tag ok">answered</span>');
   if (row.escalated) m.push('<span class="tag bad">escalated</span>');
+  if (row.withdrawn) m.push('<span class="tag plain">withdrawn</span>');
+  else if (row.written_by === 'runtime' || row.written_by === 'sidecar') m.push(`<span class="tag warn">written by the ${row.written_by}</span>`);
   if (row.substituted) m.push('<span class="tag warn">substituted</span>');
   if (row.waiting_on_sub_round) m.push('<span class="tag plain">waiting on its round</span>');
   if (row.awaiting_human) m.push('<span class="tag warn">awaits a person</span>');
@@ -74,7 +76,15 @@ export function sessionText(row: StatusRow): string {
   const s = row.session;
   if (s === null) return '';
   const rest = extras(s as Record<string, unknown>, SESSION_FIELDS);
-  return ` · session <span title="${esc(s.id)}">${esc(s.handle)}</span> depth ${s.depth} turn ${s.turn} ${s.running ? '<span class="tag ok">running</span>' : '<span class="tag plain">idle</span>'}${declaration(s.declaration_hash)}${rest}`;
+  return ` · session <span title="${esc(s.id)}">${esc(s.handle)}</span> depth ${s.depth} turn ${s.turn} ${s.running ? '<span class="tag ok">running</span>' : '<span class="tag plain">idle</span>'}${declaration(s.declaration_hash)}${lastRun(s.last_run)}${rest}`;
+}
+
+/** A session's last run: how it stands or ended, and what it spent (the run-state file's numbers). */
+function lastRun(run: LastRun | null): string {
+  if (run === null) return '';
+  const tag = run.status === 'completed' ? 'ok' : run.status === 'running' || run.status === 'waiting_approval' ? 'plain' : 'bad';
+  const u = run.usage;
+  return ` · last run <span class="tag ${tag}"${run.reason ? ` title="${esc(run.reason)}"` : ''}>${esc(run.status)}</span> ${u.model_calls} model calls, ${u.tool_calls} tool calls`;
 }
 
 /** Written out by hand: this runs for every thread of every operation on the page. */
@@ -87,6 +97,7 @@ function rowAttrs(workspace: string, row: StatusRow): string {
     ` data-awaiting-human="${row.awaiting_human}" data-answered-by="${esc(row.answered_by)}" data-messages="${row.messages}"` +
     ` data-session-running="${s ? s.running : ''}" data-session-turn="${s ? s.turn : ''}" data-session-depth="${s ? s.depth : ''}"` +
     ` data-session-declaration="${esc(s?.declaration_hash)}" data-rejected-code="${esc(row.rejected_code)}"` +
+    ` data-written-by="${esc(row.written_by)}" data-withdrawn="${row.withdrawn}" data-run-status="${esc(s?.last_run?.status)}" data-run-model-calls="${s?.last_run ? s.last_run.usage.model_calls : ''}"` +
     ` data-wc-commit="${esc(wc?.commit)}" data-wc-branch="${esc(wc?.branch)}" data-wc-dirty="${wc ? wc.dirty : ''}"`
   );
 }

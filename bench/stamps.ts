@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { importJWK, jwtVerify } from 'jose';
 import { generateWorkspaceKey, signStamp, STAMP_TYP, verifyStamp, type VerifyStampOptions } from '../crypto/index.js';
-import { writeWorkspaceKey } from '../node-agent/capabilities/keys/index.js';
+import { writeWorkspaceKey } from '../node-agent/adapters/keys/index.js';
 import { newThreadId } from '../protocol/ids.js';
 import { workspacePaths } from '../node-agent/paths.js';
 import { addTrust, admitStamp } from '../node-agent/capabilities/trust/index.js';

@@ -5,7 +5,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { generateWorkspaceKey, sha256Hex, signBytes, verifyBytes, workspaceIdFromPublicJwk } from '../crypto/index.js';
-import { readWorkspaceKey, writeWorkspaceKey } from '../node-agent/capabilities/keys/index.js';
+import { readWorkspaceKey, writeWorkspaceKey } from '../node-agent/adapters/keys/index.js';
 import { NexusError } from '../protocol/errors.js';
 import {
   Handle,

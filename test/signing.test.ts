@@ -11,7 +11,7 @@ import { asc, eq } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { checkOps, checkOpsSync, openOp, opSigner, signOp, workspaceOfKey, type OpSigner } from '../crypto/index.js';
-import { commitNextKey, NEXT_KEY_FILE, readWorkspaceKey, writeNextKey } from '../node-agent/capabilities/keys/index.js';
+import { commitNextKey, NEXT_KEY_FILE, readWorkspaceKey, writeNextKey } from '../node-agent/adapters/keys/index.js';
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
 import { newOpId, newThreadId } from '../protocol/ids.js';
 import { hostFor, realDeps, type Host } from '../node-agent/host/index.js';

@@ -9,7 +9,7 @@ import { and, eq, sql } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { generateWorkspaceKey, signStamp, STAMP_CODES, STAMP_DEPTH_CAP, STAMP_TYP, verifyStamp, type PublicJwk, type StampRequest, type StampVerdict, type VerifyStampOptions, type WorkspaceKey } from '../crypto/index.js';
-import { writeWorkspaceKey } from '../node-agent/capabilities/keys/index.js';
+import { writeWorkspaceKey } from '../node-agent/adapters/keys/index.js';
 import { NexusError } from '../protocol/errors.js';
 import { newThreadId } from '../protocol/ids.js';
 import { DEPTH_CAP } from '../node-agent/capabilities/threads/depth.js';

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generateWorkspaceKey, type WorkspaceKey } from '../crypto/index.js';
-import { writeWorkspaceKey } from '../node-agent/capabilities/keys/index.js';
+import { writeWorkspaceKey } from '../node-agent/adapters/keys/index.js';
 import { addTrust, resolveWorkspaceRef } from '../node-agent/capabilities/trust/index.js';
 import { isNexusError } from '../protocol/errors.js';
 

@@ -1,17 +1,5 @@
-// Workspace keys' public door: the signing key the engine holds, showing or rotating it, and (from the key
-// folder adapter) the key files.
+// Workspace keys' public door: the signing key the engine holds, and showing or rotating it. The key files
+// themselves are the key folder adapter's (adapters/keys).
 export { KeyRing } from './ring.js';
 export { certifiedKeys, keyChain, keyReport, rotateKey, type KeyDeps, type KeyHistoryEntry, type KeyReport, type RotateResult } from './rotate.js';
-export {
-  archivedKeyFiles,
-  commitNextKey,
-  discardNextKey,
-  NEXT_KEY_FILE,
-  readNextKey,
-  readWorkspaceKey,
-  WORKSPACE_KEY_FILE,
-  WORKSPACE_PUB_FILE,
-  writeNextKey,
-  writeWorkspaceKey,
-} from '../../adapters/keys/index.js';
 export { keysCapability } from './record.js';

@@ -84,6 +84,29 @@ beforeAll(async () => {
   declare('attacker-command', ['tools: [Bash]', 'permissions: acceptEdits', 'runtime:', `  command: ["bash", "attack.sh", "command"]`]);
   declare('attacker-builtin', ['tools: [Bash, Read, Write]', 'permissions: acceptEdits', 'runtime:', '  builtin:', '    provider: anthropic', `    base_url: ${fake.anthropicUrl}`]);
   declare('attacker-claude', ['tools: [Bash]', 'permissions: acceptEdits', 'runtime: claude-code']);
+  declare('attacker-codex', ['tools: [Bash]', 'permissions: acceptEdits', 'runtime: codex']);
+  // Codex reads its provider from its own home: the fake's Responses API, no update checks, no plugins.
+  mkdirSync(join(home, '.codex'), { recursive: true });
+  writeFileSync(
+    join(home, '.codex', 'config.toml'),
+    [
+      'model_provider = "fake"',
+      'check_for_update_on_startup = false',
+      '[analytics]',
+      'enabled = false',
+      '[features]',
+      'plugins = false',
+      '[model_providers.fake]',
+      'name = "fake"',
+      `base_url = "${fake.openaiUrl}"`,
+      'env_key = "OPENAI_API_KEY"',
+      'wire_api = "responses"',
+      'supports_websockets = false',
+      'request_max_retries = 0',
+      'stream_max_retries = 1',
+      '',
+    ].join('\n'),
+  );
   before = { personas: hashDir(personas), gitConfig: sha(join(ws.root, '.git', 'config')), hooks: readdirSync(join(ws.root, '.git', 'hooks')).sort() };
   await ws.startNode([], {
     HOME: home,
@@ -91,6 +114,9 @@ beforeAll(async () => {
     ANTHROPIC_BASE_URL: fake.anthropicUrl,
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     NXS_CLAUDE_BIN: join(REPO, 'node_modules', '.bin', 'claude'),
+    CODEX_HOME: join(home, '.codex'),
+    OPENAI_API_KEY: 'test-key',
+    NXS_CODEX_BIN: join(REPO, 'node_modules', '.bin', 'codex'),
   });
 }, 180_000);
 
@@ -132,7 +158,9 @@ function scriptAttack(tag: string): void {
   const calls =
     tag === 'builtin'
       ? [{ name: 'Bash', input: { command: `bash attack.sh ${tag}` } }, { name: 'Read', input: { path: 'evil-link' } }, { name: 'Read', input: { path: '.nxs/config.json' } }]
-      : [{ name: 'Bash', input: { command: `bash attack.sh ${tag}`, description: 'look around' } }];
+      : tag === 'codex'
+        ? [{ name: 'exec_command', input: { cmd: `bash attack.sh ${tag}` } }]
+        : [{ name: 'Bash', input: { command: `bash attack.sh ${tag}`, description: 'look around' } }];
   fake.setScript((_req, n) => (n === 0 ? { reply: { tool_calls: calls } } : { reply: { text: `finished ${tag}` } }));
 }
 
@@ -140,6 +168,7 @@ describe.each([
   { runtime: 'command', role: 'attacker-command', tag: 'command' },
   { runtime: 'builtin', role: 'attacker-builtin', tag: 'builtin' },
   { runtime: 'claude-code', role: 'attacker-claude', tag: 'claude' },
+  { runtime: 'codex', role: 'attacker-codex', tag: 'codex' },
 ])('a hostile session on runtime $runtime', ({ role, tag, runtime }) => {
   it('finds no secret, changes no rule, writes nothing outside its copy, and stays itself without its environment', async () => {
     scriptAttack(tag);
@@ -154,7 +183,8 @@ describe.each([
     for (const write of ['persona', 'channel', 'outside', 'git-config', 'git-hook', 'git-move']) expect([write, r[write]]).toEqual([write, 'refused']);
     expect(r['node-socket']).toBe('refused');
     // The claude and codex CLIs call their model themselves: their default network is the machine's (docs/SECURITY.md).
-    if (runtime !== 'claude-code') expect(r['net']).toBe('refused');
+    const ownNetwork = runtime === 'claude-code' || runtime === 'codex';
+    if (!ownNetwork) expect(r['net']).toBe('refused');
 
     // With its environment dropped, or with a forged one, the session is still itself, one hop below where it is anchored.
     for (const how of ['envi', 'forged']) {
@@ -184,6 +214,6 @@ describe.each([
     };
     for (const [place, text] of Object.entries(places)) for (const [secret, bytes] of Object.entries(canaries)) expect([place, secret, text.includes(bytes)]).toEqual([place, secret, false]);
     if (runtime !== 'command') expect(fake.requests.length).toBeGreaterThan(1);
-    if (runtime !== 'claude-code') expect(connections).toBe(0);
+    if (!ownNetwork) expect(connections).toBe(0);
   }, 300_000);
 });

@@ -33,7 +33,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     execFileSync(process.execPath, [join(REPO, 'dist', 'launcher', 'bundle.js')], { cwd: REPO, stdio: 'inherit' });
   }
   const run = `${process.pid}-${randomBytes(4).toString('hex')}`;
-  // Scratch space in memory where the machine has it: every case copies a 39 MB store template and
+  // Scratch space in memory where the machine has it: every case copies a 25 MB store template and
   // removes it again, which costs ~600 ms on this kind of virtual disk and ~50 ms on tmpfs. Workers,
   // and everything they start, inherit TMPDIR; what the product writes is the same either way.
   const scratch = memoryScratch();

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isNexusError, type NexusError } from '../protocol/errors.js';
 import { declarationHash, listPersonas, loadPersona, PERSONA_MAX_BYTES } from '../node-agent/adapters/personas/index.js';
+import { makeWorkspace } from './helpers/workspace.js';
 
 const roots: string[] = [];
 
@@ -289,5 +290,34 @@ describe('listPersonas', () => {
       ]),
     );
     expect(errors).toHaveLength(5);
+  });
+});
+
+describe('a model its provider retires', () => {
+  it('nxs personas list names each persona whose model the provider SDK lists as retired or retiring, and exits 0', async () => {
+    const ws = await makeWorkspace({ git: false });
+    try {
+      const dir = path.join(ws.root, '.nxs-personas');
+      await mkdir(dir, { recursive: true });
+      const declare = (role: string, lines: string[]) => writeFile(path.join(dir, `${role}.yaml`), [`system_prompt: You are ${role}.`, ...lines].join('\n') + '\n');
+      await declare('old', ['model: claude-sonnet-4-5', 'runtime: claude-code']);
+      await declare('built', ['model: anything', 'runtime:', '  builtin:', '    provider: anthropic', '    model: claude-opus-4-5']);
+      await declare('current', ['model: claude-sonnet-4-6', 'runtime: claude-code']);
+      await declare('elsewhere', ['model: claude-sonnet-4-5', 'runtime: codex']); // not an Anthropic runtime: not its list
+      const json = await ws.nxs(['personas', 'list', '--json']);
+      expect(json.code).toBe(0);
+      const warnings = json.json.model_warnings as Array<{ role: string; model: string; retired: boolean; end_of_life: string }>;
+      expect(warnings.map((w) => [w.role, w.model]).sort()).toEqual([['built', 'claude-opus-4-5'], ['old', 'claude-sonnet-4-5']]);
+      // The SDK's date for claude-sonnet-4-5 has passed (30 November 2026); the one for claude-opus-4-5 has not.
+      const old = warnings.find((w) => w.role === 'old')!;
+      expect(old.retired).toBe(Date.parse('2026-12-01T00:00:00Z') <= Date.now());
+      const text = await ws.nxs(['personas', 'list']);
+      expect(text.code).toBe(0);
+      expect(text.stdout).toMatch(/^WARNING old: the model claude-sonnet-4-5 (was|will be) retired by anthropic on November 30th, 2026/m);
+      expect(text.stdout).not.toContain('WARNING current');
+      expect(text.stdout).not.toContain('WARNING elsewhere');
+    } finally {
+      await ws.cleanup();
+    }
   });
 });

@@ -1,5 +1,5 @@
 // nxs: set up and run Nexus: workspaces, personas, keys, the node, sync and trust. (`nxs relay ...` is the relay's own CLI.)
-import { listPersonas } from '../adapters/personas/index.js';
+import { listPersonas, modelRetirements } from '../adapters/personas/index.js';
 import { findWorkspace, initWorkspace } from '../adapters/workspace/index.js';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -51,14 +51,20 @@ const personasList: Verb = {
   run: async (io, a) => {
     const ws = findWorkspace(io.cwd, io.env);
     const { personas: list, errors } = await listPersonas(ws.paths.root);
+    const retiring = modelRetirements(list);
     if (a.json) {
       printJson(io, {
         personas: list.map((p) => ({ role: p.role, handle: `${ws.short}/${p.role}`, file: p.file, hash: p.hash, model: p.model, tools: p.tools ?? null })),
         errors,
+        model_warnings: retiring,
       });
     } else {
       for (const p of list) io.stdout(`${p.role}  ${ws.short}/${p.role}  ${p.model}  tools: ${p.tools === undefined ? '(runtime default)' : JSON.stringify(p.tools)}  ${p.file}\n`);
       for (const e of errors) io.stdout(`INVALID ${e.file}${e.field ? ` field "${e.field}"` : ''}: ${e.reason}\n`);
+      for (const r of retiring) {
+        const when = r.retired ? `was retired by ${r.provider} on ${r.end_of_life}` : `will be retired by ${r.provider} on ${r.end_of_life}`;
+        io.stdout(`WARNING ${r.role}: the model ${r.model} ${when} (the provider's SDK says so); declare a current model\n`);
+      }
       if (list.length === 0 && errors.length === 0) io.stdout('no personas declared: add .nxs-personas/<role>.yaml\n');
     }
     if (errors.length > 0) throw Object.assign(new NexusError('PERSONA_INVALID', `${errors.length} declaration(s) are not valid`), { quiet: true });

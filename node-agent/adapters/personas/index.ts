@@ -1,5 +1,6 @@
 // The personas folder's only public door: import from here, never from its inner files.
 export { declarationHash, listPersonas, loadPersona } from './load.js';
+export { modelRetirements, type ModelRetirement } from './retired.js';
 export {
   MAX_TIMEOUT_MS,
   PERSONA_DIR,

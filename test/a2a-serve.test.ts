@@ -1,6 +1,6 @@
 // `nxs a2a serve`: a persona declared addressable: {a2a: true}, answered by the fake model provider, reached with the
 // A2A SDK's own client: its card, a message streamed to completed with the persona's answer, a wrong token refused.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Role, TaskState, type Message, type Part } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
@@ -76,8 +76,10 @@ describe('nxs a2a serve', () => {
     expect(card).toMatchObject({ name: `${ws.short}/helper`, description: 'answers questions', capabilities: { streaming: true } });
     expect(JSON.stringify(card.securitySchemes)).toContain('Bearer');
     expect((await fetch(`${server.url}/a2a/private/.well-known/agent-card.json`)).status).toBe(404);
-    // The token is kept only as its hash.
-    expect(readFileSync(join(ws.root, '.nxs', 'a2a-clients.json'), 'utf8')).not.toContain(token);
+    // The token is kept only as its hash, in a file only its owner reads.
+    const file = join(ws.root, '.nxs', 'a2a-clients.json');
+    expect(readFileSync(file, 'utf8')).not.toContain(token);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
   });
 
   it("streams a task to completed with the persona's answer: a commission from the client at depth 0 of a new operation, read as untrusted", async () => {

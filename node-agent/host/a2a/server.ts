@@ -103,7 +103,7 @@ class ClientUser implements User {
   }
 }
 
-type Follow = { thread: string; caller: CallerClaim };
+type Follow = { thread: string; caller: CallerClaim; contextId: string };
 
 function executorFor(role: string, opts: A2aServeOptions, stopped: AbortSignal): AgentExecutor {
   const { workspace: ws, router, env } = opts;
@@ -172,7 +172,7 @@ function executorFor(role: string, opts: A2aServeOptions, stopped: AbortSignal):
         bus.publish(AgentEvent.task(task));
         return fail(err);
       }
-      tasks.set(ctx.taskId, { thread: receipt.thread, caller });
+      tasks.set(ctx.taskId, { thread: receipt.thread, caller, contextId: ctx.contextId });
       bus.publish(AgentEvent.task({ ...task, metadata: { nexus_thread: receipt.thread, nexus_operation: receipt.operation } }));
       await follow(bus, ids, receipt.thread, TaskState.TASK_STATE_SUBMITTED);
     },
@@ -181,7 +181,7 @@ function executorFor(role: string, opts: A2aServeOptions, stopped: AbortSignal):
       if (known === undefined) return;
       // The client sent the operation's first commission, so it may take it back as any sender may.
       await run('withdraw', { thread: known.thread, caller: known.caller });
-      bus.publish(AgentEvent.statusUpdate({ taskId, contextId: '', status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
+      bus.publish(AgentEvent.statusUpdate({ taskId, contextId: known.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
     },
   };
 }

@@ -119,7 +119,15 @@ export const PersonaDeclarationSchema = z
     permissions: z.enum(PERMISSION_MODES).default('default'),
     working_tree: z.enum(WORKING_TREE_MODES).default('shared'),
     timeout: TimeoutSchema.optional(),
-    addressable: z.strictObject({ external: z.boolean() }).default({ external: false }),
+    /**
+     * Who beyond this workspace may commission it: other workspaces that trust this one (`external`), A2A clients
+     * of `nxs a2a serve` (`a2a`). Normalised without `a2a` unless it is true, so older declarations keep their hash.
+     */
+    addressable: z
+      .strictObject({ external: z.boolean().optional(), a2a: z.boolean().optional() })
+      .refine((v) => v.external !== undefined || v.a2a !== undefined, { message: 'name external or a2a (true or false)', path: ['external'] })
+      .transform(({ external, a2a }): { external: boolean; a2a?: true } => (a2a === true ? { external: external ?? false, a2a: true } : { external: external ?? false }))
+      .default({ external: false }),
     runtime: RuntimeSchema,
     budget: BudgetDeclarationSchema.optional(),
     /** What the session's sandbox lets it reach: none (the default for tools), all, or a host list (refused: no filtering proxy). */

@@ -2,7 +2,7 @@
 // protocol/commands.ts, each runs the command nxc runs (as the same caller), and a refusal is a coded tool error.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
@@ -84,9 +84,14 @@ describe('the tool list', () => {
     }
   });
 
-  it('is the table docs/personas.md shows', () => {
-    const readme = readFileSync(join(REPO, 'docs', 'personas.md'), 'utf8');
-    expect(readme).toContain(mcpToolTable());
+  // The page's table is generated: between its markers stands exactly what `nxs mcp --list` prints.
+  // UPDATE_DOCS=1 writes it there.
+  it('is the table docs/protocols.md shows', () => {
+    const file = join(REPO, 'docs', 'protocols.md');
+    const page = readFileSync(file, 'utf8');
+    const block = /(<!-- mcp-tools: generated, do not edit -->\n)([\s\S]*?)(<!-- \/mcp-tools -->)/;
+    if (process.env['UPDATE_DOCS'] === '1') writeFileSync(file, page.replace(block, (_m, open: string, _old: string, close: string) => `${open}${mcpToolTable()}${close}`));
+    expect(block.exec(readFileSync(file, 'utf8'))?.[2]).toBe(mcpToolTable());
   });
 });
 

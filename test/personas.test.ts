@@ -249,10 +249,19 @@ model: 'claude-sonnet'
     ['the permissions', `${VALID}permissions: plan\n`],
     ['the timeout', `${VALID}timeout: 30m\n`],
     ['addressability', `${VALID}addressable: { external: true }\n`],
+    ['addressability over A2A', `${VALID}addressable: { a2a: true }\n`],
   ])('changes when %s changes', async (_what, changed) => {
     const before = await loadPersona(await workspace({ 'coder.yaml': VALID }), 'coder');
     const after = await loadPersona(await workspace({ 'coder.yaml': changed }), 'coder');
     expect(after?.hash).not.toBe(before?.hash);
+  });
+
+  it('stays the same for a declaration that says a2a: false or nothing of A2A', async () => {
+    const before = await loadPersona(await workspace({ 'coder.yaml': VALID }), 'coder');
+    const after = await loadPersona(await workspace({ 'coder.yaml': `${VALID}addressable: { external: false, a2a: false }\n` }), 'coder');
+    expect(after?.hash).toBe(before?.hash);
+    const a2a = await loadPersona(await workspace({ 'coder.yaml': `${VALID}addressable: { a2a: true }\n` }), 'coder');
+    expect(a2a?.addressable).toEqual({ external: false, a2a: true });
   });
 
   it('changes with the role', async () => {

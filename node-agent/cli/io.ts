@@ -1,6 +1,7 @@
 // The CLI's edge: argument parsing, stdin, output and the mapping of errors to exit codes.
 import { guardOutput, outputGone, writeOutput } from '../../infra/index.js';
 import { internalError, isNexusError, NexusError } from '../../protocol/errors.js';
+import { A2A_CLIENT_PREFIX, isA2aClientHandle } from '../../protocol/a2a.js';
 import { Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
 import { routed, type DirectOptions, type Router } from '../host/remote.js';
@@ -85,6 +86,8 @@ export function callerFromEnv(env: NodeJS.ProcessEnv): CallerClaim {
     if (!Handle.safeParse(actor).success || actor.includes('@')) {
       throw new NexusError('BAD_ENVIRONMENT', `NXC_ACTOR=${JSON.stringify(actor)} is not a handle (lowercase letters, digits, . _ -)`);
     }
+    // Handles of A2A clients are the bridge's to give: a person claiming one would make their words untrusted, or pass as a client.
+    if (isA2aClientHandle(actor)) throw new NexusError('BAD_ENVIRONMENT', `NXC_ACTOR=${JSON.stringify(actor)}: handles beginning ${A2A_CLIENT_PREFIX} name A2A clients`);
   } else {
     // Unset: the login name, when it makes a handle.
     const user = (env['USER'] ?? '').toLowerCase();

@@ -1,20 +1,27 @@
 // `nxs mcp`: the session tools (nxc's verbs) as an MCP server on stdio, for agent clients that load MCP
 // servers; `--list` prints the generated tool table instead.
-import type { CallerClaim } from '../../protocol/commands.js';
+import { existsSync } from 'node:fs';
 import { NexusError } from '../../protocol/errors.js';
 import { MCP_TOOL_NAMES, mcpTools, mcpToolTable } from '../../protocol/mcp.js';
+import { SESSION_SOCKET_PATH } from '../adapters/sandbox/socket-path.js';
 import { findWorkspace } from '../adapters/workspace/index.js';
+import type { Exec } from '../host/mcp/index.js';
 import { packageVersion } from '../paths.js';
 import { callerFromEnv, printJson, routerOf, type Io } from './io.js';
 import { bool, str, type Verb } from './spec.js';
 
 /**
- * Who the server's tools speak for: exactly what `nxc` decides in the same environment. Inside a session
- * the session's client starts this server with the session's identity, as it starts `nxc`; outside one it
- * is the person running it. The single place to change when a session presents a credential instead.
+ * How the server's tools run their commands, and so whom they speak for. Inside a session's sandbox, through the
+ * session's socket (its credential), which runs them as that session whatever this process's environment claims;
+ * outside one, here, as the person running it (what `nxc` decides in the same environment).
  */
-export function callerOf(io: Io): CallerClaim {
-  return callerFromEnv(io.env);
+export async function execOf(io: Io, sessionSocket: string | null = existsSync(SESSION_SOCKET_PATH) ? SESSION_SOCKET_PATH : null): Promise<Exec> {
+  if (sessionSocket !== null) {
+    const { postSessionCommand } = await import('./session-call.js');
+    return (command, input) => postSessionCommand(sessionSocket, command, input);
+  }
+  const { localExec } = await import('../host/mcp/index.js');
+  return localExec({ caller: () => callerFromEnv(io.env), workspace: () => findWorkspace(io.cwd, io.env), router: routerOf(io), env: io.env });
 }
 
 /** `--tools a,b`: the tools to offer (default: all of them). */
@@ -36,7 +43,8 @@ export const MCP_VERBS: readonly Verb[] = [
     },
     details:
       'The tools run the same commands as nxc, through the node when it serves the workspace, the store otherwise,\n' +
-      'as the same caller: inside a session, that session; outside one, the person running it (NXC_ACTOR, else the login).\n' +
+      "as the same caller: inside a session's sandbox, that session, through its socket (whatever the environment says);\n" +
+      'outside one, the person running it (NXC_ACTOR, else the login).\n' +
       'A refusal is a tool error whose JSON carries the code ({"ok": false, "error": {"code": ...}}).',
     run: async (io, a) => {
       const offered = toolsOption(str(a, 'tools'));
@@ -46,7 +54,7 @@ export const MCP_VERBS: readonly Verb[] = [
       }
       // Loaded here only: the MCP SDK is no cost to nxs's other verbs.
       const { serveMcpStdio } = await import('../host/mcp/index.js');
-      await serveMcpStdio({ caller: () => callerOf(io), workspace: () => findWorkspace(io.cwd, io.env), router: routerOf(io), env: io.env, offered }, packageVersion());
+      await serveMcpStdio({ exec: await execOf(io), offered }, packageVersion());
     },
   },
 ];

@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { nexusHome, workspacePaths } from '../paths.js';
 import { printJson, processIo, type Io } from './io.js';
+import { A2A_VERBS } from './a2a-cmd.js';
 import { AGENT_VERBS } from './agent-cmd.js';
 import { KEY_VERBS } from './key-cmd.js';
 import { MCP_VERBS } from './mcp-cmd.js';
@@ -74,7 +75,7 @@ const personasList: Verb = {
 export const NXS: Program = {
   name: 'nxs',
   summary: 'set up and run Nexus',
-  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS, ...AGENT_VERBS, ...MCP_VERBS],
+  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS, ...AGENT_VERBS, ...MCP_VERBS, ...A2A_VERBS],
   footer: 'nxs relay serve | stream create ...     run a relay, and make streams on it: see nxs relay --help',
 };
 

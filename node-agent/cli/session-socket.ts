@@ -1,9 +1,13 @@
 // The session credential: a socket only one turn's sandbox holds. Every nxc verb run inside arrives here and runs as that
-// session, at its anchored depth, whatever the caller's environment says.
+// session, at its anchored depth, whatever the caller's environment says; so does every Nexus MCP tool called inside
+// (a command and its input, `SessionCommand`), the caller always this session's, never one the request names.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative, isAbsolute } from 'node:path';
+import { internalError, NexusError } from '../../protocol/errors.js';
+import type { WorkspaceCommand } from '../../protocol/commands.js';
+import { SESSION_COMMAND_PATH, type SessionCommandAnswer } from './session-call.js';
 import { MAX_CLI_BODY, type CliAnswer } from './handover-wire.js';
 import type { Io } from './io.js';
 
@@ -68,6 +72,29 @@ async function runVerb(body: unknown, id: SessionIdentity): Promise<CliAnswer> {
   return handback ?? { ok: true, exit, output };
 }
 
+/** The commands a session's socket runs for its MCP tools: those tools' own, nothing else. */
+async function sessionCommands(): Promise<ReadonlySet<string>> {
+  const { mcpTools } = await import('../../protocol/mcp.js');
+  return new Set(mcpTools().map((t) => t.command));
+}
+
+async function runCommand(body: unknown, id: SessionIdentity): Promise<SessionCommandAnswer> {
+  try {
+    const req = (typeof body === 'object' && body !== null ? body : {}) as { command?: unknown; input?: unknown };
+    if (typeof req.command !== 'string' || !(await sessionCommands()).has(req.command) || typeof req.input !== 'object' || req.input === null || Array.isArray(req.input)) {
+      throw new NexusError('BAD_REQUEST', 'the request is not a command a session may run');
+    }
+    const env = sessionEnv(id);
+    const [{ localExec }, { callerFromEnv, routerOf }, { findWorkspace }] = await Promise.all([import('../host/mcp/index.js'), import('./io.js'), import('../adapters/workspace/index.js')]);
+    const io: Io = { argv: [], env, cwd: id.workspaceDir, stdout: () => {}, stderr: () => {}, readStdin: async () => '', stdinIsTty: false, stderrIsTty: false, stdoutIsTty: false };
+    // The caller is this session's, from its recorded identity; `localExec` drops any the input names.
+    const exec = localExec({ caller: () => callerFromEnv(env), workspace: () => findWorkspace(id.workspaceDir, env), router: routerOf(io), env });
+    return { ok: true, ...(await exec(req.command as WorkspaceCommand, req.input as Record<string, unknown>)) };
+  } catch (err) {
+    return { ok: false, error: internalError(err).toJSON() };
+  }
+}
+
 function readBody(req: IncomingMessage): Promise<string | null> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -95,10 +122,15 @@ export async function serveSession(id: SessionIdentity): Promise<{ path: string;
   const path = join(dir, 's.sock');
   const server: Server = createServer((req, res) => {
     void (async () => {
-      let answer: CliAnswer;
+      let answer: CliAnswer | SessionCommandAnswer;
       try {
         const text = await readBody(req);
-        answer = text === null ? { ok: false, error: { code: 'MESSAGE_TOO_LARGE', message: 'the request body is too large' } } : await runVerb(JSON.parse(text), id);
+        if (text === null) answer = { ok: false, error: { code: 'MESSAGE_TOO_LARGE', message: 'the request body is too large' } };
+        else if (req.url === SESSION_COMMAND_PATH) {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(await runCommand(JSON.parse(text), id)));
+          return;
+        } else answer = await runVerb(JSON.parse(text), id);
       } catch (err) {
         answer = { ok: false, error: { code: 'INTERNAL', message: err instanceof Error ? err.message : String(err) } };
       }

@@ -1,4 +1,5 @@
 // Session turns: deciding who wakes (inside the command's transaction) and starting them (after commit).
+import { isA2aClientHandle } from '../../../protocol/a2a.js';
 import { and, eq, inArray, isNull } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import { compareOps, type Author, type MessageEffect, type Op } from '../../../protocol/ops.js';
@@ -290,7 +291,7 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
   const ops = await threadOps(db, t.session.thread, { effective: true });
   const messages = ops.flatMap((op) =>
     op.kind === 'message.posted'
-      ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted, written_by: writtenBy(op.body), foreign: op.workspace !== workspace.id }]
+      ? [{ author: op.body.author.handle, ts: op.ts, text: op.body.text, effect: op.body.effect, substituted: op.body.substituted, written_by: writtenBy(op.body), foreign: op.workspace !== workspace.id || isA2aClientHandle(op.body.author.handle) }]
       : [],
   );
   const opened = ops.find((op) => op.kind === 'thread.opened');

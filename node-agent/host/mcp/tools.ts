@@ -1,31 +1,55 @@
 // Running one Nexus tool: its arguments parsed once, its command run through the router nxc uses (the
 // node when it serves the workspace, the store otherwise), its answer or refusal as an MCP tool result.
-import type { CallerClaim, WorkspaceCommand } from '../../../protocol/commands.js';
+import { COMMANDS, type CallerClaim, type WorkspaceCommand } from '../../../protocol/commands.js';
 import { internalError, NexusError } from '../../../protocol/errors.js';
 import { mcpTools, type McpTool } from '../../../protocol/mcp.js';
-import { waitOutcome, type Warning } from '../../../protocol/receipts.js';
+import { waitOutcome, type StatusRow, type Warning } from '../../../protocol/receipts.js';
 import type { RoundStatus } from '../../../protocol/round.js';
 import type { Workspace } from '../../adapters/workspace/index.js';
 import { windowUnscheduled } from '../../capabilities/channels/warnings.js';
 import { isRegistered, nodePaths, runningNode } from '../node/files.js';
 import type { Router } from '../remote.js';
 
-/** What the tools need from whoever serves them: the same pieces an nxc verb gets from its Io. */
+/**
+ * Runs one command as the tools' caller and answers its result (with the receipt warnings nxc adds) and the way
+ * it went. Outside a session: the router nxc uses, as the person running it (`localExec`). Inside a session's
+ * sandbox: the session's socket, which runs it as the session whatever this process claims (`cli/session-socket.ts`).
+ */
+export type Exec = (command: WorkspaceCommand, input: Record<string, unknown>) => Promise<{ result: Record<string, unknown>; via: 'node' | 'direct' }>;
+
+/** What the tools need from whoever serves them. */
 export type ToolDeps = {
-  /**
-   * Who is calling. The one place the server decides it: the composition root hands in exactly what nxc
-   * uses in the same process (its environment claim today), so a session's server speaks for that session.
-   */
-  caller: () => CallerClaim;
-  /** The workspace the tools act on, found as nxc finds it (a failure is the call's NOT_A_WORKSPACE). */
-  workspace: () => Workspace;
-  router: Router;
-  env: NodeJS.ProcessEnv;
+  exec: Exec;
   /** The tool names offered; any other is neither listed nor run. */
   offered: readonly string[];
   /** How often `wait` asks again; the default follows nxc wait (sooner through a node). */
   pollMs?: (via: 'node' | 'direct') => number;
 };
+
+/** Whether a command's input names its caller (which is never the model's, nor a client's, to say). */
+const takesCaller = (command: WorkspaceCommand) => 'caller' in ((COMMANDS[command].input as unknown as { shape: Record<string, unknown> }).shape ?? {});
+
+/** The pieces an nxc verb gets from its Io, from which a command runs here. */
+export type LocalDeps = {
+  /** Who is calling: decided by whoever serves, never taken from the input. */
+  caller: () => CallerClaim;
+  /** The workspace the commands act on, found as nxc finds it (a failure is the call's NOT_A_WORKSPACE). */
+  workspace: () => Workspace;
+  router: Router;
+  env: NodeJS.ProcessEnv;
+};
+
+/** Runs a command here, through the router, as `deps.caller()`: any `caller` in the input is dropped first. */
+export function localExec(deps: LocalDeps): Exec {
+  return async (command, raw) => {
+    const { caller: _claimed, ...args } = raw;
+    const input = takesCaller(command) ? { ...args, caller: deps.caller() } : args;
+    const ws = deps.workspace();
+    // The command's own schema checks the input again where it runs (node or store), as for nxc.
+    const r = await deps.router(ws, (run) => (run as (n: WorkspaceCommand, i: unknown) => Promise<unknown>)(command, input), deps.env);
+    return { result: withWarnings(r.result, ws, r.serviceWarning, deps.env), via: r.via };
+  };
+}
 
 /** An MCP tool result: JSON text for any client, the same object as structured content. */
 export type ToolResult = { content: Array<{ type: 'text'; text: string }>; structuredContent: Record<string, unknown>; isError?: boolean };
@@ -76,14 +100,15 @@ const sleep = (ms: number, signal: AbortSignal | undefined) =>
   });
 
 /** `threads.show` asked again until the thread is answered, the time is up or the client cancels the call. */
-async function wait(deps: ToolDeps, ws: Workspace, thread: string, timeoutS: number, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
+async function wait(deps: ToolDeps, thread: string, timeoutS: number, signal: AbortSignal | undefined): Promise<Record<string, unknown>> {
   const deadline = Date.now() + timeoutS * 1000;
   const every = deps.pollMs ?? ((via) => (via === 'node' ? 500 : 2_000));
   for (;;) {
-    const r = await deps.router(ws, (run) => run('threads.show', { thread }), deps.env);
-    const outcome = waitOutcome(r.result.thread);
-    if (outcome !== null) return { outcome, thread: r.result.thread };
-    if (Date.now() >= deadline || signal?.aborted === true) return { outcome: 'timed_out', thread: r.result.thread };
+    const r = await deps.exec('threads.show', { thread });
+    const row = (r.result as { thread: StatusRow }).thread;
+    const outcome = waitOutcome(row);
+    if (outcome !== null) return { outcome, thread: row };
+    if (Date.now() >= deadline || signal?.aborted === true) return { outcome: 'timed_out', thread: row };
     await sleep(Math.min(every(r.via), Math.max(0, deadline - Date.now())), signal);
   }
 }
@@ -94,15 +119,11 @@ export async function callTool(deps: ToolDeps, name: string, raw: unknown, signa
     const t = mcpTools().find((x) => x.name === name);
     if (t === undefined || !deps.offered.includes(name)) throw new NexusError('BAD_REQUEST', `no tool named ${JSON.stringify(name)} is offered here`);
     const args = parseArgs(t, raw);
-    const ws = deps.workspace();
     if (t.waits) {
       const { timeout_s, ...show } = args as { timeout_s: number; thread: string };
-      return ok(await wait(deps, ws, show.thread, timeout_s, signal));
+      return ok(await wait(deps, show.thread, timeout_s, signal));
     }
-    const input = t.takesCaller ? { ...args, caller: deps.caller() } : args;
-    // The command's own schema checks the input again where it runs (node or store), as for nxc.
-    const r = await deps.router(ws, (run) => (run as (n: WorkspaceCommand, i: unknown) => Promise<unknown>)(t.command, input), deps.env);
-    return ok(withWarnings(r.result, ws, r.serviceWarning, deps.env));
+    return ok((await deps.exec(t.command, args)).result);
   } catch (err) {
     return refusal(err);
   }

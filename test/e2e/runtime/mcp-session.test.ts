@@ -43,9 +43,9 @@ afterAll(async () => {
 });
 
 describe('a claude-code session with the Nexus MCP tools', () => {
-  // Open: inside the session's sandbox the MCP server cannot reach the store or the node, and does not yet
-  // speak through the session's socket as nxc does; until it does, this commission fails.
-  it.fails('commissions through the send tool: the commission is attributed to the session, one hop below it', async () => {
+  // Inside the session's sandbox the MCP server reaches nothing but the session's socket, which runs the tool's
+  // command as the session: the commission is the session's whatever the server's environment says.
+  it('commissions through the send tool: the commission is attributed to the session, one hop below it', async () => {
     fake.requests.length = 0;
     fake.setScript((req) => {
       if (asks('worker')(req)) return { reply: { text: 'one, two, three' } };

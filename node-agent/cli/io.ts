@@ -1,7 +1,7 @@
 // The CLI's edge: argument parsing, stdin, output and the mapping of errors to exit codes.
 import { guardOutput, outputGone, writeOutput } from '../../infra/index.js';
 import { internalError, isNexusError, NexusError } from '../../protocol/errors.js';
-import { Handle, SessionId } from '../../protocol/ids.js';
+import { defaultPerson, Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
 import { routed, type DirectOptions, type Router } from '../host/remote.js';
 import { parseHopClaim } from '../capabilities/threads/depth.js';
@@ -87,8 +87,7 @@ export function callerFromEnv(env: NodeJS.ProcessEnv): CallerClaim {
     }
   } else {
     // Unset: the login name, when it makes a handle.
-    const user = (env['USER'] ?? '').toLowerCase();
-    actor = Handle.safeParse(user).success && !user.includes('/') ? user : 'human';
+    actor = defaultPerson(env);
   }
   return { actor, session, hop: parseHopClaim(env['NXC_HOP']) };
 }

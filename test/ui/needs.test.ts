@@ -23,6 +23,9 @@ function row(over: Partial<StatusRow> = {}): StatusRow {
     waiting_on_sub_round: false,
     awaiting_human: true,
     awaiting_workspace: WS,
+    done: false,
+    opened_in: WS,
+    untrusted: false,
     answered_by: 'ws/boss',
     session: null,
     messages: 2,
@@ -53,7 +56,7 @@ function snap(r: StatusRow, messages: Msg[], extra: Partial<Snapshot> = {}): Sna
         id: WS,
         name: 'web',
         root: '/w',
-        status: { workspace: { id: WS, name: 'web' }, operations: [{ operation: 't-1', subject: r.subject, opener: r.opener, finished: true, threads: [r], open: 0, turns: { used: 1, budget: 500 }, lease: null }], worker_names_a_working_copy: true, worker_answers_liveness: true, notes: [] },
+        status: { workspace: { id: WS, name: 'web' }, operations: [{ operation: 't-1', subject: r.subject, opener: r.opener, finished: true, threads: [r], open: 0, turns: { used: 1, budget: 500 }, lease: null, untrusted: false }], worker_names_a_working_copy: true, worker_answers_liveness: true, finished_awaiting: [], untrusted: { operations: 0, workspaces: [] }, notes: [] },
         sync: { bound: false },
         error: null,
       },
@@ -86,7 +89,7 @@ function lease(over: Partial<OperationLease>): OperationLease {
 /** An operation of one open root thread (its id is the operation's), opened by alice. */
 function op(id: string, over: Partial<StatusOperation> = {}, rowOver: Partial<StatusRow> = {}): StatusOperation {
   const r = row({ thread: id, subject: `subject of ${id}`, state: 'open', awaiting_human: false, awaiting_workspace: null, answered_by: null, ...rowOver });
-  return { operation: id, subject: r.subject, opener: 'alice', finished: false, threads: [r], open: 1, turns: { used: 1, budget: 500 }, lease: null, ...over };
+  return { operation: id, subject: r.subject, opener: 'alice', finished: false, threads: [r], open: 1, turns: { used: 1, budget: 500 }, lease: null, untrusted: false, ...over };
 }
 
 /** A snapshot of one workspace holding `operations`, with the thread views given. */

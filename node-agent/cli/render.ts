@@ -122,7 +122,8 @@ function untrustedLine(report: StatusReport): string[] {
   if (u.operations === 0) return [];
   const shorts = u.workspaces.map((w) => workspaceShort(w as WorkspaceId));
   const by = shorts.length <= 3 ? shorts.join(', ') : `${shorts.slice(0, 3).join(', ')} and ${shorts.length - 3} more`;
-  return [`${u.operations} operation${u.operations === 1 ? '' : 's'} opened by workspace${shorts.length === 1 ? '' : 's'} this one does not trust (${by}), owed by nobody here: nxc status --all lists them`];
+  const who = shorts.length === 1 ? 'a workspace' : `${shorts.length} workspaces`;
+  return [`${u.operations} operation${u.operations === 1 ? '' : 's'} opened by ${who} this one does not trust (${by}), owed by nobody here: nxc status --all lists them`];
 }
 
 export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): string {

@@ -162,7 +162,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     const form = page.locator(`li[data-thread="${escalated}"] form`);
     await form.locator('textarea').fill('   ');
     await form.locator('input[name=actor]').fill('alice');
-    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), form.locator('button').click()]);
+    // Reply, not the Done beside it.
+    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), form.getByRole('button', { name: 'Reply', exact: true }).click()]);
     expect(res.status()).toBe(400);
     await expect(page.locator('[data-error]').getAttribute('data-error')).resolves.toBe('EMPTY_MESSAGE');
     const cli = await b.nxc(['reply', '--thread', escalated, '--json', '   '], { env: { NXC_ACTOR: 'alice' } });

@@ -238,6 +238,9 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
           wcCommit: text(r.working_copy?.commit),
           wcBranch: text(r.working_copy?.branch),
           wcDirty: text(r.working_copy?.dirty),
+          done: String(r.done),
+          openedIn: r.opened_in,
+          untrusted: String(r.untrusted),
         })),
       );
       expect(expected.length).toBeGreaterThan(0);
@@ -245,6 +248,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
       const expectedOps = status.operations.map((op: any) => ({
         operation: op.operation,
         finished: String(op.finished),
+        untrusted: String(op.untrusted),
         leaseState: text(op.lease?.state),
         leaseToken: text(op.lease?.token),
         leasePosition: text(op.lease?.position),

@@ -40,6 +40,9 @@ function thread(i: number, j: number, parent: string | null, waiting: boolean): 
     waiting_on_sub_round: false,
     awaiting_human: waiting && parent === null,
     awaiting_workspace: waiting && parent === null ? WS : null,
+    done: false,
+    opened_in: WS,
+    untrusted: false,
     answered_by: waiting ? 'ws/lead' : null,
     session: { id: `s-${i}-${j}`, handle: j === 0 ? 'ws/lead' : `ws/worker${j}`, depth: j === 0 ? 1 : 2, turn: 1 + (i % 3), running: !waiting && j === 0, declaration_hash: `sha256:${'c'.repeat(64)}`, last_run: null },
     messages: 2 + (i % 4),
@@ -58,7 +61,7 @@ function bigSnapshot(): Snapshot {
     const waiting = i % 10 === 0;
     const root = thread(i, 0, null, waiting);
     const threads = [root, thread(i, 1, root.thread, waiting), thread(i, 2, root.thread, waiting)];
-    operations.push({ operation: root.thread, subject: root.subject, opener: 'alice', finished: waiting, threads, open: waiting ? 0 : 1, turns: { used: 4, budget: 500 }, lease: null });
+    operations.push({ operation: root.thread, subject: root.subject, opener: 'alice', finished: waiting, threads, open: waiting ? 0 : 1, turns: { used: 4, budget: 500 }, lease: null, untrusted: false });
     if (waiting) {
       views.set(`${WS}/${root.thread}`, {
         thread: root,
@@ -70,7 +73,7 @@ function bigSnapshot(): Snapshot {
       });
     }
   }
-  const status = { workspace: { id: WS, name: 'web' }, operations, worker_names_a_working_copy: true, worker_answers_liveness: true, notes: [] };
+  const status = { workspace: { id: WS, name: 'web' }, operations, worker_names_a_working_copy: true, worker_answers_liveness: true, finished_awaiting: [], untrusted: { operations: 0, workspaces: [] }, notes: [] };
   return {
     node: { pid: 1, started_at: '', home: '', socket: '', workspaces: [{ id: WS, name: 'web', root: '/w' }] },
     workspaces: [{ id: WS, name: 'web', root: '/w', status, sync: { bound: false }, error: null }],

@@ -32,6 +32,20 @@ export type ReplyInput = z.infer<typeof ReplyInputSchema>;
 
 export const WithdrawInputSchema = z.object({ thread: z.string().min(1).max(64), caller: CallerClaimSchema });
 
+export const DoneInputSchema = z.object({ thread: z.string().min(1).max(64), caller: CallerClaimSchema });
+export type DoneInput = z.infer<typeof DoneInputSchema>;
+/** What `nxc done` recorded: the operation whose result its opener has read, and the op that says so (null when it already said so). */
+export const DoneResultSchema = z.object({
+  operation: z.string(),
+  /** The operation's first thread, where the mark is written (the one named, or the first of its operation). */
+  thread: z.string(),
+  subject: z.string().nullable(),
+  answered_by: z.string().nullable(),
+  /** The `thread.done` op written, or null when this answer was marked read before (nothing was written). */
+  op: z.string().nullable(),
+});
+export type DoneResult = z.infer<typeof DoneResultSchema>;
+
 export const WhoamiInputSchema = z.object({ caller: CallerClaimSchema });
 /** Who the workspace takes the caller for: a person at depth 0 (or its claimed hop), or a session at its anchored depth. */
 export const WhoamiSchema = z.object({
@@ -317,6 +331,15 @@ export const COMMANDS = {
     input: WithdrawInputSchema,
     output: WithdrawResultSchema,
     errors: ['ALREADY_APPLIED', 'UNKNOWN_THREAD', 'WITHDRAW_BY_SESSION', 'WITHDRAW_NOT_SENDER', 'WITHDRAW_NOT_FIRST_THREAD', 'BAD_ENVIRONMENT', 'UNKNOWN_SESSION'],
+  }),
+  done: spec({
+    scope: 'workspace',
+    nxc: 'done',
+    once: true,
+    summary: "say you have read an operation's result: it awaits you no more, on every workspace that holds it, and wakes nobody",
+    input: DoneInputSchema,
+    output: DoneResultSchema,
+    errors: ['ALREADY_APPLIED', 'UNKNOWN_THREAD', 'DONE_NOT_OPENER', 'DONE_NOT_ANSWERED', 'BAD_ENVIRONMENT', 'UNKNOWN_SESSION'],
   }),
   tick: spec({
     scope: 'workspace',

@@ -49,6 +49,8 @@ export const ERROR_TABLE = {
   WITHDRAW_BY_SESSION: { exit: 2, http: 403, summary: 'a session may not withdraw a commission; it escalates instead' },
   WITHDRAW_NOT_SENDER: { exit: 2, http: 403, summary: 'only the person who sent the first commission may withdraw it' },
   WITHDRAW_NOT_FIRST_THREAD: { exit: 2, http: 400, summary: "a withdrawal names the operation's first thread" },
+  DONE_NOT_OPENER: { exit: 2, http: 403, summary: 'only the person who opened an operation, in the workspace that opened it, may mark its result read' },
+  DONE_NOT_ANSWERED: { exit: 2, http: 409, summary: "the operation's first thread has no answer to mark read yet" },
   LEASE_FENCED: { exit: 1, http: 409, summary: 'the working-copy lease has moved on: this holder may no longer change the checkout' },
   GIT_FAILED: { exit: 1, http: 500, summary: 'a git command failed' },
   REVISION_CONFLICT: { exit: 1, http: 409, summary: 'the working copy changed since it was last inspected' },

@@ -72,6 +72,15 @@ export function qualifyHandle(handle: string, short: string): string {
 /** A validated handle. */
 export type Handle = z.infer<typeof Handle>;
 
+/**
+ * The person a caller is taken for when NXC_ACTOR names nobody: the login name (`$USER`) when it makes a person's
+ * handle, else `human`. The CLI and the dashboard's "Reply as" start from the same one.
+ */
+export function defaultPerson(env: Readonly<Record<string, string | undefined>>): string {
+  const user = (env['USER'] ?? '').toLowerCase();
+  return Handle.safeParse(user).success && !user.includes('/') && !user.includes('@') ? user : 'human';
+}
+
 /** The first four characters of a workspace id, as used in session handles (`ab23/coder`). */
 export function workspaceShort(id: WorkspaceId): string {
   return id.slice(0, 4);

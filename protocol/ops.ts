@@ -135,6 +135,16 @@ export const CommissionRejectedSchema = z.object({
 });
 
 /**
+ * The person who opened an operation has read its result (`nxc done`): the root awaits nobody until a newer
+ * answer arrives. Written in the operation's first thread by the workspace that opened it, and only that one;
+ * `by` is the person, named as the thread names its opener.
+ */
+export const ThreadDoneSchema = z.object({
+  kind: z.literal('thread.done'),
+  body: z.object({ by: z.string().min(1).max(256) }),
+});
+
+/**
  * The kind-specific part of an op. One union, parsed once at every edge. The working-copy lease's facts
  * (`lease.*`) live at {@link WORKSPACE_OPERATION}: they describe the workspace's one checkout, not a thread.
  */
@@ -146,6 +156,7 @@ export const OpPayloadSchema = z.discriminatedUnion('kind', [
   TurnEndedSchema,
   KeyRotatedSchema,
   CommissionRejectedSchema,
+  ThreadDoneSchema,
   ...LeaseOpPayloadSchema.options,
   // A channel round's board: see protocol/round.ts.
   ...ChannelOpPayloadSchema.options,

@@ -124,6 +124,15 @@ export const StatusRowSchema = z.object({
    * awaiting someone here. Null when nothing awaits a person.
    */
   awaiting_workspace: z.string().nullable(),
+  /** The person who opened the operation has read this answer (`nxc done`, on its first thread): it awaits nobody. */
+  done: z.boolean(),
+  /** The workspace that opened the thread. */
+  opened_in: z.string(),
+  /**
+   * Opened by a workspace this one neither is nor trusts (it reached this store through a shared stream): what it
+   * asks of anyone here is its own claim. Its person is never one of this workspace's.
+   */
+  untrusted: z.boolean(),
   answered_by: z.string().nullable(),
   session: z
     .object({
@@ -194,6 +203,8 @@ export const StatusOperationSchema = z.object({
   turns: z.object({ used: z.number().int(), budget: z.number().int() }),
   /** Its working-copy lease; null when the lease has nothing to say about it. */
   lease: OperationLeaseSchema.nullable(),
+  /** Opened by a workspace this one neither is nor trusts: left out of the default listing, counted in `untrusted`. */
+  untrusted: z.boolean(),
 });
 
 export const StatusReportSchema = z.object({
@@ -201,6 +212,16 @@ export const StatusReportSchema = z.object({
   operations: z.array(StatusOperationSchema),
   worker_names_a_working_copy: z.boolean(),
   worker_answers_liveness: z.boolean(),
+  /**
+   * Finished operations whose first thread awaits a person of this workspace and which this listing leaves
+   * out (the default one lists open operations only; with `all` they are listed, and this is empty).
+   */
+  finished_awaiting: z.array(z.object({ operation: z.string(), subject: z.string().nullable(), opener: z.string() })),
+  /**
+   * Operations opened by workspaces this one neither is nor trusts, which this listing leaves out (with `all`
+   * they are listed, each marked `untrusted`, and this counts none): how many, and by which workspaces.
+   */
+  untrusted: z.object({ operations: z.number().int(), workspaces: z.array(z.string()) }),
   notes: z.array(z.string()),
 });
 export type StatusReport = z.infer<typeof StatusReportSchema>;

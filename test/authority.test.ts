@@ -58,6 +58,7 @@ const started = (ws: string, thread: string, session: string, turn: number, at?:
 const ended = (ws: string, thread: string, session: string, turn: number) =>
   op(ws, thread, session, { kind: 'session.turn_ended', body: { turn, outcome: 'replied', exit_code: 0, signal: null, timed_out: false } });
 const rejected = (ws: string, thread: string) => op(ws, thread, null, { kind: 'commission.rejected', body: { code: 'STAMP_UNTRUSTED', message: 'no' } });
+const done = (ws: string, thread: string) => op(ws, thread, null, { kind: 'thread.done', body: { by: 'alice' } });
 
 /**
  * alice (A) commissions A/lead (T0); lead commissions B/coder (T1, admitted: B's session) and asks the
@@ -119,6 +120,12 @@ const TABLE: Row[] = [
   ['M refuses T3', [], () => rejected(M, 'T3'), 'not_owner'],
   ['A refuses its own T3', [], () => rejected(A, 'T3'), 'not_owner'],
   ['B refuses the person thread TZ', [], () => rejected(B, 'TZ'), 'not_owner'],
+  // A result marked read (nxc done): only on the operation's first thread, and only by the workspace that opened it.
+  ['A marks T0 read', [], () => done(A, 'T0'), null],
+  ['B marks A’s T0 read', [], () => done(B, 'T0'), 'not_opener'],
+  ['M marks T0 read', [], () => done(M, 'T0'), 'not_opener'],
+  ['A marks T1 read (not the first thread)', ANSWERED, () => done(A, 'T1'), 'not_opener'],
+  ['M marks a thread not here read', [], () => done(M, 'T-NOPE'), 'unknown_thread'],
   // Sessions: created by the workspace the thread is addressed to, moved only by the workspace that runs them.
   ['B admits T3 (session.created)', [], () => created(B, 'T3', 's-OTHER', 'other'), null],
   ['M creates a session on T3', [], () => created(M, 'T3', 's-M', 'other'), 'not_owner'],
@@ -335,9 +342,10 @@ describe('workspaces taking in forged ops', () => {
 
     // The same follow-up from A, the thread's opener, does start the persona again.
     const again = await a.nxc(['reply', '--thread', sent.json.thread, 'one more thing', '--json']);
-    // Exit 3: posted, and A itself starts nothing (the session is B's to start).
-    expect(again.code, again.stderr).toBe(3);
-    expect(again.json.warnings.map((w: { reason: string }) => w.reason)).toEqual(['foreign_session']);
+    // Posted, and sent on to B, whose node starts its own session: nothing was skipped (exit 0).
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.json.warnings).toEqual([]);
+    expect(again.json.remote).toEqual({ workspace: b.id, role: 'coder' });
     await settle();
     // The follow-up crossed the border: B reads who wrote it and from where, as it read the commission.
     const seen = await b.nxc(['threads', 'show', sent.json.thread, '--json']);

@@ -74,6 +74,9 @@ function row(over: Partial<StatusRow>): StatusRow {
     waiting_on_sub_round: false,
     awaiting_human: true,
     awaiting_workspace: 'a'.repeat(26),
+    done: false,
+    opened_in: 'a'.repeat(26),
+    untrusted: false,
     answered_by: 'bbbb/reviewer',
     session: null,
     messages: 1,
@@ -88,9 +91,11 @@ function row(over: Partial<StatusRow>): StatusRow {
 function report(rows: StatusRow[]): StatusReport {
   return {
     workspace: { id: 'a'.repeat(26), name: 'a' },
-    operations: [{ operation: 't-01', subject: 'review', opener: rows[0]!.opener, finished: true, threads: rows, open: 0, turns: { used: 1, budget: 500 }, lease: null }],
+    operations: [{ operation: 't-01', subject: 'review', opener: rows[0]!.opener, finished: true, threads: rows, open: 0, turns: { used: 1, budget: 500 }, lease: null, untrusted: false }],
     worker_names_a_working_copy: false,
     worker_answers_liveness: true,
+    finished_awaiting: [],
+    untrusted: { operations: 0, workspaces: [] },
     notes: [],
   };
 }

@@ -2,7 +2,7 @@
 import { guardOutput, outputGone, writeOutput } from '../../infra/index.js';
 import { internalError, isNexusError, NexusError } from '../../protocol/errors.js';
 import { A2A_CLIENT_PREFIX, isA2aClientHandle } from '../../protocol/a2a.js';
-import { Handle, SessionId } from '../../protocol/ids.js';
+import { defaultPerson, Handle, SessionId } from '../../protocol/ids.js';
 import type { CallerClaim } from '../../protocol/commands.js';
 import { routed, type DirectOptions, type Router } from '../host/remote.js';
 import { parseHopClaim } from '../capabilities/threads/depth.js';
@@ -90,8 +90,7 @@ export function callerFromEnv(env: NodeJS.ProcessEnv): CallerClaim {
     if (isA2aClientHandle(actor)) throw new NexusError('BAD_ENVIRONMENT', `NXC_ACTOR=${JSON.stringify(actor)}: handles beginning ${A2A_CLIENT_PREFIX} name A2A clients`);
   } else {
     // Unset: the login name, when it makes a handle.
-    const user = (env['USER'] ?? '').toLowerCase();
-    actor = Handle.safeParse(user).success && !user.includes('/') ? user : 'human';
+    actor = defaultPerson(env);
   }
   return { actor, session, hop: parseHopClaim(env['NXC_HOP']) };
 }

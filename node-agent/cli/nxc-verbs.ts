@@ -130,6 +130,26 @@ const status: Verb = {
   },
 };
 
+const done: Verb = {
+  path: verbPath('done'),
+  args: '<operation | thread>',
+  command: 'done',
+  arity: [1, 1],
+  details:
+    'Marks the result read: the operation awaits you no more (awaiting_human is false on every workspace that holds it),\n' +
+    'it leaves Needs you on the dashboard and the count of finished operations in nxc status; nxc status --all still lists it.\n' +
+    'Nothing is posted and nobody is woken, so a reply that only says thanks is not needed. A newer answer awaits you again.\n' +
+    'Any thread of the operation names it; only the person who opened it, in the workspace that opened it, may.',
+  run: async (io, a) => {
+    const caller = callerFromEnv(io.env);
+    const ws = findWorkspace(io.cwd, io.env);
+    const r = (await routerOf(io)(ws, (run) => run('done', { thread: a.positionals[0]!, caller }), io.env)).result;
+    if (a.json) return printJson(io, r);
+    const what = `operation ${r.operation}${r.subject ? ` "${r.subject}"` : ''}${r.answered_by ? ` (answered by ${r.answered_by})` : ''}`;
+    io.stdout(r.op === null ? `${what} was already marked read: nothing written\n` : `marked read: ${what}; it awaits nobody now (nxc status --all still lists it)\n`);
+  },
+};
+
 const threadsShow: Verb = {
   path: verbPath('threads.show'),
   args: '<id>',
@@ -229,4 +249,4 @@ export const NXC_ABOUT = {
 } as const;
 
 /** Every nxc verb but completion (which needs the table of nxs too). */
-export const NXC_VERBS: readonly Verb[] = [send, reply, status, threadsShow, withdraw, tick, transcriptShow, guidePersonas, whoami, WAIT_VERB];
+export const NXC_VERBS: readonly Verb[] = [send, reply, done, status, threadsShow, withdraw, tick, transcriptShow, guidePersonas, whoami, WAIT_VERB];

@@ -63,6 +63,14 @@ function awaitedBy(row: StatusRow, here: string, viewer: Viewer): string {
   return viewer.you.includes(row.opener) ? 'you' : row.opener;
 }
 
+/**
+ * A handle as this workspace should read it: a bare person's name in a thread another workspace opened is that
+ * workspace's person (`alice@ab23`), never one of ours.
+ */
+function handleIn(handle: string, row: StatusRow, here: string): string {
+  return row.opened_in === here ? handle : qualifyHandle(handle, workspaceShort(row.opened_in as WorkspaceId));
+}
+
 function rowText(row: StatusRow, here: string, viewer: Viewer): string {
   const { paint } = viewer;
   const parts: string[] = [];
@@ -73,8 +81,9 @@ function rowText(row: StatusRow, here: string, viewer: Viewer): string {
       ? `withdrawn by ${row.answered_by ?? '?'}`
       : `answered by ${row.answered_by ?? '?'}`;
   if (row.awaiting_human) parts.push(paint.yellow(`awaiting ${awaitedBy(row, here, viewer)}`) + ` (${outcome})`);
-  else if (row.state === 'answered') parts.push(outcome);
-  else parts.push(`owed by ${row.to}`);
+  else if (row.state === 'answered') parts.push(row.done ? `${outcome} · read (nxc done)` : outcome);
+  else parts.push(`owed by ${handleIn(row.to, row, here)}`);
+  if (row.untrusted) parts.push(paint.red(`UNTRUSTED: opened by ${workspaceShort(row.opened_in as WorkspaceId)}, a workspace this one does not trust`));
   if (row.rejected_code) parts.push(paint.red(`REFUSED ${row.rejected_code}`));
   else if (row.escalated) parts.push(paint.red('ESCALATED'));
   // A withdrawal is its sender's act, not anybody's answer: who wrote the discharge is not news.
@@ -93,21 +102,49 @@ function turnsText(op: StatusReport['operations'][number], viewer: Viewer): stri
   return op.turns.used >= op.turns.budget ? viewer.paint.red(`${text} (budget used up)`) : text;
 }
 
+/** `2 finished operations await you`: what the default listing leaves out and a person here must still read. */
+function awaitingLines(report: StatusReport, viewer: Viewer): string[] {
+  const mine = report.finished_awaiting.filter((a) => viewer.you.includes(a.opener));
+  const others = report.finished_awaiting.filter((a) => !viewer.you.includes(a.opener));
+  const n = (k: number) => `${k} finished operation${k === 1 ? '' : 's'} await${k === 1 ? 's' : ''}`;
+  const lines: string[] = [];
+  if (mine.length > 0) lines.push(viewer.paint.yellow(`${n(mine.length)} you`) + ': nxc status --all');
+  if (others.length > 0) {
+    const names = [...new Set(others.map((a) => a.opener))];
+    lines.push(`${n(others.length)} ${names.length === 1 ? names[0] : `other people here (${names.join(', ')})`}: nxc status --all`);
+  }
+  return lines;
+}
+
+/** One counted line for the operations opened by workspaces this one does not trust, which the default listing leaves out. */
+function untrustedLine(report: StatusReport): string[] {
+  const u = report.untrusted;
+  if (u.operations === 0) return [];
+  const shorts = u.workspaces.map((w) => workspaceShort(w as WorkspaceId));
+  const by = shorts.length <= 3 ? shorts.join(', ') : `${shorts.slice(0, 3).join(', ')} and ${shorts.length - 3} more`;
+  const who = shorts.length === 1 ? 'a workspace' : `${shorts.length} workspaces`;
+  return [`${u.operations} operation${u.operations === 1 ? '' : 's'} opened by ${who} this one does not trust (${by}), owed by nobody here: nxc status --all lists them`];
+}
+
 export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): string {
   const lines: string[] = [];
-  if (report.operations.length === 0) lines.push('no open operations (nxc status --all shows finished ones)');
+  const held = awaitingLines(report, viewer);
+  if (report.operations.length === 0) lines.push(held.length > 0 ? 'no open operations' : 'no open operations (nxc status --all shows finished ones)');
   for (const op of report.operations) {
     const subject = op.subject ? ` "${op.subject}"` : '';
-    lines.push(viewer.paint.bold(`operation ${op.operation}${subject}`) + `  ${op.threads.length} thread(s), ${op.open} open · ${turnsText(op, viewer)}${op.finished ? ' · finished' : ''}`);
+    const root = op.threads.find((r) => r.thread === op.operation) ?? op.threads[0];
+    const foreign = op.untrusted && root !== undefined ? ` · ${viewer.paint.red(`opened by untrusted workspace ${workspaceShort(root.opened_in as WorkspaceId)}`)}` : '';
+    lines.push(viewer.paint.bold(`operation ${op.operation}${subject}`) + `  ${op.threads.length} thread(s), ${op.open} open · ${turnsText(op, viewer)}${op.finished ? ' · finished' : ''}${foreign}`);
     if (op.lease !== null) lines.push(`  working copy: ${op.lease.text}`);
     const depthOf = new Map<string, number>();
     for (const row of op.threads) {
       const indent = row.parent !== null && depthOf.has(row.parent) ? depthOf.get(row.parent)! + 1 : 0;
       depthOf.set(row.thread, indent);
-      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${row.opener} -> ${row.to}  ${rowText(row, report.workspace.id, viewer)}${rowSuffix(row, op.lease, row.thread === op.operation)}`);
+      lines.push(`${'  '.repeat(indent + 1)}${row.thread}  ${handleIn(row.opener, row, report.workspace.id)} -> ${handleIn(row.to, row, report.workspace.id)}  ${rowText(row, report.workspace.id, viewer)}${rowSuffix(row, op.lease, row.thread === op.operation)}`);
       if (row.round) lines.push(`${'  '.repeat(indent + 2)}${renderRoundLine(row.round)}`);
     }
   }
+  lines.push(...held, ...untrustedLine(report));
   for (const note of report.notes) lines.push(`note: ${note}`);
   return lines.join('\n') + '\n';
 }

@@ -23,6 +23,9 @@ function row(over: Partial<StatusRow> = {}): StatusRow {
     waiting_on_sub_round: false,
     awaiting_human: true,
     awaiting_workspace: WS,
+    done: false,
+    opened_in: WS,
+    untrusted: false,
     answered_by: 'ws/boss',
     session: null,
     messages: 2,
@@ -53,7 +56,7 @@ function snap(r: StatusRow, messages: Msg[], extra: Partial<Snapshot> = {}): Sna
         id: WS,
         name: 'web',
         root: '/w',
-        status: { workspace: { id: WS, name: 'web' }, operations: [{ operation: 't-1', subject: r.subject, opener: r.opener, finished: true, threads: [r], open: 0, turns: { used: 1, budget: 500 }, lease: null }], worker_names_a_working_copy: true, worker_answers_liveness: true, notes: [] },
+        status: { workspace: { id: WS, name: 'web' }, operations: [{ operation: 't-1', subject: r.subject, opener: r.opener, finished: true, threads: [r], open: 0, turns: { used: 1, budget: 500 }, lease: null, untrusted: false }], worker_names_a_working_copy: true, worker_answers_liveness: true, finished_awaiting: [], untrusted: { operations: 0, workspaces: [] }, notes: [] },
         sync: { bound: false },
         error: null,
       },
@@ -86,7 +89,7 @@ function lease(over: Partial<OperationLease>): OperationLease {
 /** An operation of one open root thread (its id is the operation's), opened by alice. */
 function op(id: string, over: Partial<StatusOperation> = {}, rowOver: Partial<StatusRow> = {}): StatusOperation {
   const r = row({ thread: id, subject: `subject of ${id}`, state: 'open', awaiting_human: false, awaiting_workspace: null, answered_by: null, ...rowOver });
-  return { operation: id, subject: r.subject, opener: 'alice', finished: false, threads: [r], open: 1, turns: { used: 1, budget: 500 }, lease: null, ...over };
+  return { operation: id, subject: r.subject, opener: 'alice', finished: false, threads: [r], open: 1, turns: { used: 1, budget: 500 }, lease: null, untrusted: false, ...over };
 }
 
 /** A snapshot of one workspace holding `operations`, with the thread views given. */
@@ -130,14 +133,35 @@ describe('Needs you', () => {
     ]);
   });
 
-  it('lists a workspace that cannot be read and one registered but not served, after what waits on people', () => {
+  it('lists a workspace that cannot be read and one registered but not served before what waits on people (what it shows may be stale)', () => {
     const s = snap(row(), [by.alice('commission'), by.boss('answer')], { unserved: [{ id: 'bbbbbbbbbbbbbbbbbbbbbbbbbb', root: '/gone' }] });
     s.workspaces.push({ id: 'cccccccccccccccccccccccccc', name: 'api', root: '/api', status: null, sync: null, error: { code: 'STORE_FAILED', message: 'broken' } });
     expect(needsOf(s).map((i) => [i.kind, 'code' in i ? i.code : null])).toEqual([
-      ['awaiting', null],
       ['service', 'STORE_FAILED'],
       ['service', 'NOT_SERVED'],
+      ['awaiting', null],
     ]);
+  });
+
+  it('a result its opener marked read (nxc done) waits on nobody, nor does a hand-back of another workspace\'s operation carried here', () => {
+    expect(needsOf(snap(row({ done: true, awaiting_human: false, awaiting_workspace: null }), [by.alice('commission'), by.boss('answer')]))).toEqual([]);
+    const theirs = row({ escalated: true, awaiting_human: false, awaiting_workspace: null, opened_in: 'bbbbbbbbbbbbbbbbbbbbbbbbbb' });
+    expect(needsOf(snap(theirs, [by.alice('commission'), by.boss('escalate')]))).toEqual([]);
+  });
+
+  it('a commission another workspace sent and this one refused is that workspace\'s person\'s, not listed here', () => {
+    const other = 'bbbbbbbbbbbbbbbbbbbbbbbbbb';
+    const theirs = row({ thread: 't-theirs', rejected_code: 'STAMP_UNTRUSTED', escalated: true, awaiting_human: false, awaiting_workspace: null, opened_in: other });
+    const ours = row({ thread: 't-ours', rejected_code: 'NOT_ADDRESSABLE', escalated: true, awaiting_human: false, awaiting_workspace: null, state: 'answered' });
+    const s = snapOf([{ ...op('t-theirs'), threads: [theirs] }, { ...op('t-ours'), threads: [ours] }]);
+    expect(needsOf(s).filter((i) => i.kind === 'rejected').map((i) => [i.kind, 'thread' in i ? i.thread : null])).toEqual([['rejected', 't-ours']]);
+  });
+
+  it('offers Done beside Reply on every item that waits on a person, posting nxc done as the person named there, with a request key of its own', () => {
+    const html = renderNeeds(needsOf(snap(row(), [by.alice('commission'), by.boss('answer')])), { actor: 'alice', workspaces: 1 });
+    expect(html).toMatch(new RegExp(`<button type="submit" class="done" formaction="/w/${WS}/t/t-1/done" formnovalidate`));
+    expect(html).toMatch(/name="done_request" value="r-[0-9A-Z]{26}"/);
+    expect(html).toContain('name="actor" value="alice"');
   });
 });
 
@@ -192,7 +216,7 @@ describe('Needs you: the working copy and channel steps', () => {
     expect(needsOf(snapOf([{ ...op(r.thread), finished: true, threads: [r] }], [[r, [by.alice('commission'), bob]]])).map((i) => i.kind)).toEqual(['awaiting']);
   });
 
-  it('orders everything: hand-backs, answers, refused parks, lapsed steps, refusals, the queue, then the machinery', () => {
+  it('orders everything: sync trouble, hand-backs, answers, refused parks, lapsed steps, refusals, then the queue', () => {
     const esc = row({ thread: 't-esc', escalated: true });
     const ans = row({ thread: 't-ans' });
     const s = snapOf(
@@ -210,7 +234,7 @@ describe('Needs you: the working copy and channel steps', () => {
       ],
     );
     s.workspaces[0]!.sync = bound({ connected: false });
-    expect(needsOf(s).map((i) => i.kind)).toEqual(['escalated', 'awaiting', 'park_refused', 'lapsed', 'rejected', 'queued', 'sync']);
+    expect(needsOf(s).map((i) => i.kind)).toEqual(['sync', 'escalated', 'awaiting', 'park_refused', 'lapsed', 'rejected', 'queued']);
     const html = renderNeeds(needsOf(s), { actor: 'alice', workspaces: 1 });
     expect(html).toContain('PARK REFUSED');
     expect(html).toContain('finish the rebase');

@@ -1,6 +1,6 @@
 // Reading the truth: `nxc status` grouped by operation, and one thread with its messages, each as the chat
 // engine's fold, the working-copy lease and the channel rounds tell it together.
-import { and, asc, eq, inArray, or } from 'drizzle-orm';
+import { and, asc, eq, inArray, isNull, or, sql } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import { writtenBy, type StatusReport, type StatusRow, type ThreadView } from '../../../protocol/receipts.js';
 import { readLastRun } from '../../adapters/sessions/index.js';
@@ -9,6 +9,7 @@ import { declaredSandbox } from '../../adapters/workspace/index.js';
 import type { EngineDeps } from '../context.js';
 import { roundsOfOperations, withRound, withRounds } from '../channels/index.js';
 import { leaseStatus } from '../leases/index.js';
+import { listTrust } from '../trust/index.js';
 import {
   FOLD_VERSION,
   isFinished,
@@ -24,7 +25,8 @@ import {
 
 export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Promise<StatusReport> {
   const lease = await leaseStatus(deps, deps.db);
-  const q = deps.db.select().from(tables.operations);
+  const notes: string[] = [];
+  const trusted = trustedHere(deps, notes);
   // An operation the working-copy lease names is listed even when every thread is answered: one held for a
   // hand-back, or parked, is exactly what a person must see.
   const named = lease.operations.length > 0 ? inArray(tables.operations.id, lease.operations) : undefined;
@@ -32,9 +34,21 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   // An operation with no thread (only inert ops, or kinds newer than this node: anyone on the stream
   // can name any operation) has nothing to show and is left out, --all included.
   const shown = eq(tables.operations.shown, true);
-  const rows = await q.where(opts.all ? shown : and(shown, open)).orderBy(asc(tables.operations.openedLamport));
+  const where = opts.all ? shown : and(shown, open);
+  const candidates = await deps.db.select({ id: tables.operations.id }).from(tables.operations).where(where).orderBy(asc(tables.operations.openedLamport));
+  // Who opened each: a workspace nobody here trusts can open any number of operations on a shared stream, and
+  // the default listing must not read (or print) each of them.
+  const openers = await rootOpeners(deps, candidates.map((r) => r.id));
+  const foreign = candidates.filter((r) => !trusted.has(openers.get(r.id) ?? deps.workspace.id));
+  const untrusted = { operations: 0, workspaces: [...new Set(foreign.map((r) => openers.get(r.id)!))].sort() };
+  let listed = candidates.map((r) => r.id);
+  if (!opts.all) {
+    const hidden = new Set(foreign.map((r) => r.id));
+    listed = listed.filter((id) => !hidden.has(id));
+    untrusted.operations = hidden.size;
+  } else untrusted.workspaces = [];
+  const rows = await readRows(deps, listed);
   const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
-  const notes: string[] = [];
   if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
   notes.push(...lease.notes);
   const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
@@ -45,7 +59,8 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   const operations = await Promise.all(
     rows.map(async (r, i) => {
       const op = withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards);
-      return { ...op, threads: await Promise.all(op.threads.map((row) => withLastRun(deps, row))) };
+      const threads = await Promise.all(op.threads.map((row) => withLastRun(deps, { ...row, untrusted: !trusted.has(row.opened_in) })));
+      return { ...op, untrusted: !trusted.has(openers.get(r.id) ?? deps.workspace.id), threads };
     }),
   );
   if (sandboxOff(deps)) {
@@ -59,8 +74,66 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
     worker_names_a_working_copy: wc !== null,
     // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
     worker_answers_liveness: lease.answersLiveness,
+    finished_awaiting: opts.all ? [] : await finishedAwaiting(deps, new Set(listed)),
+    untrusted,
     notes,
   };
+}
+
+/** The operations rows of `ids`, in the order given. */
+async function readRows(deps: EngineDeps, ids: readonly string[]) {
+  const out: Array<typeof tables.operations.$inferSelect> = [];
+  for (let i = 0; i < ids.length; i += 1000) out.push(...(await deps.db.select().from(tables.operations).where(inArray(tables.operations.id, ids.slice(i, i + 1000)))));
+  const at = new Map(ids.map((id, i) => [id, i]));
+  return out.sort((a, b) => at.get(a.id)! - at.get(b.id)!);
+}
+
+/**
+ * The workspace that opened each operation's first thread, read from the log's openings (one index read per
+ * 1,000 operations, no fold). A first thread opened twice is contested; the earliest opening names it, as in the fold.
+ */
+async function rootOpeners(deps: EngineDeps, ids: readonly string[]): Promise<Map<string, string>> {
+  const out = new Map<string, { workspace: string; lamport: number }>();
+  const o = tables.ops;
+  for (let i = 0; i < ids.length; i += 1000) {
+    const rows = await deps.db
+      .select({ thread: o.thread, workspace: o.workspace, lamport: o.lamport })
+      .from(o)
+      .where(and(inArray(o.thread, ids.slice(i, i + 1000)), eq(o.kind, 'thread.opened'), eq(o.operation, o.thread), isNull(o.inert)));
+    for (const r of rows) {
+      const known = out.get(r.thread!);
+      if (known === undefined || r.lamport < known.lamport || (r.lamport === known.lamport && r.workspace < known.workspace)) out.set(r.thread!, r);
+    }
+  }
+  return new Map([...out].map(([id, r]) => [id, r.workspace]));
+}
+
+/** This workspace and every workspace its trust file names. A trust file that cannot be read trusts nobody else, and says so. */
+function trustedHere(deps: EngineDeps, notes: string[]): Set<string> {
+  const ids = new Set<string>([deps.workspace.id]);
+  try {
+    for (const e of listTrust(deps.workspace.paths)) ids.add(e.workspace);
+  } catch (err) {
+    notes.push(`the trust file could not be read, so every other workspace counts as untrusted here: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return ids;
+}
+
+/**
+ * Finished operations whose first thread, opened by a person of this workspace, awaits that person (answered,
+ * and not marked read since), other than those `listed`: read from the stored first threads alone.
+ */
+async function finishedAwaiting(deps: EngineDeps, listed: ReadonlySet<string>): Promise<StatusReport['finished_awaiting']> {
+  const { rows } = (await deps.db.execute(sql`
+    select o.id as operation, p.value->>'subject' as subject, p.value->'opener'->>'handle' as opener
+    from operations o join operation_parts p on p.operation = o.id and p.kind = 'thread' and p.key = o.id
+    where o.finished and o.shown
+      and p.value->>'workspace' = ${deps.workspace.id}
+      and p.value->'opener'->>'session' is null
+      and p.value->>'state' = 'answered'
+      and coalesce((p.value->>'done_at')::bigint, 0) <= coalesce((p.value->>'answered_at')::bigint, 0)
+    order by o.opened_lamport`)) as unknown as { rows: Array<{ operation: string; subject: string | null; opener: string }> };
+  return rows.filter((r) => !listed.has(r.operation)).map((r) => ({ operation: r.operation, subject: r.subject, opener: r.opener }));
 }
 
 export async function threadView(deps: EngineDeps, thread: string): Promise<ThreadView> {

@@ -37,9 +37,10 @@ export type Intent =
 
 /**
  * What wrote a batch. Policies decide by it: a participant's post (`reply`, `turn_end`) moves what follows its
- * thread; the engine's own writings on someone's behalf (`lapse`, `budget`, `withdraw`) do not.
+ * thread; the engine's own writings on someone's behalf (`lapse`, `budget`, `withdraw`) do not, nor does a person
+ * marking a result read (`done`), which moves no thread.
  */
-export type Cause = 'send' | 'reply' | 'turn_end' | 'wake' | 'react' | 'lapse' | 'budget' | 'round' | 'withdraw';
+export type Cause = 'send' | 'reply' | 'turn_end' | 'wake' | 'react' | 'lapse' | 'budget' | 'round' | 'withdraw' | 'done';
 
 /** A batch of the chat engine: its drafts, the turns planned for after commit, and what the command did. */
 export type Batch = {

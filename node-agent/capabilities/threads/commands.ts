@@ -1,9 +1,10 @@
 // The threads capability's commands: what each name of protocol/commands.ts does on a workspace.
 import type { ThreadsCapability } from './engine.js';
 
-export const threadHandlers: ThreadsCapability<'send' | 'reply' | 'turns.finish' | 'tick' | 'whoami'>['handlers'] = {
+export const threadHandlers: ThreadsCapability<'send' | 'reply' | 'done' | 'turns.finish' | 'tick' | 'whoami'>['handlers'] = {
   send: (c, input) => c.engine.send(input),
   reply: (c, input) => c.engine.reply(input),
+  done: (c, input) => c.engine.done(input),
   'turns.finish': (c, input) => c.engine.finishTurn(input),
   tick: (c) => c.engine.tick(),
   whoami: async (c, input) => {

@@ -1,7 +1,7 @@
 // What every command of the chat engine shares: the caller's identity, the kernel it appends through (every
 // batch passes the capabilities' policies), the working-copy record, and recording turns whose start failed.
 import { NexusError } from '../../../protocol/errors.js';
-import type { Author } from '../../../protocol/ops.js';
+import type { Author, Op } from '../../../protocol/ops.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import type { CallerClaim } from '../../../protocol/commands.js';
 import { describeWorkingCopy } from '../../adapters/git/index.js';
@@ -73,8 +73,8 @@ export type EngineCore = {
   reap(): Promise<number>;
   /** A commit for one transaction: what its batches leave for after it. */
   commit(): Commit<Outcome>;
-  /** Appends a batch inside `tx` through every capability's append policies (the working-copy lease among them). */
-  append(tx: Tx, commit: Commit<Outcome>, batch: Batch): Promise<void>;
+  /** Appends a batch inside `tx` through every capability's append policies (the working-copy lease among them); gives the ops stored. */
+  append(tx: Tx, commit: Commit<Outcome>, batch: Batch): Promise<Op[]>;
   /** After the transaction committed: the policies' effects, then every capability's reaction. */
   settle(commit: Commit<Outcome>): Promise<Outcome>;
 };
@@ -89,7 +89,7 @@ export function createCore(ctx: KernelContext, reap: () => Promise<number>): Eng
   }
 
   const commit = () => kernel.commit();
-  const append = async (tx: Tx, c: Commit<Outcome>, batch: Batch) => void (await kernel.append(tx, c, batch));
+  const append = (tx: Tx, c: Commit<Outcome>, batch: Batch) => kernel.append(tx, c, batch);
   const settle = (c: Commit<Outcome>) => kernel.settle(c);
 
   /**

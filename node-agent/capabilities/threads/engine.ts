@@ -9,6 +9,7 @@ import type { Capability } from '../../kernel/index.js';
 import type { CommandName } from '../../../protocol/commands.js';
 import type { Batch, KernelContext, Outcome } from './batch.js';
 import { createCore, resolveCaller } from './core.js';
+import { doneOf } from './done.js';
 import { lapseOf } from './lapse.js';
 import { reactOf } from './react.js';
 import { replyOf } from './reply.js';
@@ -67,6 +68,7 @@ export function createEngine(ctx: KernelContext) {
   return {
     send: noting(sendOf(core)),
     reply: noting(replyOf(core)),
+    done: noting(doneOf(core)),
     finishTurn,
     reap,
     tick,

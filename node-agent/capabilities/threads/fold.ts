@@ -39,6 +39,11 @@ export type ThreadState = {
   updated_ts: string;
   /** Set when the workspace a remote commission was addressed to refused it (nothing ran there). */
   rejected?: { code: string; message: string };
+  /**
+   * Lamport of the newest `thread.done` (the person who opened the operation read its result; on its first
+   * thread only). An answer after it (answered_at above it) awaits that person again.
+   */
+  done_at?: number;
 };
 
 export type SessionState = {
@@ -81,7 +86,7 @@ export type OperationState = {
 export const WITHDRAWN_PREFIX = 'sidecar: withdrawn by ';
 
 /** Bumped whenever the rules change what a stored state holds: older states are re-folded from the log. */
-export const FOLD_VERSION = 3;
+export const FOLD_VERSION = 4;
 
 /**
  * Why the fold took nothing from an op (it stays in the log, inert). Stable words: `nxs sync status`
@@ -89,7 +94,7 @@ export const FOLD_VERSION = 3;
  */
 export const INERT_REASONS = [
   'not_owner', // answers, hand-backs, refusals, sessions: only the workspace the thread is addressed to
-  'not_opener', // a thread's first message: only the workspace that opened it
+  'not_opener', // a thread's first message, or its result marked read (thread.done): only the workspace that opened it
   'not_party', // follow-ups: only the workspace that opened the thread or the one it is addressed to
   'not_session_owner', // a session's turns: only the workspace that runs it
   'forged_author', // the message names, as its author, a session another workspace runs
@@ -115,6 +120,11 @@ export function newSessionState(s: Pick<SessionState, 'id' | 'workspace' | 'thre
 
 export function emptyOperation(id: string): OperationState {
   return { v: FOLD_VERSION, id, threads: {}, sessions: {}, head: null };
+}
+
+/** Whether the person who opened `t` has read its newest answer (`nxc done` after it). */
+export function isDone(t: Pick<ThreadState, 'state' | 'answered_at' | 'done_at'>): boolean {
+  return t.state === 'answered' && (t.done_at ?? 0) > t.answered_at;
 }
 
 /** An operation is finished when no thread in it owes an answer (a contested thread never will: it does not count). */
@@ -236,6 +246,13 @@ export function authority(state: OperationState, op: Op): InertReason | null {
       if (!t) return 'unknown_thread';
       if (t.contested) return 'contested';
       return t.owner === op.workspace ? null : 'not_owner';
+    }
+    case 'thread.done': {
+      const t = op.thread === null ? undefined : state.threads[op.thread];
+      if (!t) return 'unknown_thread';
+      if (t.contested) return 'contested';
+      // Only the workspace whose person opened the operation says that person has read its result.
+      return t.parent === null && t.workspace === op.workspace ? null : 'not_opener';
     }
     case 'session.turn_started':
     case 'session.turn_ended': {
@@ -380,6 +397,12 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
       };
       const s = t.opener.session === null ? undefined : state.sessions[t.opener.session];
       if (s && s.workspace === t.workspace) state.sessions[s.id] = { ...s, last_input_at: op.lamport };
+      break;
+    }
+    case 'thread.done': {
+      const t = op.thread === null ? undefined : state.threads[op.thread];
+      if (!t || (t.done_at ?? 0) >= op.lamport) break;
+      state.threads[t.id] = { ...t, done_at: op.lamport };
       break;
     }
     case 'session.created': {

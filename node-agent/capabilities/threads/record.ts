@@ -7,7 +7,7 @@ import { operationsProjection, personaRunsProjection } from './operations.js';
 import { startTurns } from './turns.js';
 
 /** The op kinds of threads, sessions and turns. */
-export const THREAD_OP_KINDS: readonly OpKind[] = ['thread.opened', 'message.posted', 'session.created', 'session.turn_started', 'session.turn_ended', 'commission.rejected'];
+export const THREAD_OP_KINDS: readonly OpKind[] = ['thread.opened', 'message.posted', 'session.created', 'session.turn_started', 'session.turn_ended', 'commission.rejected', 'thread.done'];
 
 export const threadsCapability: ThreadsCapability<keyof typeof threadHandlers> = {
   name: 'threads',

@@ -81,7 +81,9 @@ export function replyOf(core: EngineCore) {
         plan.drafts.push(messageDraft(opId, thread.id, author, text, effect, wc));
         // A follow-up to whoever owes the thread. A session waiting on its own round is not
         // disturbed: it reads the follow-up when that round's answer starts it again.
-        const target = thread.session === null ? undefined : state.sessions[thread.session];
+        // A thread addressed to another workspace is that workspace's to start: its node reads the follow-up when
+        // it arrives and starts its own session, as it admitted the commission. Nothing here was skipped.
+        const target = thread.session === null || elsewhere(thread) ? undefined : state.sessions[thread.session];
         const waiting = target !== undefined && !target.in_turn && openSubRounds(state, target.id).length > 0;
         if (target && !waiting) await planTurn(deps, tx, state, target, 'follow_up', plan, 'step_skipped');
         // A thread owed again, or a turn to start, goes down as a commissioning trigger: the lease may hold it.
@@ -95,7 +97,7 @@ export function replyOf(core: EngineCore) {
       const rework = input.needs_rework === true ? id : null;
       // Policies may refuse the reply (a `--needs-rework` no round declares) or say what it means in a thread they own.
       await core.append(tx, commit, { cause: 'reply', ...plan, intents, state, reply: { thread, author, text, answering, rework }, workingCopy: wc });
-      return { operation: opId, message: id };
+      return { operation: opId, message: id, remote: elsewhere(thread) && !answering && thread.target.kind === 'remote' ? { workspace: thread.target.workspace, role: thread.target.role } : null };
     });
     const { warnings, woke, queued, round } = await core.settle(commit);
     return {
@@ -111,7 +113,13 @@ export function replyOf(core: EngineCore) {
       working_copy: wc,
       worker_names_a_working_copy: wc !== null,
       working_copy_note: note,
+      ...(result.remote === null ? {} : { remote: result.remote }),
     };
+  }
+
+  /** A thread owed by a persona of another workspace: only that workspace's node starts its session. */
+  function elsewhere(thread: ThreadState): boolean {
+    return thread.target.kind === 'remote' && thread.owner !== core.workspace.id;
   }
 
   return reply;

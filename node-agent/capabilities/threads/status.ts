@@ -1,17 +1,17 @@
 // The rows `nxc status` is made of: an operation's threads as a tree, each row read from the fold. Pure;
 // the status capability puts them together with what the lease and the rounds say.
 import type { OperationLease, StatusOperation, StatusRow } from '../../../protocol/receipts.js';
-import { openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
+import { isDone, openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
 
 /** The root of an operation: the thread with no parent (its id is the operation's id). */
 function rootOf(state: OperationState): ThreadState | undefined {
   return state.threads[state.id] ?? Object.values(state.threads).find((t) => t.parent === null);
 }
 
-/** The root that awaits a person: the root of a finished operation, opened by a person. */
+/** The root that awaits a person: the root of a finished operation, opened by a person who has not read its answer yet. */
 function awaitingRoot(state: OperationState, finished: boolean): ThreadState | undefined {
   const root = finished ? rootOf(state) : undefined;
-  return root !== undefined && root.opener.session === null ? root : undefined;
+  return root !== undefined && root.opener.session === null && !isDone(root) ? root : undefined;
 }
 
 
@@ -35,6 +35,10 @@ export function statusRow(state: OperationState, t: ThreadState, finished: boole
     awaiting_human: awaiting,
     // The person it awaits belongs to the workspace that opened the root (a synced log names people bare).
     awaiting_workspace: awaiting ? t.workspace : null,
+    done: isDone(t),
+    opened_in: t.workspace,
+    // Whether this workspace trusts the one that opened it is the status capability's to say (trust.json).
+    untrusted: false,
     answered_by: t.answered_by,
     session: s ? { id: s.id, handle: s.handle, depth: s.depth, turn: s.turn, running: s.in_turn, declaration_hash: s.declaration_hash ?? null, last_run: null } : null,
     messages: t.messages,
@@ -75,5 +79,6 @@ export function operationReport(state: OperationState, finished: boolean, budget
     open: threads.filter((r) => r.state === 'open').length,
     turns: { used: turnsUsed(state), budget },
     lease,
+    untrusted: false,
   };
 }

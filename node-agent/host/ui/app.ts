@@ -3,14 +3,13 @@
 // name); every state-changing request must come from its own page; every read and every action runs a command of
 // protocol/commands.ts through the node's own command path, so the page is refused as the CLI is.
 import { randomBytes } from 'node:crypto';
-import { userInfo } from 'node:os';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { getCookie, setCookie } from 'hono/cookie';
 import { streamSSE } from 'hono/streaming';
 import { parseInput, RequestKeySchema, type RunOptions } from '../../../protocol/commands.js';
 import { ERROR_TABLE, NexusError, type ErrorCode } from '../../../protocol/errors.js';
-import { Handle } from '../../../protocol/ids.js';
+import { defaultPerson, Handle } from '../../../protocol/ids.js';
 import { failureOf, snapshot, type Caches, type Failure, type Snapshot, type UiBackend } from './data.js';
 import { esc } from './html.js';
 import { page, type View } from './layout.js';
@@ -32,7 +31,7 @@ export type UiAppOptions = {
   port: () => number;
   /** On loopback, the dashboard's own host name (see secret.ts): the secret's cookie is set only there. Null beyond loopback. */
   hostName: () => string | null;
-  /** The person a reply is posted as when the page names nobody (default: the login name). */
+  /** The person a reply is posted as when the page names nobody (default: the CLI's default person, loginHandle). */
   defaultActor?: string;
 };
 
@@ -49,14 +48,13 @@ export function isPersonHandle(h: string): boolean {
   return Handle.safeParse(h).success && !h.includes('/');
 }
 
-export function loginHandle(): string {
-  let user = '';
-  try {
-    user = userInfo().username.toLowerCase();
-  } catch {
-    /* no passwd entry (a container): fall through */
-  }
-  return isPersonHandle(user) ? user : 'human';
+/**
+ * The person a page acts as before anyone names one: NXC_ACTOR where the node was started with one, else the
+ * login name, exactly as the CLI takes it (the same environment gives the same person on both).
+ */
+export function loginHandle(env: NodeJS.ProcessEnv = process.env): string {
+  const actor = env['NXC_ACTOR'];
+  return actor !== undefined && isPersonHandle(actor) && !actor.includes('@') ? actor : defaultPerson(env);
 }
 
 /** Only a path of this site is a place to go back to (never another origin). */
@@ -112,7 +110,9 @@ export function uiApp(o: UiAppOptions): Hono {
     const count = (v: string | undefined) => (v !== undefined && /^\d{1,6}$/.test(v) ? Number(v) : 0);
     const posted = c.req.query('posted');
     const withdrawn = c.req.query('withdrawn');
+    const done = c.req.query('done');
     let out = id(posted) ? `<p class="notice ok" role="status" data-posted="${esc(posted)}">Reply posted (message <code>${esc(posted)}</code>).</p>` : '';
+    if (id(done)) out += `<p class="notice ok" role="status" data-done="${esc(done)}">Marked read: operation <code>${esc(done)}</code> awaits nobody now; <code>nxc status --all</code> still lists it.</p>`;
     if (id(withdrawn)) {
       const warned = (c.req.query('warned') ?? '').split(',').filter((w) => /^[a-z_]{1,40}$/.test(w));
       out += `<p class="notice ok" role="status" data-withdrawn="${esc(withdrawn)}">Withdrawn: operation <code>${esc(withdrawn)}</code>, ${count(c.req.query('discharged'))} thread(s) discharged, ${count(c.req.query('stopping'))} session(s) asked to stop. What they leave uncommitted is parked on a branch once they are gone, and the working copy moves on.${warned.length > 0 ? ` Warnings: ${warned.map((w) => `<code>${esc(w)}</code>`).join(', ')} (see <code>nxc status</code>).` : ''}</p>`;
@@ -240,6 +240,29 @@ export function uiApp(o: UiAppOptions): Hono {
         return c.redirect(withParam(back, 'posted', receipt.message), 303);
       } catch (err) {
         const f = failureOf(err);
+        return threadPage(c, ws, thread, { notice: failureNotice(f), text, status: statusOf(f.code as ErrorCode) });
+      }
+    },
+  );
+
+  // nxc done <thread>, as the person the reply form names: Done sits beside Reply and posts the same form, text aside.
+  app.post(
+    '/w/:ws/t/:thread/done',
+    bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('413: the form is larger than a message may be\n', 413) }),
+    async (c) => {
+      const ws = c.req.param('ws');
+      const thread = c.req.param('thread');
+      const form = await c.req.parseBody();
+      const back = safeBack(form['back']);
+      try {
+        const actor = formActor(form);
+        const input = parseInput('done', { thread, caller: { actor, session: null, hop: null } });
+        const r = await o.backend.run('done', ws, input, requestOf({ request: form['done_request'] }));
+        setCookie(c, ACTOR_COOKIE, actor, { httpOnly: true, sameSite: 'Strict', path: '/' });
+        return c.redirect(withParam(back, 'done', r.operation), 303);
+      } catch (err) {
+        const f = failureOf(err);
+        const text = typeof form['text'] === 'string' ? form['text'].replace(/\r\n?/g, '\n') : '';
         return threadPage(c, ws, thread, { notice: failureNotice(f), text, status: statusOf(f.code as ErrorCode) });
       }
     },

@@ -51,10 +51,13 @@ export function failureOf(err: unknown): Failure {
 
 /**
  * A row that may be waiting on a person of `workspace`: the finished root a person opened, or a root
- * handed back. Another workspace's operation, carried here by sync, awaits that workspace's person.
+ * handed back, until its opener marks it read. Another workspace's operation, carried here by sync (or
+ * opened by a workspace nobody here trusts), awaits that workspace's person.
  */
 export function mayNeedPerson(row: StatusRow, workspace: string): boolean {
   if (row.awaiting_workspace !== null && row.awaiting_workspace !== workspace) return false;
+  // Its opener has read it (nxc done), or it is not this workspace's person's at all: waits on nobody here.
+  if (row.done || row.opened_in !== workspace) return false;
   return row.awaiting_human || (row.escalated && row.parent === null);
 }
 
@@ -68,7 +71,7 @@ export class ViewCache {
 
   async get(backend: UiBackend, workspace: string, row: StatusRow): Promise<ThreadView> {
     const key = `${workspace}/${row.thread}`;
-    const stamp = `${row.messages}|${row.updated}|${row.state}|${row.escalated}`;
+    const stamp = `${row.messages}|${row.updated}|${row.state}|${row.escalated}|${row.done}`;
     const hit = this.views.get(key);
     if (hit && hit.stamp === stamp) return hit.view;
     const view = await backend.run('threads.show', workspace, { thread: row.thread });

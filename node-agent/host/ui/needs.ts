@@ -123,8 +123,9 @@ function personItem(s: Snapshot, where: Where, operation: string, row: StatusRow
 }
 
 /**
- * Needs you, most pressing first: hand-backs, answers waiting, parks refused, lapsed channel steps,
- * refusals, commissions queued for the working copy, then the machinery's trouble.
+ * Needs you, most pressing first: the machinery's trouble (a workspace that cannot be read, sync that does not
+ * move: everything else here may be stale until it is fixed), hand-backs, answers waiting, parks refused,
+ * lapsed channel steps, refusals, then commissions queued for the working copy.
  */
 export function needsOf(s: Snapshot): NeedItem[] {
   const people: NeedItem[] = [];
@@ -147,7 +148,8 @@ export function needsOf(s: Snapshot): NeedItem[] {
           const item = personItem(s, where, op.operation, row);
           if (item) people.push(item);
         }
-        if (row.rejected_code !== null) {
+        // A refused commission is the business of the workspace that sent it: another's, carried here, is its person's.
+        if (row.rejected_code !== null && row.opened_in === w.id) {
           rejected.push({ kind: 'rejected', ...threadOf(where, op.operation, row), code: row.rejected_code, ts: row.updated });
         }
       }
@@ -166,5 +168,5 @@ export function needsOf(s: Snapshot): NeedItem[] {
   refusedParks.sort(newest);
   lapsed.sort(newest);
   rejected.sort(newest);
-  return [...people, ...refusedParks, ...lapsed, ...rejected, ...queued, ...machinery];
+  return [...machinery, ...people, ...refusedParks, ...lapsed, ...rejected, ...queued];
 }

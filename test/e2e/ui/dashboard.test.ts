@@ -162,7 +162,8 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
     const form = page.locator(`li[data-thread="${escalated}"] form`);
     await form.locator('textarea').fill('   ');
     await form.locator('input[name=actor]').fill('alice');
-    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), form.locator('button').click()]);
+    // Reply, not the Done beside it.
+    const [res] = await Promise.all([page.waitForResponse((r) => r.request().method() === 'POST'), form.getByRole('button', { name: 'Reply', exact: true }).click()]);
     expect(res.status()).toBe(400);
     await expect(page.locator('[data-error]').getAttribute('data-error')).resolves.toBe('EMPTY_MESSAGE');
     const cli = await b.nxc(['reply', '--thread', escalated, '--json', '   '], { env: { NXC_ACTOR: 'alice' } });
@@ -237,6 +238,9 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
           wcCommit: text(r.working_copy?.commit),
           wcBranch: text(r.working_copy?.branch),
           wcDirty: text(r.working_copy?.dirty),
+          done: String(r.done),
+          openedIn: r.opened_in,
+          untrusted: String(r.untrusted),
         })),
       );
       expect(expected.length).toBeGreaterThan(0);
@@ -244,6 +248,7 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
       const expectedOps = status.operations.map((op: any) => ({
         operation: op.operation,
         finished: String(op.finished),
+        untrusted: String(op.untrusted),
         leaseState: text(op.lease?.state),
         leaseToken: text(op.lease?.token),
         leasePosition: text(op.lease?.position),

@@ -1,4 +1,4 @@
-// The forms: `nxc reply` and `nxc withdraw` as a person, posted to the node's own command path. Each
+// The forms: `nxc reply` (with `nxc done` beside it) and `nxc withdraw` as a person, posted to the node's own command path. Each
 // rendered form carries a request key of its own, so a form sent twice (a reload that posts again) is
 // applied once, and the second post gets the first answer.
 import { newRequestKey } from '../../../../protocol/commands.js';
@@ -14,6 +14,11 @@ export type ReplyForm = {
   /** Text to put back in the box after a refusal. */
   text?: string;
   label?: string;
+  /**
+   * Offer Done beside Reply (`nxc done <thread>`, as the person named in the same field): the result is read,
+   * nothing is posted and nobody is woken. It needs no text, and carries a request key of its own.
+   */
+  done?: boolean;
 };
 
 export function replyForm(f: ReplyForm): string {
@@ -24,8 +29,14 @@ export function replyForm(f: ReplyForm): string {
 <label for="text-${id}">${esc(f.label ?? 'Your answer')}</label>
 <textarea id="text-${id}" name="text" rows="3" required>${esc(f.text ?? '')}</textarea>
 <div class="as"><label for="actor-${id}">Reply as</label><input type="text" id="actor-${id}" name="actor" value="${esc(f.actor)}" size="16" maxlength="40" autocomplete="username" spellcheck="false" required>
-<button type="submit">Reply</button></div>
+<button type="submit">Reply</button>${f.done === true ? doneButton(f) : ''}</div>
 </form>`;
+}
+
+function doneButton(f: ReplyForm): string {
+  return `
+<input type="hidden" name="done_request" value="${newRequestKey()}">
+<button type="submit" class="done" formaction="/w/${seg(f.workspace)}/t/${seg(f.thread)}/done" formnovalidate title="nxc done ${esc(f.thread)}: read, nothing to add; it leaves Needs you and wakes nobody">Done</button>`;
 }
 
 export type WithdrawForm = {
@@ -47,3 +58,4 @@ export function withdrawForm(f: WithdrawForm): string {
 <button type="submit" class="danger">Withdraw</button></div>
 </form>`;
 }
+

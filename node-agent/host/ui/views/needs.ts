@@ -22,7 +22,7 @@ function item(i: NeedItem, n: number, actor: string): string {
 <h2 id="${h}">${tag} ${threadLink(i)}</h2>
 <p class="meta">${where(i)} · ${said} · ${time(i.ts)} · opened by ${esc(i.opener)} for ${esc(i.to)}</p>
 <div class="text">${esc(i.text)}</div>
-${replyForm({ workspace: i.workspace, thread: i.thread, actor, back: '/' })}
+${replyForm({ workspace: i.workspace, thread: i.thread, actor, back: '/', done: true })}
 </article></li>`;
     }
     case 'rejected':

@@ -9,9 +9,10 @@ import type { WorkspaceSnapshot } from '../data.js';
 const ROW_FIELDS = new Set([
   'thread', 'parent', 'subject', 'opener', 'to', 'state', 'escalated', 'substituted', 'waiting_on_sub_round',
   'awaiting_human', 'answered_by', 'session', 'messages', 'updated', 'working_copy', 'rejected_code', 'written_by', 'withdrawn',
+  'done', 'opened_in', 'untrusted',
 ]);
 const SESSION_FIELDS = new Set(['id', 'handle', 'depth', 'turn', 'running', 'declaration_hash', 'last_run']);
-const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns', 'lease']);
+const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns', 'lease', 'untrusted']);
 
 /** Where the working copy stood: the short commit on its branch, and whether anything was uncommitted. */
 export function workingCopy(wc: WorkingCopy | null): string {
@@ -68,6 +69,8 @@ export function marks(row: StatusRow): string {
   if (row.substituted) m.push('<span class="tag warn">substituted</span>');
   if (row.waiting_on_sub_round) m.push('<span class="tag plain">waiting on its round</span>');
   if (row.awaiting_human) m.push('<span class="tag warn">awaits a person</span>');
+  if (row.done) m.push('<span class="tag ok">read</span>');
+  if (row.untrusted) m.push(`<span class="tag bad" title="opened by ${esc(row.opened_in)}">opened by an untrusted workspace</span>`);
   if (row.rejected_code !== null) m.push(`<span class="tag bad">refused <code>${esc(row.rejected_code)}</code></span>`);
   return `<span class="marks">${m.join(' ')}</span>`;
 }
@@ -98,7 +101,8 @@ function rowAttrs(workspace: string, row: StatusRow): string {
     ` data-session-running="${s ? s.running : ''}" data-session-turn="${s ? s.turn : ''}" data-session-depth="${s ? s.depth : ''}"` +
     ` data-session-declaration="${esc(s?.declaration_hash)}" data-rejected-code="${esc(row.rejected_code)}"` +
     ` data-written-by="${esc(row.written_by)}" data-withdrawn="${row.withdrawn}" data-run-status="${esc(s?.last_run?.status)}" data-run-model-calls="${s?.last_run ? s.last_run.usage.model_calls : ''}"` +
-    ` data-wc-commit="${esc(wc?.commit)}" data-wc-branch="${esc(wc?.branch)}" data-wc-dirty="${wc ? wc.dirty : ''}"`
+    ` data-wc-commit="${esc(wc?.commit)}" data-wc-branch="${esc(wc?.branch)}" data-wc-dirty="${wc ? wc.dirty : ''}"` +
+    ` data-done="${row.done}" data-opened-in="${esc(row.opened_in)}" data-untrusted="${row.untrusted}"`
   );
 }
 
@@ -135,8 +139,8 @@ function tree(out: string[], workspace: string, rows: StatusRow[]): void {
 export function operation(out: string[], workspace: string, op: StatusOperation): void {
   const state = op.finished ? '<span class="tag ok">finished</span>' : `<span class="tag plain">${op.open} open</span>`;
   out.push(
-    `<details class="op" id="op-${esc(op.operation)}"${op.finished ? '' : ' open'}${dataAttrs({ operation: op.operation, finished: op.finished })}${leaseAttrs(op.lease)}>
-<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state}${leaseMarks(op.lease)} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s) · turns ${op.turns.used} of ${op.turns.budget}</span>${op.turns.used >= op.turns.budget ? ' <span class="tag warn">budget used up</span>' : ''}</summary>
+    `<details class="op" id="op-${esc(op.operation)}"${op.finished ? '' : ' open'}${dataAttrs({ operation: op.operation, finished: op.finished, untrusted: op.untrusted })}${leaseAttrs(op.lease)}>
+<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state}${op.untrusted ? ' <span class="tag bad">opened by an untrusted workspace</span>' : ''}${leaseMarks(op.lease)} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s) · turns ${op.turns.used} of ${op.turns.budget}</span>${op.turns.used >= op.turns.budget ? ' <span class="tag warn">budget used up</span>' : ''}</summary>
 ${leaseLine(op.lease)}${extras(op as Record<string, unknown>, OPERATION_FIELDS)}`,
   );
   tree(out, workspace, op.threads);

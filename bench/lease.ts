@@ -57,7 +57,7 @@ function benchDecisions(): void {
       type: 'commission', operation: 'H', thread: 'H.new', parent: 'H', by: { handle: 'coder', session: 's-H' }, person: false, exclusive: true,
       window_ms: null, trigger: { id: 'H.new#1', thread: 'H.new', run: null }, root: { handle: 'alice', session: null }, area: [], facts,
     }],
-    ['reply inside the held area', { type: 'reply', operation: 'H', thread: 'H.3', by: { handle: 'coder', session: 's-H.3' }, outcome: 'answer', wakes: null }],
+    ['reply inside the held area', { type: 'reply', operation: 'H', thread: 'H.3', by: { handle: 'coder', session: 's-H.3' }, outcome: 'answer', wakes: null, root: { handle: 'alice', session: null }, area: [], facts }],
     ['tick: the minute sweep with liveness facts', { type: 'tick', facts }],
   ];
   console.log(`\nlease decision (pure), holder with 21 threads, 50 operations queued, ${DECISIONS} decisions per event:`);

@@ -272,7 +272,11 @@ export function newRequestKey(): string {
 }
 
 /** What a caller may add to a request beside its input. */
-export type RunOptions = { request?: string };
+/**
+ * `env`: the environment of the client a node runs the command for (a verb its CLI handed over); an operation the
+ * command opens records it as its sessions' environment.
+ */
+export type RunOptions = { request?: string; env?: Record<string, string> };
 
 const spec = <S extends Scope, I extends z.ZodType, O extends z.ZodType>(s: CommandSpec<S, I, O>) => s;
 const empty = z.object({});

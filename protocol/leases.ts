@@ -101,7 +101,11 @@ export const HolderSchema = z.object({
 });
 export type Holder = z.infer<typeof HolderSchema>;
 
-export const QueueEntrySchema = z.object({ operation: Id, since: Ms, triggers: z.array(TriggerSchema) });
+/**
+ * `woken`: a parked operation whose session an answer woke. It waits for the copy ahead of every commission, behind
+ * only the parked operations woken before it.
+ */
+export const QueueEntrySchema = z.object({ operation: Id, since: Ms, triggers: z.array(TriggerSchema), woken: z.boolean().optional() });
 export type QueueEntry = z.infer<typeof QueueEntrySchema>;
 
 /** A park asked for and not yet answered. */
@@ -191,13 +195,20 @@ export type RestoreResult = z.infer<typeof RestoreResultSchema>;
 export const LeaseEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('commission'), ...CommissionFields }),
   z.object({ type: z.literal('reopen'), ...CommissionFields }),
-  /** A reply in a thread. `wakes` is the session an answer going up starts: never held back. */
+  /**
+   * A reply in a thread. `wakes` is the session an answer going up starts: never held back by a commission, but a
+   * parked operation's session waits for the copy (at the head of the queue). `root`, `area` and `facts` are read
+   * only then, when the lease does not follow the operation yet (as for a commission).
+   */
   z.object({
     type: z.literal('reply'),
     ...Scoped,
     by: LeaseActorSchema,
     outcome: z.enum(['answer', 'escalate', 'question', 'none']),
     wakes: TriggerSchema.nullable(),
+    root: LeaseActorSchema,
+    area: z.array(ThreadSnapshotSchema),
+    facts: WorldFactsSchema,
   }),
   /** The commissioner of `thread` wrote in it and asked again; null `by` is the engine moving on its own. */
   z.object({ type: z.literal('answered_from_above'), ...Scoped, by: LeaseActorSchema.nullable() }),
@@ -272,7 +283,8 @@ export const LeaseOpPayloadSchema = z.discriminatedUnion('kind', [
     kind: z.literal('lease.noted'),
     body: Op.extend({ thread: Id, fact: ThreadFactSchema.nullable(), last_word: z.enum(['handback', 'other']).nullable() }),
   }),
-  z.object({ kind: z.literal('lease.queued'), body: Op.extend({ trigger: TriggerSchema.nullable(), at: Ms }) }),
+  /** `woken`: a parked operation's session woken by an answer, which goes ahead of every commission waiting. */
+  z.object({ kind: z.literal('lease.queued'), body: Op.extend({ trigger: TriggerSchema.nullable(), at: Ms, woken: z.boolean().optional() }) }),
   z.object({
     kind: z.literal('lease.claimed'),
     body: Op.extend({ token: z.number().int().min(1), at: Ms, ready: z.boolean(), waiting: z.array(TriggerSchema) }),

@@ -186,6 +186,8 @@ export const OperationLeaseSchema = z.object({
   /** When an unanswered hand-back loses the copy to the operation waiting for it (ISO time). */
   contention_deadline: z.string().nullable(),
   withdrawn: z.boolean(),
+  /** Queued because an answer woke one of its sessions while its work was parked: first in line, ahead of commissions. */
+  woken: z.boolean(),
 });
 export type OperationLease = z.infer<typeof OperationLeaseSchema>;
 

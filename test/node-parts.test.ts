@@ -2,10 +2,10 @@
 // the clock's Scheduler and ticker run on a test clock, local delivery's choice of ops is a table, the
 // verification threads are closed by their owner, and startNode takes the routes its starter adds.
 // Real stores, real worker threads, a real socket; time moves only when the test moves it.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { OpVerifier } from '../crypto/index.js';
 import { silentLogger } from '../infra/index.js';
 import { COMMANDS, handoverPaths, type AnyCommandSpec, type CommandName } from '../protocol/commands.js';
@@ -216,5 +216,32 @@ describe('startNode, composed', () => {
       await node.close();
       rmSync(home, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the node's record of a sender's environment", () => {
+  it("records the environment a client's send came with for the operation it opens, and the node's own for none it did not", async () => {
+    const home = mkdtempSync(join(tmpdir(), 'nexus-node-env-'));
+    const verifier = new OpVerifier(1);
+    const served = new Served({ paths: nodePaths(home), origin: 'node-env-test', log: silentLogger, announce: () => undefined, check: verifier.check });
+    const ws = await makeWorkspace({ real: true, git: false });
+    onTestFinished(async () => {
+      await served.close();
+      await verifier.close();
+      rmSync(home, { recursive: true, force: true });
+      await ws.cleanup();
+    });
+    await served.serve(ws.root);
+    const run = commandPath({ paths: nodePaths(home), served, startedAt: '', ui: () => null, shutdown: () => undefined, announce: () => undefined });
+    const caller = { actor: 'bob', session: null, hop: null };
+    const env = { PROBE_SENDER: 'bob', NXC_ACTOR: 'bob' };
+    const a = await run('send', ws.id, { to: '@carol', subject: 'q', text: 'which db?', caller }, { env });
+    const recorded = (op: string) => JSON.parse(readFileSync(join(ws.root, '.nxs', 'sessions', '.operations', `${op}.env.json`), 'utf8'));
+    expect(recorded(a.operation)).toEqual({ PROBE_SENDER: 'bob' });
+    // A later command on somebody else's behalf changes nothing of it.
+    await run('tick', ws.id, {}, { env: { PROBE_SENDER: 'ticker' } });
+    expect(recorded(a.operation)).toEqual({ PROBE_SENDER: 'bob' });
+    const b = await run('send', ws.id, { to: '@carol', subject: 'q', text: 'and the cache?', caller });
+    expect(recorded(b.operation)['PROBE_SENDER']).toBeUndefined();
   });
 });

@@ -37,6 +37,13 @@ export function servingNode(workspace: Workspace, env: NodeJS.ProcessEnv): strin
  * Runs commands on the workspace: through the node when it serves it, directly otherwise.
  * A registered workspace with no node running gets the service_not_running warning to carry.
  */
+/** The environment a command opening an operation records for its sessions: the caller's, less its NXC_* identity. */
+function senderEnv(env: NodeJS.ProcessEnv): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && !k.startsWith('NXC_')) out[k] = v;
+  return out;
+}
+
 export const routed = async <T>(workspace: Workspace, fn: (run: Runner) => Promise<T>, env: NodeJS.ProcessEnv, opts: DirectOptions = {}): Promise<Routed<T>> => {
   const paths = nodePaths(env['NEXUS_HOME'] ? env['NEXUS_HOME'] : undefined);
   const node = runningNode(paths);
@@ -52,7 +59,8 @@ export const routed = async <T>(workspace: Workspace, fn: (run: Runner) => Promi
   let nodeAnswers = node !== null && opts.nodeUnreachable !== true;
   if (node !== null && registered && nodeAnswers) {
     try {
-      const viaSocket: Runner = (name, input, o) => callNode(node.socket, name, workspace.id, input, o);
+      // A send may open an operation: its environment goes with it, to be recorded for the operation's sessions.
+      const viaSocket: Runner = (name, input, o) => callNode(node.socket, name, workspace.id, input, name === 'send' ? { ...o, env: senderEnv(env) } : o);
       return { result: await fn(keyed(viaSocket)), via: 'node', serviceWarning: null };
     } catch (err) {
       const notServed = (err as { code?: string }).code === 'NOT_SERVED';

@@ -45,6 +45,8 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
     prompt_has_rounds: ctx.prompt.includes('## Rounds you commissioned'),
     lease_token: env['NXC_LEASE_TOKEN'] ?? null,
     prompt_has_lease_notice: ctx.prompt.includes('## Your working copy'),
+    // The PROBE_* variables the turn started with: tests set them in a sender's or a caller's environment.
+    probe: Object.fromEntries(Object.entries(env).filter(([k]) => k.startsWith('PROBE_'))),
   });
 
   switch (mode) {

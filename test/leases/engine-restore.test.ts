@@ -17,6 +17,7 @@ describe('an operation waiting on a person loses the copy at its bound, and gets
   let ws: TestWorkspace;
   let a: any;
   let b: any;
+  let c: any;
   let bob: string;
   let bound: number;
   beforeAll(async () => {
@@ -57,35 +58,43 @@ describe('an operation waiting on a person loses the copy at its bound, and gets
     expect(await porcelain(ws)).toBe('');
   });
 
-  it('L18 an answer going up is never held back: bob’s answer wakes the planner at once, while its operation is parked and another holds the copy', async () => {
+  it('L18 an answer into the parked operation wakes the planner only for the copy: its session waits at the head of the queue, ahead of a later commission, and status says so', async () => {
     // Meanwhile the base moves on.
     writeFileSync(join(ws.root, 'later.txt'), 'committed on main while A was parked\n');
     await git(ws.root, 'add', 'later.txt');
     await git(ws.root, 'commit', '-q', '-m', 'later');
     const r = await reply(ws, bob, 'use postgres', { NXC_ACTOR: 'bob' });
-    expect(r.woke).toMatchObject({ role: 'planner', turn: 3 });
-    expect(r.queued).toBeUndefined();
-    await until('the planner to commission again', () => calls(ws, 'planner', 'send').length === 3);
-    expect(calls(ws, 'planner', 'send')[2].out.queued).toEqual({ position: 1, holder: { operation: b.operation, thread: b.operation } });
+    expect(r.woke).toBeNull();
+    expect(r.warnings).toEqual([]);
+    expect(r.queued).toEqual({ position: 1, holder: { operation: b.operation, thread: b.operation } });
+    c = await send(ws, 'rival', 'after the answer');
+    expect(c.queued).toEqual({ position: 2, holder: { operation: b.operation, thread: b.operation } });
+    // Nothing of A runs in the copy B holds.
+    expect(starts(ws, 'planner')).toHaveLength(2);
+    expect(await leaseOf(ws, a.operation)).toMatchObject({ state: 'queued', position: 1, behind: b.operation, woken: true, parked: { from_branch: 'feat/a', work: true } });
     expect(await leaseOf(ws, b.operation)).toMatchObject({ state: 'holds', token: 2 });
+    const human = (await ws.nxc(['status'])).stdout;
+    expect(human).toContain(`queued (position 1 behind ${b.operation}) · an answer woke its session, which starts when the copy is free, with its work put back first · parked on nexus/park/${a.operation}`);
   });
 
-  it('L8 triggered again, the parked operation takes the copy like any claim, is put back on its branch with its work, and its session is told where the work is and that the base moved', async () => {
+  it('L8 once the copy is free the parked operation takes it first, is put back on its branch with its work, and the woken session is told where the work is and that the base moved', async () => {
     open(gate(ws, 'b'));
+    await until('the planner to answer', () => calls(ws, 'planner', 'reply').length === 1);
     await ws.waitIdle();
-    const second = starts(ws, 'coder')[1];
-    expect(second).toMatchObject({ lease_token: '3', prompt_has_lease_notice: true });
-    const prompt = promptOf(ws, second.session, 1);
+    const woken = starts(ws, 'planner')[2];
+    expect(woken).toMatchObject({ turn: 3, lease_token: '3', prompt_has_lease_notice: true });
+    const prompt = promptOf(ws, woken.session, 3);
     expect(prompt).toContain(`Its uncommitted work is on branch nexus/park/${a.operation} at commit`);
     expect(prompt).toContain('Branch feat/a has not moved since.');
     expect(prompt).toContain('Its base main HAS MOVED ON since');
-    expect(await branch(ws)).toBe('feat/a');
+    // The coder it commissioned then inherits the grant, in the tree that holds A's work.
+    expect(starts(ws, 'coder')[1]).toMatchObject({ lease_token: '3', prompt_has_lease_notice: false });
     expect(readFileSync(join(ws.root, 'tracked.txt'), 'utf8')).toBe('changed by A\n');
     expect(exists(ws, 'new-A.txt')).toBe(true);
     expect(exists(ws, 'gone.txt')).toBe(false);
-    // The operation finished: the copy is free and nothing is parked any more.
+    // A finished, and the commission that waited behind it started after it, under the next grant.
+    expect(starts(ws, 'rival').map((e) => e.lease_token)).toEqual(['2', '4']);
     expect(await leaseOf(ws, a.operation)).toBeNull();
-    expect(calls(ws, 'planner', 'reply')).toHaveLength(1);
   });
 });
 

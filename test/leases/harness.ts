@@ -137,8 +137,8 @@ export class Lease {
     });
   }
 
-  reply(operation: string, thread: string, handle: string, outcome: 'answer' | 'escalate' | 'question' | 'none', wakes: Trigger | null = null): LeaseEffect[] {
-    return this.feed({ type: 'reply', operation, thread, by: { handle, session: `s-${thread}` }, outcome, wakes });
+  reply(operation: string, thread: string, handle: string, outcome: 'answer' | 'escalate' | 'question' | 'none', wakes: Trigger | null = null, o: SendOpts = {}): LeaseEffect[] {
+    return this.feed({ type: 'reply', operation, thread, by: { handle, session: `s-${thread}` }, outcome, wakes, root: o.root ?? alice, area: o.area ?? [], facts: o.facts ?? this.world() });
   }
 
   started(operation: string, thread: string): LeaseEffect[] {

@@ -130,7 +130,7 @@ const rows: Array<[string, (l: Lease) => void]> = [
   ['L6 on a direct thread only the handle that escalated answers the hand-back; anyone else posts and moves nothing', (l) => {
     aHolds(l);
     l.reply('A', 'A', 'coder', 'escalate');
-    l.feed({ type: 'reply', operation: 'A', thread: 'A', by: alice, outcome: 'answer', wakes: null });
+    l.feed({ type: 'reply', operation: 'A', thread: 'A', by: alice, outcome: 'answer', wakes: null, root: alice, area: [], facts: world() });
     expect(l.holder()).toBe('A');
     l.reply('A', 'A', 'coder', 'answer');
     expect(l.holder()).toBeNull();
@@ -344,6 +344,35 @@ const rows: Array<[string, (l: Lease) => void]> = [
     const fx = l.reply('B', 'B2', 'helper', 'answer', trig('B'));
     expect(ofType(fx, 'start')).toEqual([{ type: 'start', operation: 'B', triggers: [trig('B')], token: null, notice: null }]);
     expect(l.state.queue.map((e) => e.operation)).toEqual(['B']);
+  }],
+  ['L18 an answer into a parked operation wakes a session that waits for the copy: first in line, ahead of commissions, and started only once its work is back', (l) => {
+    contentionParkPending(l);
+    l.parked('A');
+    l.send('C', 'C');
+    // Bob answers the question A's coder had asked him: its session is woken, and waits for the copy.
+    const area = [snap('A', { proc: 'ended' }), snap('A1', { parent: 'A', opener: 'coder', person: true, proc: 'none' })];
+    const fx = l.feed({ type: 'reply', operation: 'A', thread: 'A1', by: bob, outcome: 'answer', wakes: trig('A'), root: alice, area, facts: l.world() });
+    expect(startedThreads(fx)).toEqual([]);
+    expect(ofType(fx, 'queued')).toEqual([{ type: 'queued', operation: 'A', thread: 'A', position: 1, holder: { operation: 'B', thread: 'B' } }]);
+    expect(l.state.queue.map((e) => e.operation)).toEqual(['A', 'C']);
+    expect(l.state.areas.A!.threads.A1).toMatchObject({ owing: false });
+    // A commission that arrives later still queues behind the woken operation.
+    l.send('D', 'D');
+    expect(l.state.queue.map((e) => e.operation)).toEqual(['A', 'C', 'D']);
+    const grant = l.reply('B', 'B', 'coder', 'answer');
+    expect(grant.map((e) => e.type)).toEqual(['fence', 'restore']);
+    expect(ofType(l.restored('A', 'NOTICE'), 'start')).toEqual([{ type: 'start', operation: 'A', triggers: [trig('A')], token: 3, notice: 'NOTICE' }]);
+    expect(startedThreads(l.reply('A', 'A', 'coder', 'answer'))).toEqual(['C']);
+  }],
+  ['L18 an answer into an operation whose work is being put back waits for the restore', (l) => {
+    contentionParkPending(l);
+    l.parked('A');
+    l.send('A', 'A2', { by: { handle: 'coder', session: 's-A' }, area: [snap('A', { owing: false, proc: 'ended' })] });
+    l.reply('B', 'B', 'coder', 'answer');
+    expect(l.state.holder).toMatchObject({ operation: 'A', ready: false });
+    l.send('A', 'A3', { by: { handle: 'coder', session: 's-A' }, exclusive: false, person: true, noTrigger: true });
+    expect(startedThreads(l.reply('A', 'A3', 'bob', 'answer', trig('A')))).toEqual([]);
+    expect(startedThreads(l.restored('A'))).toEqual(['A2', 'A']);
   }],
   ['fencing: tokens only grow from grant to grant, and every start under a grant carries its token', (l) => {
     const tokens: number[] = [];

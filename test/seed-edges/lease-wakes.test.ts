@@ -73,7 +73,7 @@ function nxcLater(ws: TestWorkspace, offset: string, args: string[], extra: Reco
 
 describe.skipIf(FAKETIME === null)('a turn started on someone else\'s behalf', () => {
   let ws: TestWorkspace;
-  const gate = () => join(ws.root, '..', 'holder-gate');
+  const gate = () => join(ws.root, '..', 'shared', 'holder-gate');
   beforeAll(async () => {
     ws = await leaseRepo();
   });
@@ -82,15 +82,16 @@ describe.skipIf(FAKETIME === null)('a turn started on someone else\'s behalf', (
     await ws.cleanup();
   });
 
-  it.fails('promoted by another session\'s answer, runs with its sender\'s environment and none of that session\'s', async () => {
-    const holderFile = join(ws.root, '..', 'holder-env.txt');
+  it('promoted by another session\'s answer, runs with its sender\'s environment and none of that session\'s', async () => {
+    const holderFile = join(ws.root, '..', 'shared', 'holder-env.txt');
     envDumper(ws, 'holder', holderFile, 'gate', gate());
-    const file = join(ws.root, '..', 'waiter-env.txt');
+    const file = join(ws.root, '..', 'shared', 'waiter-env.txt');
     envDumper(ws, 'waiter', file, 'reply');
     await send(ws, 'holder', { HOLDERVAR: 'from the holder\'s sender' });
     const b = await send(ws, 'waiter', { NXC_ACTOR: 'bob', BOBVAR: 'from bob' });
     expect(b.queued).toBeDefined();
     // The holder, started by its sender's own command, has its sender's variables.
+    await waitFor('the holder to run', () => existsSync(holderFile), 90_000);
     expect(envOf(holderFile)['HOLDERVAR']).toBe('from the holder\'s sender');
     writeFileSync(gate(), '');
     await waitFor('the waiter to run', () => existsSync(file), 90_000);
@@ -100,9 +101,9 @@ describe.skipIf(FAKETIME === null)('a turn started on someone else\'s behalf', (
     expect(env['HOLDERVAR']).toBeUndefined();
   });
 
-  it.fails('promoted by a tick under faketime, runs with its sender\'s environment, not the ticker\'s clock or variables', async () => {
+  it('promoted by a tick under faketime, runs with its sender\'s environment, not the ticker\'s clock or variables', async () => {
     ws.persona('asker', { mode: 'escalate', extra: 'working_tree: exclusive' });
-    const file = join(ws.root, '..', 'queued-env.txt');
+    const file = join(ws.root, '..', 'shared', 'queued-env.txt');
     envDumper(ws, 'queued', file, 'reply');
     await send(ws, 'asker');
     await ws.waitIdle();

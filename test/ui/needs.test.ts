@@ -82,6 +82,7 @@ function lease(over: Partial<OperationLease>): OperationLease {
     held_for_handback: null,
     contention_deadline: null,
     withdrawn: false,
+    woken: false,
     ...over,
   };
 }

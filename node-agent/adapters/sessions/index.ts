@@ -2,5 +2,5 @@
 export { baseEnvironment, doneMarker, launchTurn, sidecarScript, startedMarker, stopTurn, type LaunchResult, type TurnLaunch } from './launch.js';
 export { PID_NAMESPACE_VARIABLE, pidNamespace, processAlive, seesSessionProcesses } from './liveness.js';
 export { buildPrompt, pickBoundary, wrapUntrusted, type PromptInput, type PromptMessage, type PromptRound } from './prompt.js';
-export { readSpec, REPLY_ONLY_TOOL, sessionDir, SessionSpecSchema, type SessionSpec } from './spec.js';
+export { readSpec, recordedOperationEnv, recordOperationEnv, REPLY_ONLY_TOOL, sessionDir, SessionSpecSchema, type SessionSpec } from './spec.js';
 export { readLastRun } from './run-state.js';

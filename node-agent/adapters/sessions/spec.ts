@@ -1,7 +1,8 @@
 // What a session turn runs under, written to spec.json before its process starts.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
+import { writeFileAtomic } from '../../../infra/index.js';
 
 /** The one command a reply-only session (tools: []) is granted. */
 export const REPLY_ONLY_TOOL = 'Bash(nxc reply:*)';
@@ -61,6 +62,33 @@ export function writeSpec(dir: string, spec: SessionSpec, prompt: string): strin
 export function readSpec(dir: string): SessionSpec | null {
   try {
     return SessionSpecSchema.parse(JSON.parse(readFileSync(join(dir, 'spec.json'), 'utf8')));
+  } catch {
+    return null;
+  }
+}
+
+const EnvSchema = z.record(z.string(), z.string());
+
+function operationEnvFile(sessionsRoot: string, operation: string): string {
+  return join(sessionsRoot, '.operations', `${operation}.env.json`);
+}
+
+/**
+ * Records the environment an operation's sessions start from, once: by the command that opened the operation
+ * (its sender's) or, for one commissioned from another workspace, the one that admitted it here. A later call
+ * changes nothing, so a command run on somebody else's behalf never replaces it.
+ */
+export function recordOperationEnv(sessionsRoot: string, operation: string, env: Record<string, string>): void {
+  const file = operationEnvFile(sessionsRoot, operation);
+  if (existsSync(file)) return;
+  mkdirSync(join(sessionsRoot, '.operations'), { recursive: true, mode: 0o700 });
+  writeFileAtomic(file, JSON.stringify(env) + '\n', { mode: 0o600 });
+}
+
+/** The environment recorded for an operation's sessions; null when none was (an operation older than the record). */
+export function recordedOperationEnv(sessionsRoot: string, operation: string): Record<string, string> | null {
+  try {
+    return EnvSchema.parse(JSON.parse(readFileSync(operationEnvFile(sessionsRoot, operation), 'utf8')));
   } catch {
     return null;
   }

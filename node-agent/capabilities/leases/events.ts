@@ -7,6 +7,7 @@ import type { Author } from '../../../protocol/ops.js';
 import { tables } from '../../adapters/store/index.js';
 import type { Exec } from '../../kernel/index.js';
 import { loadOperation, type EngineDeps, type Intent, type OperationState, type PlannedTurn, type TurnReason } from '../threads/index.js';
+import { wakeWaits } from './rules.js';
 
 /** One thing a command did that the lease must hear about (the chat engine's `Intent`). */
 export type LeaseIntent = Intent;
@@ -91,7 +92,13 @@ export type FactSource = () => Promise<WorldFacts>;
 
 const NO_FACTS: WorldFacts = { liveness_known: true, alive: [], boundary: [] };
 
-export async function toEvent(intent: LeaseIntent, state: LeaseState, personas: PersonaLookup, facts: FactSource): Promise<LeaseEvent> {
+export async function toEvent(
+  intent: LeaseIntent,
+  state: LeaseState,
+  personas: PersonaLookup,
+  facts: FactSource,
+  load: (operation: string) => Promise<OperationState>,
+): Promise<LeaseEvent> {
   switch (intent.type) {
     case 'commission':
     case 'reopen': {
@@ -117,7 +124,11 @@ export async function toEvent(intent: LeaseIntent, state: LeaseState, personas: 
         facts: state.holder === null ? NO_FACTS : await facts(),
       };
     }
-    case 'reply':
+    case 'reply': {
+      // The operation's threads are read only when its woken session must wait for the copy and the lease does not follow it yet.
+      const mayFollow = intent.wake !== null && wakeWaits(state, intent.operation) && state.areas[intent.operation] === undefined;
+      const st = mayFollow ? await load(intent.operation) : null;
+      const rootThread = st?.threads[st.id];
       return {
         type: 'reply',
         operation: intent.operation,
@@ -125,7 +136,11 @@ export async function toEvent(intent: LeaseIntent, state: LeaseState, personas: 
         by: actor(intent.by),
         outcome: intent.outcome,
         wakes: intent.wake === null ? null : triggerOf(intent.wake),
+        root: rootThread ? actor(rootThread.opener) : actor(intent.by),
+        area: st === null ? [] : await snapshotArea(st, personas),
+        facts: mayFollow && state.holder !== null ? await facts() : NO_FACTS,
       };
+    }
     case 'session_ended':
     case 'session_crashed':
       return { type: intent.type, operation: intent.operation, thread: intent.thread, session: intent.session };

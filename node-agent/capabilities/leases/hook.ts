@@ -68,7 +68,7 @@ export function createLeaseHook(env: HookEnv) {
     const effects: LeaseEffect[] = [];
     const recorded: LeaseOpPayload[] = [];
     for (const item of items) {
-      const event = 'intent' in item ? await toEvent(item.intent, state, personas, source) : item;
+      const event = 'intent' in item ? await toEvent(item.intent, state, personas, source, (op) => loadOperation(db, op)) : item;
       const d = decide(state, event, now());
       state = d.state;
       effects.push(...d.effects);

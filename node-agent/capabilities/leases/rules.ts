@@ -131,6 +131,12 @@ function onCommission(tx: Tx, ev: LeaseEventOf<'commission'> | LeaseEventOf<'reo
 }
 
 function onReply(tx: Tx, ev: LeaseEventOf<'reply'>): void {
+  // A parked operation's woken session will wait for the copy: follow the operation first, so the reply counts in it.
+  if (ev.wakes !== null && wakeWaits(tx.state, ev.operation) && !tx.state.areas[ev.operation]) {
+    const threads: Record<string, ThreadFact> = {};
+    for (const { thread, ...fact } of ev.area) threads[thread] = fact;
+    record(tx, { kind: 'lease.followed', body: { operation: ev.operation, root: ev.root, base: tx.state.parked[ev.operation]!.base, threads } });
+  }
   const t = tx.state.areas[ev.operation]?.threads[ev.thread];
   if (t) {
     if (ev.outcome === 'answer') {
@@ -144,8 +150,39 @@ function onReply(tx: Tx, ev: LeaseEventOf<'reply'>): void {
       patchThread(tx, ev.operation, ev.thread, { owing: false, handback, expected: ev.by.handle, since: tx.now }, 'handback');
     }
   }
-  // An answer going up is never held back: the answer whose arrival releases the lease must not wait for it.
-  if (ev.wakes !== null) startEffect(tx, ev.operation, [ev.wakes]);
+  if (ev.wakes !== null) wake(tx, ev, ev.wakes);
+}
+
+/** Whether a session of `operation` woken now must wait for the copy: its work is parked and another may hold it. */
+export function wakeWaits(state: LeaseState, operation: string): boolean {
+  return state.parked[operation] !== undefined && state.holder?.operation !== operation;
+}
+
+/**
+ * An answer going up is never held back by a commission: the answer whose arrival releases the lease must not
+ * wait for it. But the copy has one operation at a time: a session of a parked operation waits for the copy, at
+ * the head of the queue, and starts once its work is back; so does one whose work is being put back now.
+ */
+function wake(tx: Tx, ev: LeaseEventOf<'reply'>, trigger: Trigger): void {
+  const op = ev.operation;
+  const s = tx.state;
+  const h = s.holder;
+  if (h?.operation === op) {
+    if (h.ready || h.withdrawn) startEffect(tx, op, [trigger]);
+    else record(tx, { kind: 'lease.waiting', body: { operation: op, add: [trigger], started: [] } });
+    return;
+  }
+  if (!wakeWaits(s, op)) {
+    startEffect(tx, op, [trigger]);
+    return;
+  }
+  record(tx, { kind: 'lease.queued', body: { operation: op, trigger, at: tx.now, woken: true } });
+  // Nobody holds or is being parked: settle grants the copy to the head, which is this operation, and restores it.
+  if (tx.state.holder === null && tx.state.pending === null) return;
+  const holder = tx.state.holder?.operation ?? tx.state.pending!.operation;
+  tx.effects.push({ type: 'queued', operation: op, thread: trigger.thread, position: position(tx.state, op), holder: { operation: holder, thread: holder } });
+  if (tx.state.holder !== null && tx.state.pending === null && reclaimable(tx, ev.facts) !== null) requestPark(tx, 'takeover');
+  else scheduleWhileWaiting(tx);
 }
 
 /**

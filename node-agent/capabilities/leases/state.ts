@@ -27,10 +27,17 @@ export function applyLeaseFact(prev: LeaseState, fact: LeaseOpPayload): LeaseSta
       break;
     }
     case 'lease.queued': {
-      const { operation, trigger, at } = fact.body;
+      const { operation, trigger, at, woken } = fact.body;
       const at_ = s.queue.findIndex((e) => e.operation === operation);
       const add = trigger === null ? [] : [trigger];
-      if (at_ === -1) s.queue = [...s.queue, { operation, since: at, triggers: add }];
+      if (woken === true) {
+        // A woken parked operation goes ahead of every commission, behind the parked operations woken before it.
+        const entry = at_ === -1 ? { operation, since: at, triggers: add } : { ...s.queue[at_]!, triggers: [...s.queue[at_]!.triggers, ...add] };
+        const rest = s.queue.filter((e) => e.operation !== operation);
+        const ahead = rest.findIndex((e) => e.woken !== true);
+        const cut = ahead === -1 ? rest.length : ahead;
+        s.queue = [...rest.slice(0, cut), { ...entry, woken: true }, ...rest.slice(cut)];
+      } else if (at_ === -1) s.queue = [...s.queue, { operation, since: at, triggers: add }];
       else s.queue = s.queue.map((e, i) => (i === at_ ? { ...e, triggers: [...e.triggers, ...add] } : e));
       break;
     }

@@ -39,6 +39,7 @@ export function describeLease(state: LeaseState, answersLiveness: boolean): Leas
     held_for_handback: null,
     contention_deadline: null,
     withdrawn: false,
+    woken: false,
   });
   for (const [operation, r] of Object.entries(state.parked)) {
     const line = base('parked');
@@ -52,6 +53,7 @@ export function describeLease(state: LeaseState, answersLiveness: boolean): Leas
     const place = queuePlace(state, q.operation)!;
     line.position = place.position;
     line.behind = place.behind;
+    line.woken = q.woken;
     lines.set(q.operation, line);
   }
   const h = view.holder;
@@ -86,6 +88,7 @@ function textOf(l: OperationLease): string {
     if (l.contention_deadline !== null) parts.push(`another operation waits: parked at ${l.contention_deadline} unless answered`);
   } else if (l.state === 'queued') {
     parts.push(l.behind === null ? `queued (position ${l.position})` : `queued (position ${l.position} behind ${l.behind})`);
+    if (l.woken) parts.push('an answer woke its session, which starts when the copy is free, with its work put back first');
   }
   if (l.parked !== null) {
     parts.push(

@@ -17,7 +17,8 @@ export type LeaseView = {
     bound: number | null;
     contention_deadline: number | null;
   } | null;
-  queue: Array<{ operation: string; position: number; threads: string[] }>;
+  /** `woken`: a parked operation whose session an answer woke, waiting for the copy ahead of commissions. */
+  queue: Array<{ operation: string; position: number; threads: string[]; woken: boolean }>;
   parked: Array<{ operation: string; branch: string; park_branch: string; work: string | null }>;
   /** Null until a tick has asked the worker. */
   worker_answers_liveness: boolean | null;
@@ -45,7 +46,7 @@ export function leaseView(state: LeaseState): LeaseView {
             bound: area ? bound(area) : null,
             contention_deadline: h.contention_since === null ? null : h.contention_since + LEASE_TIMES.contention_ms,
           },
-    queue: state.queue.map((e, i) => ({ operation: e.operation, position: i + 1, threads: [...new Set(e.triggers.map((t) => t.thread))] })),
+    queue: state.queue.map((e, i) => ({ operation: e.operation, position: i + 1, threads: [...new Set(e.triggers.map((t) => t.thread))], woken: e.woken === true })),
     parked: Object.entries(state.parked).map(([operation, r]) => ({ operation, branch: r.branch, park_branch: r.park_branch, work: r.work })),
     worker_answers_liveness: state.liveness_known,
     notes: state.liveness_known === false ? [LIVENESS_NOTE] : [],

@@ -13,7 +13,7 @@ import { callerDepth } from './depth.js';
 import { loadOperation, operationOfSession, operationOfThread } from './operations.js';
 import { turnsUsed, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { BUDGET_REASON, budgetHandBack, operationBudget } from './brakes.js';
-import { emptyPlan, messageDraft } from './turns.js';
+import { emptyPlan, messageDraft, recordSenderEnv } from './turns.js';
 
 /** Messages above this size are refused: a message is a note, not a file transfer. */
 export const MAX_MESSAGE_BYTES = 256 * 1024;
@@ -89,7 +89,11 @@ export function createCore(ctx: KernelContext, reap: () => Promise<number>): Eng
   }
 
   const commit = () => kernel.commit();
-  const append = (tx: Tx, c: Commit<Outcome>, batch: Batch) => kernel.append(tx, c, batch);
+  const append = async (tx: Tx, c: Commit<Outcome>, batch: Batch) => {
+    // A new operation's sessions will start from its sender's environment, whoever's command starts them.
+    recordSenderEnv(deps, batch.drafts);
+    await kernel.append(tx, c, batch);
+  };
   const settle = (c: Commit<Outcome>) => kernel.settle(c);
 
   /**

@@ -9,7 +9,7 @@ import { newMessageId } from '../../../protocol/ids.js';
 import { opColumns, rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
 import { lastDeclaration, loadOperation, threadOps } from './operations.js';
 import { openSubRounds, type OperationState, type SessionState, type ThreadState } from './fold.js';
-import { buildPrompt, readSpec, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
+import { buildPrompt, readSpec, recordedOperationEnv, recordOperationEnv, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
 import { budgetRefusal, operationBudget } from './brakes.js';
@@ -201,6 +201,43 @@ export async function startTurns(deps: EngineDeps, turns: PlannedTurn[], warning
   return woke;
 }
 
+/**
+ * The one place a turn's environment is built. `baseEnv` is what its processes start from: the environment
+ * recorded for its operation when its sender opened it (or, for a session that ran before that record existed,
+ * the one its last turn ran with), never the environment of the command that happens to start the turn: a
+ * queue promoted by a tick or by somebody else's send or reply, a round moved on, a wake by an answer from
+ * another workspace, the node. Only with no record at all (an operation older than it) does the caller's stand
+ * in. `env` is the session's identity on top of it.
+ */
+export function turnEnvironment(deps: EngineDeps, t: PlannedTurn, model: string, allowed: readonly string[] | null): { baseEnv: Record<string, string>; env: Record<string, string> } {
+  const { workspace } = deps;
+  const s = t.session;
+  const baseEnv =
+    recordedOperationEnv(workspace.paths.sessions, t.operation) ?? readSpec(sessionDir(workspace.paths.sessions, s.id))?.base_env ?? deps.baseEnv();
+  const env: Record<string, string> = {
+    NXC_SESSION: s.id,
+    NXC_THREAD: s.thread,
+    NXC_HOP: String(s.depth),
+    NXC_ACTOR: s.handle,
+    NXC_WORKSPACE: workspace.id,
+    NXC_WORKSPACE_DIR: workspace.paths.root,
+    NXC_TURN: String(t.turn),
+    NXC_MODEL: model,
+  };
+  if (allowed !== null) env['NXC_ALLOWED_TOOLS'] = allowed.join(',');
+  const token = t.lease?.token ?? null;
+  if (token !== null) env['NXC_LEASE_TOKEN'] = String(token);
+  return { baseEnv, env };
+}
+
+/** Records, once, the environment a new operation's sessions start from: the environment of the command that opens it. */
+export function recordSenderEnv(deps: EngineDeps, drafts: readonly OpDraft[]): void {
+  for (const d of drafts) {
+    const opens = (d.kind === 'thread.opened' && (d.body as { parent: string | null }).parent === null) || d.kind === 'session.created';
+    if (opens) recordOperationEnv(deps.workspace.paths.sessions, d.operation, deps.baseEnv());
+  }
+}
+
 async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid: number | null; error: string | null; code?: string | undefined; sandboxOff?: boolean | undefined }> {
   const { workspace } = deps;
   const s = t.session;
@@ -218,23 +255,10 @@ async function startTurn(deps: EngineDeps, t: PlannedTurn): Promise<{ runtimePid
     const bypass = persona.permissions === 'bypassPermissions';
     const replyOnly = Array.isArray(persona.tools) && persona.tools.length === 0 && !bypass;
     const allowed = persona.tools === undefined || bypass ? null : persona.tools.length === 0 ? [REPLY_ONLY_TOOL] : persona.tools;
-    const baseEnv = readSpec(dir)?.base_env ?? deps.baseEnv();
+    const { baseEnv, env } = turnEnvironment(deps, t, persona.model, allowed);
     const composed = await composePrompt(deps, t, persona.system_prompt, replyOnly);
     const notice = t.lease?.notice ?? null;
     const prompt = notice === null ? composed : `${composed.trimEnd()}\n\n## Your working copy\n\n${notice}\n`;
-    const env: Record<string, string> = {
-      NXC_SESSION: s.id,
-      NXC_THREAD: s.thread,
-      NXC_HOP: String(s.depth),
-      NXC_ACTOR: s.handle,
-      NXC_WORKSPACE: workspace.id,
-      NXC_WORKSPACE_DIR: workspace.paths.root,
-      NXC_TURN: String(t.turn),
-      NXC_MODEL: persona.model,
-    };
-    if (allowed !== null) env['NXC_ALLOWED_TOOLS'] = allowed.join(',');
-    const token = t.lease?.token ?? null;
-    if (token !== null) env['NXC_LEASE_TOKEN'] = String(token);
     const spec: SessionSpec = {
       session: s.id,
       turn: t.turn,

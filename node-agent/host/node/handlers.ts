@@ -80,7 +80,7 @@ export function commandPath(d: HandlerDeps): RpcBackend['run'] {
     const entry = d.served.get(workspace);
     if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`));
     if (name === 'sync.status' || name === 'sync.reload') return invoke(sync, entry, name, input as never) as never;
-    const done = d.served.withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never, opts));
+    const done = d.served.withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never, opts), opts?.env ?? null);
     // A refused command may still have written (a start failure it recorded): announce either way.
     if (specs[name].reads !== true) void done.then(() => d.announce(workspace), () => d.announce(workspace));
     return done as never;

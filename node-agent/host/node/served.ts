@@ -3,6 +3,7 @@
 // clock. Serving, stopping, and running work in a workspace's queue go through here.
 import type { CheckedOp } from '../../../crypto/index.js';
 import { NexusError } from '../../../protocol/errors.js';
+import { baseEnvironment } from '../../adapters/sessions/index.js';
 import { NODE_PURPOSE, openStore, type Store } from '../../adapters/store/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
 import { recover } from '../../capabilities/leases/index.js';
@@ -23,6 +24,11 @@ export type ServedWorkspace = {
   sync: SyncClient | null;
   /** The engine's Scheduler here: a tick at each instant the workspace asked for. */
   readonly ticks: TickScheduler;
+  /**
+   * The environment of the client whose command runs now (a verb handed over by its CLI): an operation it opens
+   * records it for its sessions. Null for the node's own work (ticks, sync), which opens nothing of a person's.
+   */
+  commandEnv: Record<string, string> | null;
 };
 
 export type ServedOptions = {
@@ -80,14 +86,29 @@ export class Served {
       (err) => log.error('lease tick failed', { workspace: workspace.id, err }),
       this.opts.timers,
     );
+    const current: { env: Record<string, string> | null } = { env: null };
     const host = hostFor(
       realDeps(workspace, store.db, {
         origin,
+        baseEnv: () => current.env ?? baseEnvironment(process.env),
         scheduleTick: (at) => ticks.schedule(at),
         peerRoot: (id) => readRegistry(paths).workspaces.find((w) => w.id === id)?.root ?? null,
       }),
     );
-    const entry: ServedWorkspace = { workspace, store, host, queue: Promise.resolve(), sync: null, ticks };
+    const entry: ServedWorkspace = {
+      workspace,
+      store,
+      host,
+      queue: Promise.resolve(),
+      sync: null,
+      ticks,
+      get commandEnv() {
+        return current.env;
+      },
+      set commandEnv(env) {
+        current.env = env;
+      },
+    };
     this.map.set(workspace.id, entry);
     log.info(`serving ${workspace.id} (${workspace.name}) at ${workspace.paths.root}`, { workspace: workspace.id });
     await this.startSync(entry);
@@ -129,10 +150,17 @@ export class Served {
   }
 
   /** Runs `fn` with the workspace's host in its queue; NOT_SERVED when this node does not serve it. */
-  withHost<T>(id: string, fn: (host: Host) => Promise<T>): Promise<T> {
+  withHost<T>(id: string, fn: (host: Host) => Promise<T>, env: Record<string, string> | null = null): Promise<T> {
     const entry = this.map.get(id);
     if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${id}`));
-    return this.inQueue(entry, () => fn(entry.host)).finally(() => this.changed(entry));
+    return this.inQueue(entry, async () => {
+      entry.commandEnv = env === null ? null : baseEnvironment(env);
+      try {
+        return await fn(entry.host);
+      } finally {
+        entry.commandEnv = null;
+      }
+    }).finally(() => this.changed(entry));
   }
 
   /** (Re)starts the workspace's sync client from its binding; none when it is not bound. */

@@ -37,7 +37,7 @@ export async function callNode<K extends CommandName>(
   input: CommandInput<K>,
   opts: RunOptions & { timeoutMs?: number } = {},
 ): Promise<CommandOutput<K>> {
-  const body = opts.request === undefined ? { workspace, input } : { workspace, input, request: opts.request };
+  const body = { workspace, input, ...(opts.request === undefined ? {} : { request: opts.request }), ...(opts.env === undefined ? {} : { env: opts.env }) };
   const reply = await post(socket, `/v1/commands/${name}`, body, opts.timeoutMs ?? 120_000);
   if (!reply.ok) {
     const code = (ERROR_CODES as string[]).includes(reply.error.code) ? (reply.error.code as ErrorCode) : 'INTERNAL';

@@ -26,7 +26,13 @@ export type NodeSide = RpcBackend & {
 export type NodeRoute = { path: string; maxBody: number; handle: (body: unknown, node: NodeSide) => Promise<unknown> };
 
 /** `request`: the caller's idempotency key, the same on a retry (see RequestKeySchema). */
-const Envelope = z.object({ workspace: z.string().min(1).max(64).nullable(), input: z.unknown(), request: RequestKeySchema.optional() });
+const Envelope = z.object({
+  workspace: z.string().min(1).max(64).nullable(),
+  input: z.unknown(),
+  request: RequestKeySchema.optional(),
+  /** The client's environment, with a command that may open an operation (recorded for its sessions). */
+  env: z.record(z.string().max(4096), z.string().max(65_536)).optional(),
+});
 
 /** Request bodies are small; anything larger than a message plus its envelope is refused unread. */
 export const MAX_RPC_BODY = 512 * 1024;
@@ -49,8 +55,9 @@ export function rpcApp(backend: RpcBackend, side?: NodeSide, routes: readonly No
     if ((COMMANDS[name].scope === 'workspace') !== (workspace !== null)) {
       throw new NexusError('BAD_REQUEST', `${name} is a ${COMMANDS[name].scope} command`);
     }
-    const { request } = envelope.data;
-    const result = await backend.run(name, workspace, parseInput(name, envelope.data.input), request === undefined ? {} : { request });
+    const { request, env } = envelope.data;
+    const opts = { ...(request === undefined ? {} : { request }), ...(env === undefined ? {} : { env }) };
+    const result = await backend.run(name, workspace, parseInput(name, envelope.data.input), opts);
     return c.json({ ok: true, result });
   });
 

@@ -89,10 +89,10 @@ export function createCore(ctx: KernelContext, reap: () => Promise<number>): Eng
   }
 
   const commit = () => kernel.commit();
-  const append = async (tx: Tx, c: Commit<Outcome>, batch: Batch) => {
+  const append = (tx: Tx, c: Commit<Outcome>, batch: Batch) => {
     // A new operation's sessions will start from its sender's environment, whoever's command starts them.
     recordSenderEnv(deps, batch.drafts);
-    await kernel.append(tx, c, batch);
+    return kernel.append(tx, c, batch);
   };
   const settle = (c: Commit<Outcome>) => kernel.settle(c);
 

@@ -1,7 +1,7 @@
 // What an operation costs: each turn's tokens and cost recorded with its end (so it syncs), summed over every
 // session of the operation in every workspace, and the budgets that stop it. In process, with the test clock;
 // ops move between workspaces only when the test delivers them, as a node would.
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { deliver } from './helpers/deliver.js';
@@ -87,9 +87,7 @@ describe('usage per operation in one workspace', () => {
     const coderThread = op.threads.find((t: any) => t.to.endsWith('/coder')).thread;
     const view = await w.nxc(['threads', 'show', coderThread, '--json']);
     expect(view.json.turns).toMatchObject([{ turn: 1, usage: null }]);
-    const done = JSON.parse(
-      (await import('node:fs')).readFileSync(join(w.root, '.nxs', 'sessions', view.json.thread.session.id, 'turn-1.done'), 'utf8'),
-    );
+    const done = JSON.parse(readFileSync(join(w.root, '.nxs', 'sessions', view.json.thread.session.id, 'turn-1.done'), 'utf8'));
     expect(done.warnings).toMatchObject([{ class: 'usage_refused' }]);
   });
 });
@@ -113,6 +111,10 @@ describe('the operation budget in tokens and cost', () => {
     expect(view.json.messages.at(-1).text).toContain('operation_budget.max_tokens');
     const refused = w.agentLog().filter((e) => e.cmd === 'reply' && e.role?.endsWith('/coder'));
     expect(refused.at(-1).out.warnings).toMatchObject([{ reason: 'operation_budget_exhausted', budget: 'max_tokens', class: 'requester_not_woken' }]);
+    // The coder's runtime was told what the operation had left when it started (nothing spent yet).
+    const coder = op.threads.find((t: any) => t.to.endsWith('/coder')).session.id;
+    const spec = JSON.parse(readFileSync(join(w.root, '.nxs', 'sessions', coder, 'spec.json'), 'utf8'));
+    expect(spec.env.NXC_OPERATION_TOKENS_LEFT).toBe('300');
     const text = await w.nxc(['status', '--all']);
     expect(text.stdout).toContain('tokens 350 of 300');
     expect(text.stdout).toContain('(budget used up)');

@@ -4,6 +4,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { spendFigures } from '../node-agent/capabilities/status/index.js';
 import { deliver } from './helpers/deliver.js';
 import { waitFor } from './helpers/until.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
@@ -55,6 +56,10 @@ describe('usage per operation in one workspace', () => {
     expect(op.usage.cost).toBeCloseTo(0.5 + priced, 10);
     const text = await w.nxc(['status', '--all']);
     expect(text.stdout).toContain('tokens 400 · cost $0.5');
+    // The same figures, as an exporter reads them.
+    const figures = await w.inproc!.serve((h) => spendFigures(h.deps, { all: true }));
+    expect(figures.operations).toMatchObject([{ operation: sent.json.operation, finished: true, turns: 3, usage: { tokens: 400 } }]);
+    expect(figures.today.tokens).toBe(400);
 
     const view = await w.nxc(['threads', 'show', sent.json.thread, '--json']);
     expect(view.json.turns).toMatchObject([

@@ -93,6 +93,7 @@ async function main(): Promise<void> {
   for (let r = 0; r < REPEATS; r++) {
     if (r > 0) usage = await usageBench(store.db, workspace, ENGINE_N);
     usageRow.runs.push(usage.end.median + usage.today.median);
+    process.stderr.write(`usage run ${r + 1}: turn end ${usage.end.median.toFixed(3)} ms, today's spend ${usage.today.median.toFixed(3)} ms (medians)\n`);
   }
   await store.close();
 

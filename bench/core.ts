@@ -87,12 +87,13 @@ async function main(): Promise<void> {
     await store.pg.query('insert into persona_runs (workspace, role, hash, lamport) values ($1, $2, $3, 0) on conflict do nothing', ['x', 'y', 'z']);
     await store.pg.query('select count(*) from operations where finished = false');
   });
-  // Recording a turn's usage, on the same seeded store: three runs, as the node rows are judged.
-  const usageRow: TargetRow = { label: 'usage recorded per turn (end + start under a daily ceiling)', kind: 'max', target: 1, unit: 'ms', runs: [] };
+  // Recording a turn's usage, on the same seeded store: three runs, as the node rows are judged. The daily
+  // ceiling's read at a turn's start is printed beside it, not judged: it is a check, paid only when declared.
+  const usageRow: TargetRow = { label: 'usage recorded at a turn\'s end (read, price, fold)', kind: 'max', target: 1, unit: 'ms', runs: [] };
   let usage = await usageBench(store.db, workspace, ENGINE_N);
   for (let r = 0; r < REPEATS; r++) {
     if (r > 0) usage = await usageBench(store.db, workspace, ENGINE_N);
-    usageRow.runs.push(usage.end.median + usage.today.median);
+    usageRow.runs.push(usage.end.median);
     process.stderr.write(`usage run ${r + 1}: turn end ${usage.end.median.toFixed(3)} ms, today's spend ${usage.today.median.toFixed(3)} ms (medians)\n`);
   }
   await store.close();

@@ -1,7 +1,8 @@
 // `npm run bench`: the workspace core on a store holding 10,000 threads.
 // Prints the send + reply round trip and `nxc status --json`, through the real CLI and in-process,
 // each against a reference measured in the same run (a bare PGlite command in a child process), and
-// judges the two rows through a node against their targets (bench/targets.ts): it exits 1 on a miss
+// judges the two rows through a node and the cost of recording a turn's usage against their targets
+// (bench/targets.ts): it exits 1 on a miss
 // beyond the runs' noise. Knobs: BENCH_THREADS, BENCH_CLI_N, BENCH_ENGINE_N, BENCH_REPEATS.
 import { execFile, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -21,6 +22,7 @@ import { openStore } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { silentLogger } from '../infra/index.js';
 import { sandboxBench } from './sandbox.js';
+import { usageBench } from './usage.js';
 import { row, sample } from './stats.js';
 import { targetsTable, type TargetRow } from './targets.js';
 
@@ -85,6 +87,15 @@ async function main(): Promise<void> {
     await store.pg.query('insert into persona_runs (workspace, role, hash, lamport) values ($1, $2, $3, 0) on conflict do nothing', ['x', 'y', 'z']);
     await store.pg.query('select count(*) from operations where finished = false');
   });
+  // Recording a turn's usage, on the same seeded store: three runs, as the node rows are judged. The daily
+  // ceiling's read at a turn's start is printed beside it, not judged: it is a check, paid only when declared.
+  const usageRow: TargetRow = { label: 'usage recorded at a turn\'s end (read, price, fold)', kind: 'max', target: 1, unit: 'ms', runs: [] };
+  let usage = await usageBench(store.db, workspace, ENGINE_N);
+  for (let r = 0; r < REPEATS; r++) {
+    if (r > 0) usage = await usageBench(store.db, workspace, ENGINE_N);
+    usageRow.runs.push(usage.end.median);
+    process.stderr.write(`usage run ${r + 1}: turn end ${usage.end.median.toFixed(3)} ms, today's spend ${usage.today.median.toFixed(3)} ms (medians)\n`);
+  }
   await store.close();
 
   // Through the CLI: a process per command, each opening the store under its lock.
@@ -161,11 +172,12 @@ async function main(): Promise<void> {
   console.log(row('reference: raw insert + select on the same store', rawRef));
   console.log(row('engine send + reply round trip', engineRound, rawRef));
   console.log(row('engine status (open operations only)', engineStatus, rawRef));
+  console.log(usage.text);
   console.log('\nsession turn start (a process per turn):');
   const sandbox = await sandboxBench(root, env, Number(process.env['BENCH_SANDBOX_N'] ?? 30));
   console.log(sandbox.text);
   console.log(`\nTargets (${REPEATS} runs, the last run's figures above; the median judged, half the runs' range is the noise margin)`);
-  const table = targetsTable([statusRow, roundRow]);
+  const table = targetsTable([statusRow, roundRow, usageRow]);
   console.log(table.text);
   rmSync(base, { recursive: true, force: true });
   if (table.failed || !sandbox.within) process.exitCode = 1;

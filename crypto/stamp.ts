@@ -57,6 +57,11 @@ export type StampClaims = {
    * counts on from there. Optional, so stamps of nodes that predate it still verify (read as 0).
    */
   turns?: number;
+  /**
+   * What the asking operation had spent when the stamp was signed (tokens, and cost in US dollars): the
+   * receiver's token and cost budgets count on from there. Optional, like `turns`.
+   */
+  usage?: { tokens: number; cost: number };
   /** Issued at, seconds since the epoch. */
   iat: number;
   /** Expires at, seconds since the epoch. */
@@ -66,7 +71,7 @@ export type StampClaims = {
 };
 
 /** What the asker fills in; `iss` is the signing key's id, times and `jti` are made by `signStamp`. */
-export type StampRequest = Pick<StampClaims, 'sub' | 'role' | 'target_role' | 'thread' | 'depth' | 'turns'> & { aud: string };
+export type StampRequest = Pick<StampClaims, 'sub' | 'role' | 'target_role' | 'thread' | 'depth' | 'turns' | 'usage'> & { aud: string };
 
 export type SignStampOptions = {
   /** The signing time (default: now). */
@@ -123,7 +128,7 @@ export type VerifyStampOptions = {
 const HEADER_MEMBERS = new Set(['alg', 'typ']);
 const CLAIM_MEMBERS = ['iss', 'sub', 'role', 'aud', 'target_role', 'thread', 'depth', 'iat', 'exp', 'jti'] as const;
 /** Claims a stamp may carry beyond the required ones. */
-const OPTIONAL_CLAIMS = ['turns'] as const;
+const OPTIONAL_CLAIMS = ['turns', 'usage'] as const;
 const CLAIM_SET = new Set<string>([...CLAIM_MEMBERS, ...OPTIONAL_CLAIMS]);
 const SEGMENT_RE = /^[A-Za-z0-9_-]*$/;
 const JTI_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -203,6 +208,7 @@ function claimsProblem(c: Record<string, unknown>): string | null {
   if (typeof depth !== 'number' || !Number.isSafeInteger(depth) || depth < 0) return '"depth" is not a non-negative integer';
   const turns = c['turns'];
   if (Object.hasOwn(c, 'turns') && (typeof turns !== 'number' || !Number.isSafeInteger(turns) || turns < 0)) return '"turns" is not a non-negative integer';
+  if (Object.hasOwn(c, 'usage') && usageProblem(c['usage'])) return '"usage" is not {tokens, cost} of a non-negative integer and amount';
   if (!isTime(c['iat'])) return '"iat" is not a time in whole seconds';
   if (!isTime(c['exp'])) return '"exp" is not a time in whole seconds';
   const life = (c['exp'] as number) - (c['iat'] as number);
@@ -210,6 +216,15 @@ function claimsProblem(c: Record<string, unknown>): string | null {
   if (life > STAMP_MAX_TTL_SEC) return `the stamp lives longer than ${STAMP_MAX_TTL_SEC} s`;
   if (typeof c['jti'] !== 'string' || !JTI_RE.test(c['jti'])) return '"jti" is not an id of 1..128 characters [A-Za-z0-9._:-]';
   return null;
+}
+
+/** True when a `usage` claim is not exactly `{tokens, cost}` with a non-negative integer and a non-negative finite amount. */
+function usageProblem(u: unknown): boolean {
+  if (typeof u !== 'object' || u === null || Array.isArray(u)) return true;
+  const keys = Object.keys(u);
+  if (keys.length !== 2 || !keys.includes('tokens') || !keys.includes('cost')) return true;
+  const { tokens, cost } = u as { tokens: unknown; cost: unknown };
+  return !(typeof tokens === 'number' && Number.isSafeInteger(tokens) && tokens >= 0 && typeof cost === 'number' && Number.isFinite(cost) && cost >= 0);
 }
 
 /**
@@ -233,6 +248,7 @@ export async function signStamp(key: WorkspaceKey, request: StampRequest, opts: 
     thread: request.thread,
     depth: request.depth,
     ...(request.turns === undefined ? {} : { turns: request.turns }),
+    ...(request.usage === undefined ? {} : { usage: { tokens: request.usage.tokens, cost: request.usage.cost } }),
     iat,
     exp: iat + ttl,
     jti: opts.jti ?? ulid(now.getTime()),

@@ -4,6 +4,7 @@ import { LeaseOpPayloadSchema } from './leases.js';
 import { AuthorSchema } from './author.js';
 import { ChannelOpPayloadSchema, ChannelTargetSchema } from './round.js';
 import { WorkingCopySchema } from './working-copy.js';
+import { SpendSchema, TurnUsageSchema } from './usage.js';
 
 export { AuthorSchema, type Author } from './author.js';
 
@@ -55,6 +56,11 @@ export const MessagePostedSchema = z.object({
     /** The runtime wrote this answer, standing in for a session that owed one. */
     substituted: z.boolean(),
     refs: z.object({ working_copy: WorkingCopySchema.nullable() }),
+    /**
+     * On an answer or hand-back to a commission from another workspace: what this operation had spent as
+     * the answering workspace counts it, so the asker's total takes in what the far side spent.
+     */
+    usage: SpendSchema.optional(),
   }),
 });
 
@@ -70,6 +76,8 @@ export const SessionCreatedSchema = z.object({
      * stamped. The operation's budget counts on from there (the same trust that carries the depth).
      */
     carried_turns: z.number().int().min(0).optional(),
+    /** The same commission's stamp: the tokens and cost its asking operation had spent. */
+    carried_usage: SpendSchema.optional(),
   }),
 });
 
@@ -99,6 +107,8 @@ export const TurnEndedSchema = z.object({
     exit_code: z.number().int().nullable(),
     signal: z.string().nullable(),
     timed_out: z.boolean(),
+    /** What the turn spent, as its runtime reported it (absent: it reported nothing, or the op predates usage). */
+    usage: TurnUsageSchema.optional(),
   }),
 });
 

@@ -1,4 +1,5 @@
 // The shape of a persona declaration file (.nxs-personas/<role>.yaml) and its normalised form.
+import { PersonaOperationBudgetSchema } from './usage.js';
 import { z } from 'zod';
 import { BudgetDeclarationSchema } from './runs.js';
 
@@ -130,6 +131,11 @@ export const PersonaDeclarationSchema = z
       .default({ external: false }),
     runtime: RuntimeSchema,
     budget: BudgetDeclarationSchema.optional(),
+    /**
+     * A lower operation budget for the operations opened to this persona (`{max_turns, max_tokens, max_cost}`):
+     * each figure applies only where it is below the workspace's; nothing here can raise it.
+     */
+    operation_budget: PersonaOperationBudgetSchema.optional(),
     /** What the session's sandbox lets it reach: none (the default for tools), all, or a host list (refused: no filtering proxy). */
     network: NetworkSchema.optional(),
     /** Paths the session may write besides its working copy (a build cache); never `.nxs/`, NEXUS_HOME or another workspace. */

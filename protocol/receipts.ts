@@ -1,4 +1,5 @@
 // The JSON contract of every command: receipts, status rows, thread listings, warnings.
+import { BudgetNameSchema, OperationUsageSchema, SpendTodaySchema, TurnUsageSchema } from './usage.js';
 import { z } from 'zod';
 import { RoundStatusSchema } from './round.js';
 import { RUN_STATUSES, RUNTIME_KINDS, RunUsageSchema } from './runs.js';
@@ -19,6 +20,7 @@ export const WarningClassSchema = z.enum([
   'work_not_parked', // the working copy was due to move on, and its holder's work could not be parked yet: it stays
   'work_handed_on_unparked', // the working copy moved on without its holder's uncommitted work being parked
   'sandbox_off', // the workspace declares `sandbox: off`: this turn runs with nothing around it
+  'usage_refused', // a turn's runtime reported usage that is not counts or amounts: its end is recorded without it
 ]);
 export type WarningClass = z.infer<typeof WarningClassSchema>;
 
@@ -34,6 +36,10 @@ export const WarningSchema = z.object({
   round: z.string().optional(),
   step: z.string().optional(),
   declaration: z.object({ hash: z.string(), previous_hash: z.string() }).optional(),
+  /** For a turn a budget refused: which one (`max_turns`, `max_tokens`, `max_cost`, `daily_max_tokens`, `daily_max_cost`). */
+  budget: BudgetNameSchema.optional(),
+  /** For a turn the daily ceiling refused: when the day's spend starts again from nothing. */
+  resets_at: z.string().optional(),
 });
 export type Warning = z.infer<typeof WarningSchema>;
 
@@ -203,6 +209,11 @@ export const StatusOperationSchema = z.object({
    * carried in), against the operation budget in force here: at `budget`, no further turn starts.
    */
   turns: z.object({ used: z.number().int(), budget: z.number().int() }),
+  /**
+   * Its tokens and cost (summed over every session, other workspaces' included) against the budgets in force
+   * here. Absent from a node that predates usage.
+   */
+  usage: OperationUsageSchema.optional(),
   /** Its working-copy lease; null when the lease has nothing to say about it. */
   lease: OperationLeaseSchema.nullable(),
   /** Opened by a workspace this one neither is nor trusts: left out of the default listing, counted in `untrusted`. */
@@ -224,6 +235,8 @@ export const StatusReportSchema = z.object({
    * they are listed, each marked `untrusted`, and this counts none): how many, and by which workspaces.
    */
   untrusted: z.object({ operations: z.number().int(), workspaces: z.array(z.string()) }),
+  /** What this workspace's own turns spent in the current UTC day, against its daily ceiling. */
+  spend_today: SpendTodaySchema.optional(),
   notes: z.array(z.string()),
 });
 export type StatusReport = z.infer<typeof StatusReportSchema>;
@@ -258,10 +271,22 @@ export const ThreadMessageSchema = z.object({
   refs: z.object({ working_copy: WorkingCopySchema.nullable() }),
 });
 
+/** One turn of the thread's session as its end recorded it: how it ended and what it spent (null: nothing reported). */
+export const ThreadTurnSchema = z.object({
+  session: z.string(),
+  turn: z.number().int(),
+  outcome: z.string(),
+  ts: z.string(),
+  usage: TurnUsageSchema.nullable(),
+});
+export type ThreadTurn = z.infer<typeof ThreadTurnSchema>;
+
 export const ThreadViewSchema = z.object({
   thread: StatusRowSchema,
   operation: z.string(),
   messages: z.array(ThreadMessageSchema),
+  /** Absent from a node that predates usage. */
+  turns: z.array(ThreadTurnSchema).optional(),
 });
 export type ThreadView = z.infer<typeof ThreadViewSchema>;
 

@@ -62,6 +62,11 @@ export const RunLimitsSchema = z.object({
   max_tokens: z.number().int().positive().nullable(),
   retries: z.number().int().nonnegative(),
   max_tool_output_chars: z.number().int().min(MIN_TOOL_OUTPUT_CHARS),
+  /**
+   * The tokens its operation had left under its `max_tokens` budget when the turn started (NXC_OPERATION_TOKENS_LEFT):
+   * the run stops at its next model call once it has spent them. Absent: the operation's tokens are not capped.
+   */
+  operation_tokens_left: z.number().int().nonnegative().optional(),
 });
 export type RunLimits = z.infer<typeof RunLimitsSchema>;
 
@@ -106,6 +111,8 @@ export const RunStateFileSchema = z.object({
   ended_at: z.string().nullable(),
   limits: RunLimitsSchema,
   usage: RunUsageSchema,
+  /** What the run cost in US dollars, when its runtime reports it (claude-code's `total_cost_usd`); absent otherwise. */
+  cost_usd: z.number().nonnegative().optional(),
   journal: z.string(),
   pending_calls: z.array(PendingCallSchema),
   /** The final answer when there is one. */

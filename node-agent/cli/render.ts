@@ -126,6 +126,39 @@ function untrustedLine(report: StatusReport): string[] {
   return [`${u.operations} operation${u.operations === 1 ? '' : 's'} opened by ${who} this one does not trust (${by}), owed by nobody here: nxc status --all lists them`];
 }
 
+/** Dollars as a person reads them: cents, or four places below a dollar. */
+export function moneyText(n: number): string {
+  return `$${n.toFixed(n < 1 ? 4 : 2)}`;
+}
+
+/** Tokens and cost against the operation's budgets: `tokens 12400 of 50000 · cost $0.0312 (2 turns unpriced)`. */
+function usageText(op: StatusReport['operations'][number], viewer: Viewer): string {
+  const u = op.usage;
+  if (u === undefined) return '';
+  const over = (u.budget.max_tokens !== null && u.tokens >= u.budget.max_tokens) || (u.budget.max_cost !== null && u.cost >= u.budget.max_cost);
+  const tokens = `tokens ${u.tokens}${u.budget.max_tokens === null ? '' : ` of ${u.budget.max_tokens}`}`;
+  const cost = `cost ${moneyText(u.cost)}${u.budget.max_cost === null ? '' : ` of ${moneyText(u.budget.max_cost)}`}${u.unpriced_turns > 0 ? ` (${u.unpriced_turns} turn${u.unpriced_turns === 1 ? '' : 's'} unpriced)` : ''}`;
+  const text = `${tokens} · ${cost}`;
+  return ' · ' + (over ? viewer.paint.red(`${text} (budget used up)`) : text);
+}
+
+/** The workspace's spend today against its daily ceiling, when it declares one or has spent anything. */
+function todayText(report: StatusReport): string | null {
+  const t = report.spend_today;
+  if (t === undefined || (t.tokens === 0 && t.cost === 0 && t.budget.max_tokens === null && t.budget.max_cost === null)) return null;
+  const tokens = `${t.tokens}${t.budget.max_tokens === null ? '' : ` of ${t.budget.max_tokens}`} tokens`;
+  const cost = `${moneyText(t.cost)}${t.budget.max_cost === null ? '' : ` of ${moneyText(t.budget.max_cost)}`}`;
+  return `spent today (${t.day} UTC): ${tokens}, ${cost}; resets at ${t.resets_at}`;
+}
+
+/** One turn's end as `threads show` lists it: `turn 2 replied · 1200 in, 340 out · $0.0120 (runtime)`. */
+export function turnText(t: NonNullable<ThreadView['turns']>[number]): string {
+  const u = t.usage;
+  if (u === null) return `turn ${t.turn} ${t.outcome} · no usage reported`;
+  const cost = u.cost === null ? 'cost unknown' : `${moneyText(u.cost)} (${u.cost_source ?? '?'})`;
+  return `turn ${t.turn} ${t.outcome} · ${u.tokens_in} in, ${u.tokens_out} out (${u.tokens_source}) · ${cost}${u.model === null ? '' : ` · ${u.model}`}`;
+}
+
 export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): string {
   const lines: string[] = [];
   const held = awaitingLines(report, viewer);
@@ -134,7 +167,7 @@ export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): str
     const subject = op.subject ? ` "${op.subject}"` : '';
     const root = op.threads.find((r) => r.thread === op.operation) ?? op.threads[0];
     const foreign = op.untrusted && root !== undefined ? ` · ${viewer.paint.red(`opened by untrusted workspace ${workspaceShort(root.opened_in as WorkspaceId)}`)}` : '';
-    lines.push(viewer.paint.bold(`operation ${op.operation}${subject}`) + `  ${op.threads.length} thread(s), ${op.open} open · ${turnsText(op, viewer)}${op.finished ? ' · finished' : ''}${foreign}`);
+    lines.push(viewer.paint.bold(`operation ${op.operation}${subject}`) + `  ${op.threads.length} thread(s), ${op.open} open · ${turnsText(op, viewer)}${usageText(op, viewer)}${op.finished ? ' · finished' : ''}${foreign}`);
     if (op.lease !== null) lines.push(`  working copy: ${op.lease.text}`);
     const depthOf = new Map<string, number>();
     for (const row of op.threads) {
@@ -145,6 +178,8 @@ export function renderStatus(report: StatusReport, viewer: Viewer = NOBODY): str
     }
   }
   lines.push(...held, ...untrustedLine(report));
+  const today = todayText(report);
+  if (today !== null) lines.push(today);
   for (const note of report.notes) lines.push(`note: ${note}`);
   return lines.join('\n') + '\n';
 }
@@ -165,6 +200,7 @@ export function renderThread(view: ThreadView): string {
   lines.push(`state: ${t.state}${t.escalated ? ' · escalated' : ''}${t.substituted ? ' · substituted' : ''}${by}${t.waiting_on_sub_round ? ' · waiting on its own round' : ''}`);
   const run = t.session?.last_run;
   if (run) lines.push(`${lastRunText(run)} (session ${t.session!.id} turn ${run.turn}${run.reason ? `: ${run.reason}` : ''})`);
+  for (const turn of view.turns ?? []) lines.push(turnText(turn));
   if (t.round) {
     lines.push(`round: ${renderRoundLine(t.round)}`);
     for (const s of t.round.steps) {

@@ -175,10 +175,26 @@ export async function runScripted(ctx: AgentContext): Promise<number> {
   }
 }
 
+/** Writes the turn's run-state file as a runtime does, with the usage its provider reported. */
+export function writeRunReport(env: Record<string, string>, turn: number, tokensIn: number, tokensOut: number, cost?: number): void {
+  const dir = join(env['NXC_WORKSPACE_DIR']!, '.nxs', 'sessions', env['NXC_SESSION']!);
+  const at = new Date().toISOString();
+  const state = {
+    version: 1, run_id: `run-${turn}`, runtime: 'builtin', provider: 'fake', model: env['NXC_MODEL'] ?? 'fake-model', role: env['NXC_ACTOR'], session: env['NXC_SESSION'],
+    turn, thread: env['NXC_THREAD'], status: 'completed', reason: null, started_at: at, updated_at: at, ended_at: at,
+    limits: { timeout_ms: 1000, deadline_at: 0, max_model_calls: 20, max_tool_calls: 10, max_tokens: null, retries: 2, max_tool_output_chars: 16000 },
+    usage: { model_calls: 1, tool_calls: 0, tokens_in: tokensIn, tokens_out: tokensOut, corrections: 0 },
+    ...(cost === undefined ? {} : { cost_usd: cost }),
+    journal: join(dir, `turn-${turn}.journal.jsonl`), pending_calls: [], output: null, pid: process.pid,
+  };
+  writeFileSync(join(dir, `turn-${turn}.run.json`), JSON.stringify(state), { mode: 0o600 });
+}
+
 /**
  * `steps`: a script per turn. `arg` lists the turns separated by `|`; each turn is actions separated by `+`:
  * `send:<to>`, `reply`, `escalate`, `write:<path in the working copy>`, `gate:<absolute path>` (wait until that
- * file exists), `hang` (until stopped), `exit:<code>`. A turn past the list does nothing.
+ * file exists), `hang` (until stopped), `exit:<code>`, `spend:<in>,<out>[,<cost>]` (report usage as a runtime
+ * does). A turn past the list does nothing.
  */
 async function runSteps(ctx: AgentContext, nxc: AgentContext['nxc'], thread: string, turn: number): Promise<number> {
   const actions = (ctx.arg.split('|')[turn - 1] ?? '').split('+').filter(Boolean);
@@ -214,6 +230,12 @@ async function runSteps(ctx: AgentContext, nxc: AgentContext['nxc'], thread: str
         break;
       case 'exit':
         return Number(value);
+      case 'spend': {
+        // `spend:<in>,<out>[,<cost>]`: what a runtime writes when its provider reports usage (turn-<n>.run.json).
+        const [tin, tout, cost] = value.split(',');
+        writeRunReport(ctx.env, turn, Number(tin), Number(tout), cost === undefined ? undefined : Number(cost));
+        break;
+      }
       default:
         return 64;
     }

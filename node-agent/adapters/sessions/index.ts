@@ -3,4 +3,4 @@ export { baseEnvironment, doneMarker, launchTurn, sidecarScript, startedMarker, 
 export { PID_NAMESPACE_VARIABLE, pidNamespace, processAlive, seesSessionProcesses } from './liveness.js';
 export { buildPrompt, pickBoundary, wrapUntrusted, type PromptInput, type PromptMessage, type PromptRound } from './prompt.js';
 export { readSpec, recordedOperationEnv, recordOperationEnv, REPLY_ONLY_TOOL, sessionDir, SessionSpecSchema, type SessionSpec } from './spec.js';
-export { readLastRun } from './run-state.js';
+export { readLastRun, readTurnReport } from './run-state.js';

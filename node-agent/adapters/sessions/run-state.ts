@@ -22,3 +22,21 @@ export async function readLastRun(sessionsRoot: string, session: string, turn: n
     return null;
   }
 }
+
+/**
+ * What a turn's runtime reported it spent, read as the runtime wrote it (not checked here: the engine decides
+ * whether the figures are counts it can take). Null when the turn left no run-state file or it is unreadable.
+ */
+export async function readTurnReport(sessionsRoot: string, session: string, turn: number): Promise<{ tokens_in: unknown; tokens_out: unknown; cost_usd?: unknown; model?: unknown } | null> {
+  if (turn < 1) return null;
+  const read = await readCapped(join(sessionDir(sessionsRoot, session), runStateFileName(turn)), 1024 * 1024);
+  if ('reason' in read) return null;
+  try {
+    const state = JSON.parse(read.text) as { usage?: Record<string, unknown>; cost_usd?: unknown; model?: unknown } | null;
+    const u = state?.usage;
+    if (typeof u !== 'object' || u === null) return null;
+    return { tokens_in: u['tokens_in'], tokens_out: u['tokens_out'], cost_usd: state?.cost_usd, model: state?.model };
+  } catch {
+    return null;
+  }
+}

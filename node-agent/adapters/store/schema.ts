@@ -43,6 +43,8 @@ export const ops = pgTable(
     index('ops_origin_idx').on(t.origin, t.localSeq),
     // Inert ops are few: counting them (sync status) reads only them.
     index('ops_inert_idx').on(t.inert).where(sql`${t.inert} is not null`),
+    // A workspace's spend today (the daily ceiling, read at every turn's start) sums only its turns' ends.
+    index('ops_turn_ended_idx').on(t.workspace, t.ts).where(sql`${t.kind} = 'session.turn_ended'`),
   ],
 );
 

@@ -1,2 +1,2 @@
 // The workspace's public door.
-export { declaredOperationBudget, declaredSandbox, findWorkspace, initWorkspace, type InitResult, type SandboxDeclaration, type Workspace } from './workspace.js';
+export { declaredOperationBudget, declaredSandbox, declaredSpendRules, findWorkspace, initWorkspace, type InitResult, type SandboxDeclaration, type Workspace } from './workspace.js';

@@ -7,6 +7,7 @@ import { readSmallFileSync } from '../../../infra/index.js';
 import { writeWorkspaceKey } from '../keys/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId, workspaceShort } from '../../../protocol/ids.js';
+import { DailyBudgetSchema, OperationBudgetDeclarationSchema, PriceTableSchema, type DailyBudget, type PriceTable } from '../../../protocol/usage.js';
 import { workspacePaths, type WorkspacePaths } from '../../paths.js';
 
 const ConfigSchema = z.object({
@@ -15,10 +16,15 @@ const ConfigSchema = z.object({
   name: z.string(),
   created_at: z.string(),
   /**
-   * The most turns all sessions of one operation may start together (the operation budget). Absent: the
-   * engine's default. Declared here, for the whole workspace: no persona or call can change it.
+   * What all sessions of one operation may spend together (the operation budget): a number of turns, or
+   * `{max_turns, max_tokens, max_cost}`. Absent: the engine's default turns, tokens and cost uncapped.
+   * Declared here, for the whole workspace: a persona may declare lower, nothing can raise it.
    */
-  operation_budget: z.number().int().min(1).max(1_000_000).optional(),
+  operation_budget: OperationBudgetDeclarationSchema.optional(),
+  /** The ceiling across all of this workspace's operations in one UTC day: `{max_tokens, max_cost}`. */
+  daily_budget: DailyBudgetSchema.optional(),
+  /** What each model costs per million tokens in and out, for runtimes that report tokens but no cost. */
+  prices: PriceTableSchema.optional(),
   /**
    * The session sandbox: `off` runs sessions with nothing around them (every turn warns); otherwise more
    * secrets to hide from sessions, and paths every session may write besides its working copy.
@@ -71,8 +77,17 @@ function readConfig(paths: WorkspacePaths): Workspace {
  * The operation budget `.nxs/config.json` declares, or null when it declares none. Read at every decision
  * rather than once when the workspace is opened, so a change applies to a serving node without a restart.
  */
-export function declaredOperationBudget(paths: WorkspacePaths): number | null {
-  return parseConfig(paths).operation_budget ?? null;
+export function declaredOperationBudget(paths: WorkspacePaths): { max_turns: number | null; max_tokens: number | null; max_cost: number | null } {
+  const b = parseConfig(paths).operation_budget;
+  if (b === undefined) return { max_turns: null, max_tokens: null, max_cost: null };
+  if (typeof b === 'number') return { max_turns: b, max_tokens: null, max_cost: null };
+  return { max_turns: b.max_turns ?? null, max_tokens: b.max_tokens ?? null, max_cost: b.max_cost ?? null };
+}
+
+/** What `.nxs/config.json` declares about spend beyond one operation: the daily ceiling and the price table (read at each decision too). */
+export function declaredSpendRules(paths: WorkspacePaths): { daily: DailyBudget | null; prices: PriceTable } {
+  const c = parseConfig(paths);
+  return { daily: c.daily_budget ?? null, prices: c.prices ?? {} };
 }
 
 /** The sandbox `.nxs/config.json` declares (read at each turn's start, like the budget). */

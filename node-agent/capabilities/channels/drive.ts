@@ -7,7 +7,7 @@ import type { Warning, Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { tables } from '../../adapters/store/index.js';
 import { appendOps, type Commit, type Exec, type OpDraft, type Tx } from '../../kernel/index.js';
-import { BUDGET_REASON, emptyPlan, loadOperation, messageDraft, planRequesterWake, type Intent, type Outcome, type Plan, type ThreadsContext } from '../threads/index.js';
+import { emptyPlan, isBudgetRefusal, loadOperation, messageDraft, planRequesterWake, type Intent, type Outcome, type Plan, type ThreadsContext } from '../threads/index.js';
 import { stepName, stepOfSession, type Board, type StepRecord } from './board.js';
 import { decide, type Completion } from './decide.js';
 import { loadRound } from './projection.js';
@@ -123,7 +123,7 @@ export function driverOf(c: ThreadsContext, opts: DriveOptions = {}) {
     out.woke.push(...done.woke);
     await stopLapsed(s.stop);
     // A step the operation budget refused will never start either: the round goes on without it.
-    const failed = warnings.filter((w) => (w.reason === 'start_failed' || w.reason === BUDGET_REASON) && w.session !== undefined && s.steps.has(w.session));
+    const failed = warnings.filter((w) => (w.reason === 'start_failed' || isBudgetRefusal(w.reason)) && w.session !== undefined && s.steps.has(w.session));
     if (failed.length > 0) {
       await db.transaction(async (tx) => {
         const row = await loadRound(tx, round);

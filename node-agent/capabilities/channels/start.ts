@@ -8,7 +8,7 @@ import type { Persona } from '../../../protocol/persona.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import type { Exec, OpDraft } from '../../kernel/index.js';
-import { messageDraft, newSessionState, planTurn, turnsUsed, type EngineDeps, type Intent, type OperationState, type Plan } from '../threads/index.js';
+import { messageDraft, newSessionState, planTurn, spendOf, turnsUsed, type EngineDeps, type Intent, type OperationState, type Plan } from '../threads/index.js';
 import { resolveAlias } from '../trust/index.js';
 import { askMessage, type Board } from './board.js';
 import type { StepRef } from './decide.js';
@@ -136,6 +136,7 @@ async function startRemote(ctx: StartContext, b: Board, s: StepRef, target: stri
     thread,
     depth: b.requester.depth,
     turns: turnsUsed(ctx.state),
+    usage: spendOf(ctx.state),
   });
   const opener = { handle: asker, session: null };
   const subject = ctx.state.threads[b.round]?.subject ?? null;

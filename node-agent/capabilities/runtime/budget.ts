@@ -54,6 +54,10 @@ export function account(state: BudgetState, event: BudgetEvent, now: number): De
       if (limits.max_tokens !== null && tokensUsed(usage) >= limits.max_tokens) {
         return { state, verdict: { kind: 'stop', status: 'budget_exhausted', reason: `the token budget of ${limits.max_tokens} is used (${tokensUsed(usage)} spent)` } };
       }
+      if (limits.operation_tokens_left !== undefined && tokensUsed(usage) >= limits.operation_tokens_left) {
+        const reason = `the operation's token budget is used: this turn spent ${tokensUsed(usage)} of the ${limits.operation_tokens_left} its operation had left (operation_budget.max_tokens)`;
+        return { state, verdict: { kind: 'stop', status: 'budget_exhausted', reason } };
+      }
       return { state: spent(state, { model_calls: usage.model_calls + 1 }), verdict: GO };
     }
     case 'model_reply': {
@@ -98,10 +102,21 @@ export function remainingMs(state: BudgetState, now: number): number {
   return Math.max(0, state.limits.deadline_at - now);
 }
 
-/** The limits a run starts with: the persona's budget over the defaults, the deadline fixed from `startedAt`. */
-export function resolveLimits(budget: BudgetDeclaration | undefined, timeoutMs: number, startedAt: number): RunLimits {
+/** The tokens the engine says the turn's operation has left (NXC_OPERATION_TOKENS_LEFT), or undefined when it set none or it is not a count. */
+export function operationTokensLeft(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env['NXC_OPERATION_TOKENS_LEFT'];
+  if (raw === undefined || !/^\d{1,15}$/.test(raw)) return undefined;
+  return Number(raw);
+}
+
+/**
+ * The limits a run starts with: the persona's budget over the defaults, the deadline fixed from `startedAt`,
+ * and what its operation has left when the engine says (`operationTokensLeft`).
+ */
+export function resolveLimits(budget: BudgetDeclaration | undefined, timeoutMs: number, startedAt: number, operationTokensLeft?: number): RunLimits {
   const b = budget ?? {};
   return {
+    ...(operationTokensLeft === undefined ? {} : { operation_tokens_left: operationTokensLeft }),
     timeout_ms: timeoutMs,
     deadline_at: startedAt + timeoutMs,
     max_model_calls: b.max_model_calls ?? BUDGET_DEFAULTS.max_model_calls,

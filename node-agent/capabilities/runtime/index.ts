@@ -1,5 +1,5 @@
 // The agent runtime's one door: the built-in runtime, its budget rules, command leases, and the CLI adapters.
-export { account, describeUsage, remainingMs, resolveLimits, toolsOffered, type BudgetEvent, type BudgetState, type Decision, type Verdict } from './budget.js';
+export { account, describeUsage, operationTokensLeft, remainingMs, resolveLimits, toolsOffered, type BudgetEvent, type BudgetState, type Decision, type Verdict } from './budget.js';
 export { endingMessage, nxcReply, type Answer, type AnswerOutcome, type Ending } from './answer.js';
 export { Journal, readJournal, writeRunState } from './journal.js';
 export { addNote, DEFAULT_LEASE_TTL_MS, fileCommandLeases, isStale, withCommandLease, type CommandLease, type CommandLeases, type LeaseRecord } from './lease.js';

@@ -7,7 +7,7 @@ import { EMPTY_USAGE, journalFileName, runStateFileName, type RunLimits } from '
 import { readWorkingCopy } from '../../adapters/git/index.js';
 import type { TurnSandbox } from '../../adapters/sandbox/index.js';
 import { endingMessage, type Answer, type AnswerOutcome } from './answer.js';
-import { resolveLimits } from './budget.js';
+import { operationTokensLeft, resolveLimits } from './budget.js';
 import { writeRunState } from './journal.js';
 import { fileCommandLeases, type CommandLeases } from './lease.js';
 import { createModelClient } from './providers/index.js';
@@ -69,7 +69,7 @@ export async function runSessionTurn(input: TurnInput): Promise<TurnOutcome> {
   const now = input.now ?? Date.now;
   const files = { state: path.join(turn.sessionDir, runStateFileName(turn.turn)), journal: path.join(turn.sessionDir, journalFileName(turn.turn)) };
   const startedAt = Number.isNaN(Date.parse(turn.written_at)) ? now() : Date.parse(turn.written_at);
-  const limits = resolveLimits(persona.budget, persona.timeout_ms ?? DEFAULT_RUN_TIMEOUT_MS, startedAt);
+  const limits = resolveLimits(persona.budget, persona.timeout_ms ?? DEFAULT_RUN_TIMEOUT_MS, startedAt, operationTokensLeft(input.env));
   const identity = { run_id: ulid(), role: turn.role, session: turn.session, turn: turn.turn, thread: turn.thread };
   const runtime = persona.runtime;
   const refuse = async (reason: string, model: string, provider: string | null): Promise<TurnOutcome> => {

@@ -3,7 +3,7 @@
 import type { ThreadsCapability } from '../threads/index.js';
 import { statusReport, threadView } from './views.js';
 
-export { statusReport, threadView } from './views.js';
+export { spendFigures, statusReport, threadView, workspaceSpendToday } from './views.js';
 
 export const statusCapability: ThreadsCapability<'status' | 'threads.show'> = {
   name: 'status',

@@ -5,7 +5,8 @@ import { NexusError } from '../../../protocol/errors.js';
 import { writtenBy, type StatusReport, type StatusRow, type ThreadView } from '../../../protocol/receipts.js';
 import { readLastRun } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
-import { declaredSandbox } from '../../adapters/workspace/index.js';
+import { declaredSandbox, declaredSpendRules } from '../../adapters/workspace/index.js';
+import { utcDay, type OperationUsage, type SpendToday } from '../../../protocol/usage.js';
 import type { EngineDeps } from '../context.js';
 import { roundsOfOperations, withRound, withRounds } from '../channels/index.js';
 import { leaseStatus } from '../leases/index.js';
@@ -14,10 +15,13 @@ import {
   FOLD_VERSION,
   isFinished,
   loadOperation,
-  operationBudget,
+  budgetOf,
   operationOfThread,
   operationReport,
+  operationUsage,
+  spendToday,
   statusRow,
+  turnsUsed,
   threadOps,
   withParts,
   type OperationState,
@@ -52,13 +56,12 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
   notes.push(...lease.notes);
   const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
-  const budget = operationBudget(deps);
   // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.
   const states: OperationState[] = [];
   for (const state of await withParts(deps.db, rows)) states.push(state.v === FOLD_VERSION ? state : await loadOperation(deps.db, state.id));
   const operations = await Promise.all(
     rows.map(async (r, i) => {
-      const op = withRounds(operationReport(states[i]!, r.finished, budget, lease.of(r.id)), boards);
+      const op = withRounds(operationReport(states[i]!, r.finished, await budgetOf(deps, states[i]!), lease.of(r.id)), boards);
       const threads = await Promise.all(op.threads.map((row) => withLastRun(deps, { ...row, untrusted: !trusted.has(row.opened_in) })));
       return { ...op, untrusted: !trusted.has(openers.get(r.id) ?? deps.workspace.id), threads };
     }),
@@ -76,6 +79,7 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
     worker_answers_liveness: lease.answersLiveness,
     finished_awaiting: opts.all ? [] : await finishedAwaiting(deps, new Set(listed)),
     untrusted,
+    spend_today: await workspaceSpendToday(deps),
     notes,
   };
 }
@@ -143,7 +147,13 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
   const finished = isFinished(state);
   const t = state.threads[thread]!;
   // Inert messages (posted by a workspace with no say in this thread) are not the thread's: sync status counts them.
-  const messages = (await threadOps(deps.db, thread, { effective: true })).flatMap((op) =>
+  const ops = await threadOps(deps.db, thread, { effective: true });
+  const turns = ops.flatMap((op) =>
+    op.kind === 'session.turn_ended' && op.session !== null && op.session === t.session
+      ? [{ session: op.session, turn: op.body.turn, outcome: op.body.outcome, ts: op.ts, usage: op.body.usage ?? null }]
+      : [],
+  );
+  const messages = ops.flatMap((op) =>
     op.kind === 'message.posted'
       ? [
           {
@@ -161,7 +171,7 @@ export async function threadView(deps: EngineDeps, thread: string): Promise<Thre
       : [],
   );
   const row = withRound(statusRow(state, t, finished), await roundsOfOperations(deps.db, [opId]));
-  return { thread: await withLastRun(deps, row), operation: opId, messages };
+  return { thread: await withLastRun(deps, row), operation: opId, messages, turns };
 }
 
 /** A row with its session's last turn as the runtime recorded it, so a person sees how the run ended without opening files. */
@@ -169,6 +179,33 @@ async function withLastRun(deps: EngineDeps, row: StatusRow): Promise<StatusRow>
   if (row.session === null) return row;
   const last_run = await readLastRun(deps.workspace.paths.sessions, row.session.id, row.session.turn);
   return { ...row, session: { ...row.session, last_run } };
+}
+
+/** What this workspace's own turns spent in the current UTC day, against its daily ceiling. */
+export async function workspaceSpendToday(deps: EngineDeps): Promise<SpendToday> {
+  const now = deps.now();
+  const { day, resetsAt } = utcDay(now);
+  const { daily } = declaredSpendRules(deps.workspace.paths);
+  const spent = await spendToday(deps.db, deps.workspace.id, now);
+  return { day, tokens: spent.tokens, cost: spent.cost, resets_at: resetsAt, budget: { max_tokens: daily?.max_tokens ?? null, max_cost: daily?.max_cost ?? null } };
+}
+
+/**
+ * The spend figures a metrics exporter reads: each open operation's tokens and cost against its budget
+ * (finished ones too with `all`), and the workspace's spend today. No I/O beyond the store and the config.
+ */
+export async function spendFigures(deps: EngineDeps, opts: { all?: boolean } = {}): Promise<{
+  workspace: string;
+  today: SpendToday;
+  operations: Array<{ operation: string; finished: boolean; turns: number; usage: OperationUsage }>;
+}> {
+  const rows = await deps.db.select().from(tables.operations).where(opts.all === true ? eq(tables.operations.shown, true) : and(eq(tables.operations.shown, true), eq(tables.operations.finished, false)));
+  const operations = [];
+  for (const part of await withParts(deps.db, rows)) {
+    const state = part.v === FOLD_VERSION ? part : await loadOperation(deps.db, part.id);
+    operations.push({ operation: state.id, finished: isFinished(state), turns: turnsUsed(state), usage: operationUsage(state, await budgetOf(deps, state)) });
+  }
+  return { workspace: deps.workspace.id, today: await workspaceSpendToday(deps), operations };
 }
 
 /** Whether the workspace declares its sessions unsandboxed; a config that cannot be read says nothing here. */

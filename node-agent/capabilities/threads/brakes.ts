@@ -1,13 +1,16 @@
 // The brakes beside the depth guard: loops at a fixed depth never go deeper, so they are stopped by what
-// they cost (the operation budget) and by what they repeat. Both are declared, never set per call.
-import { and, eq, inArray, sql } from 'drizzle-orm';
+// they cost (the operation budget in turns, tokens and money, and the workspace's daily ceiling) and by what
+// they repeat. All are declared, never set per call.
+import { and, eq, gte, inArray, isNull, sql } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
+import type { Persona } from '../../../protocol/persona.js';
 import type { Warning } from '../../../protocol/receipts.js';
+import { NO_SPEND, utcDay, type BudgetName, type DailyBudget, type OperationBudget, type Spend } from '../../../protocol/usage.js';
 import { tables } from '../../adapters/store/index.js';
 import { declaredOperationBudget } from '../../adapters/workspace/index.js';
 import type { Exec } from '../../kernel/index.js';
 import type { EngineDeps } from '../context.js';
-import { turnsUsed, type OperationState, type SessionState } from './fold.js';
+import { spendOf, turnsUsed, type OperationState, type SessionState } from './fold.js';
 
 /**
  * The turns all sessions of one operation may start together when the workspace declares no other
@@ -17,43 +20,124 @@ import { turnsUsed, type OperationState, type SessionState } from './fold.js';
  */
 export const DEFAULT_OPERATION_BUDGET = 500;
 
-/** The budget in force for this workspace now: its config's, or the default. */
-export function operationBudget(deps: Pick<EngineDeps, 'workspace'>): number {
-  return declaredOperationBudget(deps.workspace.paths) ?? DEFAULT_OPERATION_BUDGET;
+/**
+ * The budget in force for this workspace now: its config's, or the default turns with tokens and cost
+ * uncapped. With `persona` (the persona the operation was opened to), each figure it declares lower
+ * applies instead; one it declares higher is ignored, so nothing raises the workspace's.
+ */
+export function operationBudget(deps: Pick<EngineDeps, 'workspace'>, persona?: Persona | null): OperationBudget {
+  const declared = declaredOperationBudget(deps.workspace.paths);
+  const own = { max_turns: declared.max_turns ?? DEFAULT_OPERATION_BUDGET, max_tokens: declared.max_tokens, max_cost: declared.max_cost };
+  const lower = persona?.operation_budget;
+  if (lower === undefined) return own;
+  const min = (a: number | null, b: number | undefined) => (b === undefined ? a : a === null ? b : Math.min(a, b));
+  return { max_turns: min(own.max_turns, lower.max_turns)!, max_tokens: min(own.max_tokens, lower.max_tokens), max_cost: min(own.max_cost, lower.max_cost) };
 }
 
-/** The warning reason a turn refused by the budget carries. */
+/** The budget for `state`'s operation: the workspace's, lowered by the persona its first thread was opened to here. */
+export async function budgetOf(deps: Pick<EngineDeps, 'workspace' | 'loadPersona'>, state: OperationState): Promise<OperationBudget> {
+  const root = state.threads[state.id];
+  if (root === undefined || root.target.kind !== 'persona' || root.owner !== deps.workspace.id) return operationBudget(deps);
+  const persona = await deps.loadPersona(deps.workspace.paths.root, root.target.role).catch(() => null);
+  return operationBudget(deps, persona);
+}
+
+/** The warning reasons a turn refused by a budget carries: the operation's, and the workspace's day's. */
 export const BUDGET_REASON = 'operation_budget_exhausted';
+export const DAILY_BUDGET_REASON = 'daily_budget_exhausted';
+
+/** A refusal by either budget: no further turn starts, and the operation is handed back. */
+export function isBudgetRefusal(reason: string | undefined): boolean {
+  return reason === BUDGET_REASON || reason === DAILY_BUDGET_REASON;
+}
+
+/** Which of the operation's budgets is used up with `planned` more turns counted, and how far: null when none is. */
+export function exhaustedBudget(state: OperationState, budget: OperationBudget, planned = 0): { name: BudgetName; text: string } | null {
+  const turns = turnsUsed(state) + planned;
+  if (turns >= budget.max_turns) return { name: 'max_turns', text: `has used ${turns} of its budget of ${budget.max_turns} turns (operation_budget.max_turns)` };
+  const spend = spendOf(state);
+  if (budget.max_tokens !== null && spend.tokens >= budget.max_tokens) {
+    return { name: 'max_tokens', text: `has spent ${spend.tokens} of its budget of ${budget.max_tokens} tokens (operation_budget.max_tokens)` };
+  }
+  if (budget.max_cost !== null && spend.cost >= budget.max_cost) {
+    return { name: 'max_cost', text: `has spent $${money(spend.cost)} of its budget of $${money(budget.max_cost)} (operation_budget.max_cost)` };
+  }
+  return null;
+}
+
+/** Which daily ceiling today's spend has reached, with when it resets: null when none. */
+export function exhaustedDaily(today: Spend, daily: DailyBudget | null, now: Date): { name: BudgetName; text: string; resetsAt: string } | null {
+  if (daily === null) return null;
+  const { resetsAt } = utcDay(now);
+  if (daily.max_tokens !== undefined && today.tokens >= daily.max_tokens) {
+    return { name: 'daily_max_tokens', resetsAt, text: `this workspace has spent ${today.tokens} of its daily budget of ${daily.max_tokens} tokens today (daily_budget.max_tokens); it resets at ${resetsAt}` };
+  }
+  if (daily.max_cost !== undefined && today.cost >= daily.max_cost) {
+    return { name: 'daily_max_cost', resetsAt, text: `this workspace has spent $${money(today.cost)} of its daily budget of $${money(daily.max_cost)} today (daily_budget.max_cost); it resets at ${resetsAt}` };
+  }
+  return null;
+}
+
+function money(n: number): string {
+  return n.toFixed(n < 1 ? 4 : 2);
+}
 
 /**
  * Whether one more turn may start in `state`'s operation; `planned` counts the turns the command has
- * planned there already. Null when it may; otherwise the warning that says why not.
+ * planned there already, `today` what this workspace has spent today. Null when it may; otherwise the
+ * warning that says which budget refused it.
  */
 export function budgetRefusal(
   state: OperationState,
   session: SessionState,
   planned: number,
-  budget: number,
+  budget: OperationBudget,
   failureClass: Warning['class'],
+  daily: { today: Spend; rule: DailyBudget | null; now: Date } = { today: NO_SPEND, rule: null, now: new Date(0) },
 ): Warning | null {
-  const used = turnsUsed(state) + planned;
-  if (used < budget) return null;
-  return {
-    class: failureClass,
-    reason: BUDGET_REASON,
-    session: session.id,
-    thread: session.thread,
-    role: session.role,
-    message: `${session.handle} was not started: operation ${state.id} has used ${used} of its budget of ${budget} turns (operation_budget). The message is posted; no further turn starts in this operation, and it is handed back to whoever opened it`,
-  };
+  const base = { class: failureClass, session: session.id, thread: session.thread, role: session.role };
+  const op = exhaustedBudget(state, budget, planned);
+  if (op !== null) {
+    return {
+      ...base,
+      reason: BUDGET_REASON,
+      budget: op.name,
+      message: `${session.handle} was not started: operation ${state.id} ${op.text}. The message is posted; no further turn starts in this operation, and it is handed back to whoever opened it`,
+    };
+  }
+  const day = exhaustedDaily(daily.today, daily.rule, daily.now);
+  if (day !== null) {
+    return {
+      ...base,
+      reason: DAILY_BUDGET_REASON,
+      budget: day.name,
+      resets_at: day.resetsAt,
+      message: `${session.handle} was not started: ${day.text}. The message is posted; no turn starts in any operation of this workspace until then, and this one is handed back to whoever opened it`,
+    };
+  }
+  return null;
 }
 
-/** The hand-back written in the name of each session the budget stops, the root's included. */
-export function budgetHandBack(operation: string, used: number, budget: number): string {
+/** The hand-back written in the name of each session a budget stops, the root's included; `why` says which budget, in words. */
+export function budgetHandBack(operation: string, why: string): string {
   return (
-    `nexus: operation ${operation} has used ${used} of its budget of ${budget} turns (operation_budget), so no further turn starts in it ` +
+    `nexus: operation ${operation} ${why}, so no further turn starts in it ` +
     `and this task is handed back unfinished. The threads beneath this one show what was done; send a new commission to go on.`
   );
+}
+
+/** What this workspace's own turns that ended in the current UTC day spent, over all its operations. */
+export async function spendToday(db: Exec, workspace: string, now: Date): Promise<Spend> {
+  const { start } = utcDay(now);
+  const rows = await db
+    .select({
+      tokens: sql<string | null>`sum(coalesce((${tables.ops.body}->'usage'->>'tokens_in')::bigint, 0) + coalesce((${tables.ops.body}->'usage'->>'tokens_out')::bigint, 0))`,
+      cost: sql<string | null>`sum(coalesce((${tables.ops.body}->'usage'->>'cost')::float8, 0))`,
+    })
+    .from(tables.ops)
+    .where(and(eq(tables.ops.workspace, workspace), eq(tables.ops.kind, 'session.turn_ended'), gte(tables.ops.ts, start), isNull(tables.ops.inert)));
+  const r = rows[0];
+  return { tokens: Number(r?.tokens ?? 0), cost: Number(r?.cost ?? 0) };
 }
 
 /**

@@ -11,8 +11,10 @@ import type { EngineDeps } from '../context.js';
 import type { Batch, Intent, KernelContext, Outcome } from './batch.js';
 import { callerDepth } from './depth.js';
 import { loadOperation, operationOfSession, operationOfThread } from './operations.js';
-import { turnsUsed, type OperationState, type SessionState, type ThreadState } from './fold.js';
-import { BUDGET_REASON, budgetHandBack, operationBudget } from './brakes.js';
+import { spendOf, turnsUsed, type OperationState, type SessionState, type ThreadState } from './fold.js';
+import { BUDGET_REASON, budgetHandBack, budgetOf, exhaustedBudget, exhaustedDaily, isBudgetRefusal, operationBudget, spendToday } from './brakes.js';
+import { declaredSpendRules } from '../../adapters/workspace/index.js';
+import { NO_SPEND } from '../../../protocol/usage.js';
 import { emptyPlan, messageDraft, recordSenderEnv } from './turns.js';
 
 /** Messages above this size are refused: a message is a note, not a file transfer. */
@@ -89,16 +91,34 @@ export function createCore(ctx: KernelContext, reap: () => Promise<number>): Eng
   }
 
   const commit = () => kernel.commit();
-  const append = (tx: Tx, c: Commit<Outcome>, batch: Batch) => {
+  const append = async (tx: Tx, c: Commit<Outcome>, batch: Batch) => {
     // A new operation's sessions will start from its sender's environment, whoever's command starts them.
     recordSenderEnv(deps, batch.drafts);
-    return kernel.append(tx, c, batch);
+    return kernel.append(tx, c, await withSpendOnAnswers(tx, batch));
   };
+
+  /**
+   * An answer or hand-back to a commission from another workspace carries what this operation has spent as
+   * this workspace counts it, so the asker's total takes in the far side's turns even before their ends reach it.
+   */
+  async function withSpendOnAnswers(tx: Tx, batch: Batch): Promise<Batch> {
+    let state: OperationState | null = null;
+    let drafts: Batch['drafts'] | null = null;
+    for (const [i, d] of batch.drafts.entries()) {
+      if (d.kind !== 'message.posted' || (d.body.effect !== 'answer' && d.body.effect !== 'escalate') || d.thread === null) continue;
+      if (state === null || state.id !== d.operation) state = batch.state?.id === d.operation ? batch.state : await loadOperation(tx, d.operation);
+      const t = state.threads[d.thread];
+      if (t === undefined || t.target.kind !== 'remote' || t.owner !== workspace.id) continue;
+      drafts ??= [...batch.drafts];
+      drafts[i] = { ...d, body: { ...d.body, usage: spendOf(state) } };
+    }
+    return drafts === null ? batch : { ...batch, drafts };
+  }
   const settle = (c: Commit<Outcome>) => kernel.settle(c);
 
   /**
-   * A turn whose start failed is over: record it, so the session is not taken for running. A turn the
-   * operation budget refused means no turn will ever start there again: the operation is handed back.
+   * A turn whose start failed is over: record it, so the session is not taken for running. A turn a budget
+   * refused means no turn will start there again (today, for the daily ceiling): the operation is handed back.
    */
   async function recordStartFailures(warnings: Warning[]): Promise<void> {
     await handBackExhausted(warnings);
@@ -132,7 +152,7 @@ export function createCore(ctx: KernelContext, reap: () => Promise<number>): Eng
   async function handBackExhausted(warnings: Warning[]): Promise<void> {
     const operations = new Set<string>();
     for (const w of warnings) {
-      if (w.reason !== BUDGET_REASON || w.thread === undefined) continue;
+      if (!isBudgetRefusal(w.reason) || w.thread === undefined) continue;
       const op = await operationOfThread(db, w.thread);
       if (op !== null) operations.add(op);
     }
@@ -140,9 +160,10 @@ export function createCore(ctx: KernelContext, reap: () => Promise<number>): Eng
       const c = commit();
       const wrote = await db.transaction(async (tx) => {
         const state = await loadOperation(tx, opId);
-        const budget = operationBudget(deps);
-        const used = turnsUsed(state);
-        if (used < budget) return false;
+        const now = deps.now();
+        const { daily } = declaredSpendRules(workspace.paths);
+        const over = exhaustedBudget(state, await budgetOf(deps, state)) ?? exhaustedDaily(daily === null ? NO_SPEND : await spendToday(tx, workspace.id, now), daily, now);
+        if (over === null) return false;
         const local = (t: ThreadState) => t.session !== null && state.sessions[t.session]?.handle.startsWith(`${workspace.short}/`) === true;
         const owed = Object.values(state.threads)
           .filter((t) => t.state === 'open' && local(t))
@@ -153,7 +174,7 @@ export function createCore(ctx: KernelContext, reap: () => Promise<number>): Eng
         for (const t of owed) {
           const s = state.sessions[t.session!]!;
           const by = { handle: s.handle, session: s.id };
-          plan.drafts.push(messageDraft(opId, t.id, by, budgetHandBack(opId, used, budget), 'escalate', null, true));
+          plan.drafts.push(messageDraft(opId, t.id, by, budgetHandBack(opId, over.text.startsWith('this workspace') ? `is stopped: ${over.text}` : over.text), 'escalate', null, true));
           intents.push({ type: 'reply', operation: opId, thread: t.id, by, outcome: 'escalate', wake: null });
         }
         await append(tx, c, { cause: 'budget', ...plan, intents });

@@ -5,6 +5,7 @@ import type { Author, MessageEffect, Op, Target } from '../../../protocol/ops.js
 import { compareOps } from '../../../protocol/ops.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { writtenBy, type WrittenBy } from '../../../protocol/receipts.js';
+import type { Spend } from '../../../protocol/usage.js';
 
 export type ThreadState = {
   id: string;
@@ -80,7 +81,20 @@ export type OperationState = {
    * (`carried_turns`) beyond the turns folded before it. Absent while nothing was carried.
    */
   turns_carried?: number;
+  /**
+   * What the turns folded here spent (each turn's end counted once, when it ends the running turn). Absent
+   * while no turn reported usage.
+   */
+  usage?: FoldedUsage;
+  /**
+   * Spend this log does not show: the most a commission's stamp or an answer from another workspace said the
+   * operation had spent beyond what was folded before it. Only ever grows. Absent while nothing was carried.
+   */
+  usage_carried?: Spend;
 };
+
+/** The usage of the turns one log holds. */
+export type FoldedUsage = { tokens_in: number; tokens_out: number; cost: number; unpriced_turns: number };
 
 /** How the answer written when an operation is withdrawn begins (the seed's `sidecar:` prefix, then who withdrew it). */
 export const WITHDRAWN_PREFIX = 'sidecar: withdrawn by ';
@@ -151,6 +165,36 @@ export function turnsUsed(state: OperationState): number {
 export function withCarriedTurns(state: OperationState, carried: number): OperationState {
   const extra = carried - turnsUsed({ ...state, turns_carried: 0 });
   return extra > (state.turns_carried ?? 0) ? { ...state, turns_carried: extra } : state;
+}
+
+/** What the turns folded here spent, in the two figures budgets count. */
+function ownSpend(state: OperationState): Spend {
+  const u = state.usage;
+  return u === undefined ? { tokens: 0, cost: 0 } : { tokens: u.tokens_in + u.tokens_out, cost: u.cost };
+}
+
+/**
+ * What the operation has spent, as budgets count it: every turn folded here plus what commissions and
+ * answers from other workspaces carried in beyond them.
+ */
+export function spendOf(state: OperationState): Spend {
+  const own = ownSpend(state);
+  const carried = state.usage_carried;
+  return carried === undefined ? own : { tokens: own.tokens + carried.tokens, cost: own.cost + carried.cost };
+}
+
+/**
+ * The state with a claim of spend (what another workspace said this operation had spent) taken in: only
+ * what exceeds the turns folded so far counts, and the carried figure never shrinks. A claim can raise the
+ * total, never lower it.
+ */
+export function withCarriedUsage(state: OperationState, claim: Spend | undefined): OperationState {
+  if (claim === undefined) return state;
+  const own = ownSpend(state);
+  const was = state.usage_carried ?? { tokens: 0, cost: 0 };
+  const next = { tokens: Math.max(was.tokens, claim.tokens - own.tokens), cost: Math.max(was.cost, claim.cost - own.cost) };
+  if (next.tokens === was.tokens && next.cost === was.cost) return state;
+  return { ...state, usage_carried: next };
 }
 
 /** Open threads opened by this session: the rounds it commissioned and still waits on. */
@@ -297,6 +341,8 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
     sessions: { ...prev.sessions },
     head: { lamport: op.lamport, workspace: op.workspace, id: op.id },
     ...(prev.turns_carried === undefined ? {} : { turns_carried: prev.turns_carried }),
+    ...(prev.usage === undefined ? {} : { usage: prev.usage }),
+    ...(prev.usage_carried === undefined ? {} : { usage_carried: prev.usage_carried }),
   };
   switch (op.kind) {
     case 'thread.opened': {
@@ -365,6 +411,11 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
           break;
       }
       state.threads[t.id] = next;
+      // An answer from the workspace that owes a remote commission says what the far side had spent.
+      if (op.body.usage !== undefined && t.target.kind === 'remote' && op.workspace === t.owner && op.body.effect !== 'commission') {
+        const carried = withCarriedUsage(state, op.body.usage).usage_carried;
+        if (carried !== undefined) state.usage_carried = carried;
+      }
       const discharges = op.body.effect === 'answer' || op.body.effect === 'escalate';
       // A session moves only through a thread whose side it is on: its author's own, the owner's for
       // the session owing the thread, the opening workspace's for the session that opened it.
@@ -409,6 +460,8 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
       if (op.session === null || op.thread === null || state.sessions[op.session]) break;
       const carried = withCarriedTurns(state, op.body.carried_turns ?? 0).turns_carried;
       if (carried !== undefined) state.turns_carried = carried;
+      const carriedUsage = withCarriedUsage(state, op.body.carried_usage).usage_carried;
+      if (carriedUsage !== undefined) state.usage_carried = carriedUsage;
       state.sessions[op.session] = newSessionState({ id: op.session, workspace: op.workspace, thread: op.thread, role: op.body.role, handle: op.body.handle, depth: op.body.depth });
       const t = state.threads[op.thread];
       if (t) state.threads[op.thread] = { ...t, session: op.session };
@@ -430,6 +483,17 @@ function applyAuthorized(prev: OperationState, op: Op): OperationState {
     case 'session.turn_ended': {
       const s = op.session === null ? undefined : state.sessions[op.session];
       if (!s || op.body.turn !== s.turn) break;
+      // A turn's usage counts once: a second report of the same turn's end changes nothing it spent.
+      const u = op.body.usage;
+      if (u !== undefined && s.in_turn) {
+        const was = state.usage ?? { tokens_in: 0, tokens_out: 0, cost: 0, unpriced_turns: 0 };
+        state.usage = {
+          tokens_in: was.tokens_in + u.tokens_in,
+          tokens_out: was.tokens_out + u.tokens_out,
+          cost: was.cost + (u.cost ?? 0),
+          unpriced_turns: was.unpriced_turns + (u.cost === null ? 1 : 0),
+        };
+      }
       state.sessions[s.id] = { ...s, in_turn: false, last_outcome: op.body.outcome };
       break;
     }

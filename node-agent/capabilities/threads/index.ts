@@ -18,9 +18,9 @@ export {
   threadOps,
   withParts,
 } from './operations.js';
-export { operationReport, statusRow } from './status.js';
+export { operationReport, operationUsage, statusRow } from './status.js';
 export { decideRefusal, refusalRepeats, REFUSAL_WINDOW_MS, REFUSALS_PER_WINDOW, type RefusalCount } from './refusals.js';
 export { authorOf, checkText, resolveCaller, type Caller } from './core.js';
 export { emptyPlan, messageDraft, planRequesterWake, planTurn, startTurns, type Plan, type PlannedTurn, type TurnReason } from './turns.js';
-export { BUDGET_REASON, operationBudget } from './brakes.js';
+export { BUDGET_REASON, budgetOf, DAILY_BUDGET_REASON, exhaustedBudget, isBudgetRefusal, operationBudget, spendToday } from './brakes.js';
 export { callerDepth, commissionDepth, parseHopClaim } from './depth.js';

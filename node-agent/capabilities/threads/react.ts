@@ -6,7 +6,8 @@ import { appendOps, type Commit, type Exec } from '../../kernel/index.js';
 import type { Intent, Outcome } from './batch.js';
 import { inertIds, loadOperation } from './operations.js';
 import { countRefusal } from './refusals.js';
-import { openSubRounds, newSessionState, withCarriedTurns } from './fold.js';
+import { openSubRounds, newSessionState, withCarriedTurns, withCarriedUsage } from './fold.js';
+import type { Spend } from '../../../protocol/usage.js';
 import { certifiedKeys } from '../keys/index.js';
 import { claimAdmission, verifyAdmission } from '../trust/index.js';
 import {
@@ -93,6 +94,7 @@ export function reactOf(core: EngineCore) {
     let refusal: { code: string; message: string } | null = null;
     let depth = 0;
     let carried = 0;
+    let carriedUsage: Spend | undefined;
     // The asker's key chain as this node verified it: a stamp signed after `nxs key rotate` verifies
     // with a key certified from the trusted genesis key. A chain that cannot be read offers none.
     const chain = await certifiedKeys(db, op.workspace).catch(() => []);
@@ -108,6 +110,7 @@ export function reactOf(core: EngineCore) {
       }
       depth = verdict.sessionDepth;
       carried = c.turns ?? 0;
+      carriedUsage = c.usage;
     }
     if (refusal === null) {
       const persona = await deps.loadPersona(workspace.paths.root, target.role).catch(() => null);
@@ -135,10 +138,16 @@ export function reactOf(core: EngineCore) {
       const id = newSessionId();
       const handle = `${workspace.short}/${target.role}`;
       // The asker's turns come with it: this operation's budget counts on from what it had used.
-      const body = carried > 0 ? { role: target.role, handle, depth, carried_turns: carried } : { role: target.role, handle, depth };
+      const body = {
+        role: target.role,
+        handle,
+        depth,
+        ...(carried > 0 ? { carried_turns: carried } : {}),
+        ...(carriedUsage !== undefined && (carriedUsage.tokens > 0 || carriedUsage.cost > 0) ? { carried_usage: carriedUsage } : {}),
+      };
       plan.drafts.push({ operation: op.operation, thread: op.thread, session: id, kind: 'session.created', body });
       const session = newSessionState({ id, workspace: workspace.id, thread: op.thread!, role: target.role, handle, depth });
-      await planTurn(deps, tx, withCarriedTurns(state, carried), session, 'commissioned', plan, 'step_skipped');
+      await planTurn(deps, tx, withCarriedUsage(withCarriedTurns(state, carried), carriedUsage), session, 'commissioned', plan, 'step_skipped');
       // An admitted commission needs the working copy like any other: it may queue for it.
       await core.append(tx, commit, { cause: 'react', ...plan, state, intents: [
         { type: 'commission', state, thread: op.thread!, parent: op.body.parent, by: op.body.opener, target: { kind: 'persona', role: target.role, handle }, turn: plan.turns[0] ?? null },

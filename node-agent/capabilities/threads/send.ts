@@ -9,7 +9,7 @@ import { commissionDepth } from './depth.js';
 import { checkRepeat } from './brakes.js';
 import { remoteDeadline } from './lapse.js';
 import { type Exec } from '../../kernel/index.js';
-import { type SessionState, newSessionState, emptyOperation, turnsUsed } from './fold.js';
+import { type SessionState, newSessionState, emptyOperation, spendOf, turnsUsed } from './fold.js';
 import { tables } from '../../adapters/store/index.js';
 import { resolveWorkspaceRef } from '../trust/index.js';
 import type { SendInput} from '../../../protocol/commands.js';
@@ -147,6 +147,8 @@ export function sendOf(core: EngineCore) {
         depth: caller.depth,
         // The receiver's operation budget counts on from what this operation has used.
         turns: caller.operation === null ? 0 : turnsUsed(caller.operation),
+        // And its token and cost budgets count on from what this operation has spent.
+        ...(caller.operation === null ? {} : { usage: spendOf(caller.operation) }),
       });
       const message = messageDraft(operation, thread, author, text, 'commission', wc);
       const remote = { kind: 'remote' as const, workspace: target, role, handle };

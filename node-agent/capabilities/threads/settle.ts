@@ -13,6 +13,9 @@ import {
   refusalOf,
 } from './turns.js';
 import type { Intent } from './batch.js';
+import { readSpec, readTurnReport, sessionDir } from '../../adapters/sessions/index.js';
+import { declaredSpendRules } from '../../adapters/workspace/index.js';
+import { turnUsageOf, type PriceTable } from '../../../protocol/usage.js';
 import type { EngineCore } from './core.js';
 
 export function finishTurnOf(core: EngineCore) {
@@ -28,6 +31,8 @@ export function finishTurnOf(core: EngineCore) {
     // Read before the transaction (git is outside it): an answer written in the session's name records the
     // working copy as every other message does.
     const { wc } = await core.workingCopy();
+    // What the turn spent, as its runtime wrote it: a claim of that process, taken only as counts and amounts.
+    const spent = await turnSpend(end);
     const result = await db.transaction(async (tx) => {
       await markProcessEnded(tx, end.session, end.turn, { exitCode: end.exitCode, signal: end.signal, at });
       const opId = await operationOfSession(tx, end.session);
@@ -73,7 +78,7 @@ export function finishTurnOf(core: EngineCore) {
         thread: s.thread,
         session: s.id,
         kind: 'session.turn_ended',
-        body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut },
+        body: { turn: end.turn, outcome, exit_code: end.exitCode, signal: end.signal, timed_out: end.timedOut, ...(spent.usage === null ? {} : { usage: spent.usage }) },
       });
       // What the turn left is a participant's post: a channel step's answer (or the one written in its name) and its end move its round.
       await core.append(tx, commit, { cause: 'turn_end', ...plan, intents, state, workingCopy: wc });
@@ -92,7 +97,24 @@ export function finishTurnOf(core: EngineCore) {
     });
     if (result === null) return { outcome: 'already_settled', woke: 0, warnings: [] };
     const { warnings, woke } = await core.settle(commit);
+    if (spent.refused !== null) {
+      warnings.push({ class: 'usage_refused', session: end.session, message: `the usage turn ${end.turn} of ${end.session} reported was not recorded: ${spent.refused}` });
+    }
     return { outcome: result.outcome, woke: woke.length, warnings };
+  }
+
+  /** The usage a turn's end records: its runtime's report, priced from the workspace's table when it gave no cost. */
+  async function turnSpend(end: TurnEnd): Promise<ReturnType<typeof turnUsageOf>> {
+    const report = await readTurnReport(deps.workspace.paths.sessions, end.session, end.turn);
+    if (report === null) return { usage: null, refused: null };
+    let prices: PriceTable = {};
+    try {
+      prices = declaredSpendRules(deps.workspace.paths).prices;
+    } catch {
+      // A config that cannot be read prices nothing; the turn still ends, with the tokens it reported.
+    }
+    const declared = readSpec(sessionDir(deps.workspace.paths.sessions, end.session))?.declaration.model ?? null;
+    return turnUsageOf(report, prices, declared);
   }
 
   return finishTurn;

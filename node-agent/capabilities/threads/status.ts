@@ -1,7 +1,8 @@
 // The rows `nxc status` is made of: an operation's threads as a tree, each row read from the fold. Pure;
 // the status capability puts them together with what the lease and the rounds say.
 import type { OperationLease, StatusOperation, StatusRow } from '../../../protocol/receipts.js';
-import { isDone, openSubRounds, turnsUsed, type OperationState, type ThreadState } from './fold.js';
+import type { OperationBudget, OperationUsage } from '../../../protocol/usage.js';
+import { isDone, openSubRounds, spendOf, turnsUsed, type OperationState, type ThreadState } from './fold.js';
 
 /** The root of an operation: the thread with no parent (its id is the operation's id). */
 function rootOf(state: OperationState): ThreadState | undefined {
@@ -67,7 +68,22 @@ function treeOrder(state: OperationState): ThreadState[] {
   return out;
 }
 
-export function operationReport(state: OperationState, finished: boolean, budget: number, lease: OperationLease | null = null): StatusOperation {
+/** An operation's usage: this log's turns, what was carried in, and the total against the budget. */
+export function operationUsage(state: OperationState, budget: OperationBudget): OperationUsage {
+  const u = state.usage ?? { tokens_in: 0, tokens_out: 0, cost: 0, unpriced_turns: 0 };
+  const total = spendOf(state);
+  return {
+    tokens_in: u.tokens_in,
+    tokens_out: u.tokens_out,
+    tokens: total.tokens,
+    cost: total.cost,
+    unpriced_turns: u.unpriced_turns,
+    carried: state.usage_carried ?? { tokens: 0, cost: 0 },
+    budget: { max_tokens: budget.max_tokens, max_cost: budget.max_cost },
+  };
+}
+
+export function operationReport(state: OperationState, finished: boolean, budget: OperationBudget, lease: OperationLease | null = null): StatusOperation {
   const root = rootOf(state);
   const threads = treeOrder(state).map((t) => statusRow(state, t, finished));
   return {
@@ -77,7 +93,8 @@ export function operationReport(state: OperationState, finished: boolean, budget
     finished,
     threads,
     open: threads.filter((r) => r.state === 'open').length,
-    turns: { used: turnsUsed(state), budget },
+    turns: { used: turnsUsed(state), budget: budget.max_turns },
+    usage: operationUsage(state, budget),
     lease,
     untrusted: false,
   };

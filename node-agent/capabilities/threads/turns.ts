@@ -8,11 +8,13 @@ import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { newMessageId } from '../../../protocol/ids.js';
 import { opColumns, rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
 import { lastDeclaration, loadOperation, threadOps } from './operations.js';
-import { openSubRounds, type OperationState, type SessionState, type ThreadState } from './fold.js';
+import { openSubRounds, spendOf, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { buildPrompt, readSpec, recordedOperationEnv, recordOperationEnv, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
 import type { EngineDeps } from '../context.js';
-import { budgetRefusal, operationBudget } from './brakes.js';
+import { budgetOf, budgetRefusal, spendToday } from './brakes.js';
+import { declaredSpendRules } from '../../adapters/workspace/index.js';
+import { NO_SPEND } from '../../../protocol/usage.js';
 
 export type TurnReason = 'commissioned' | 'answered' | 'follow_up';
 
@@ -32,6 +34,8 @@ export type PlannedTurn = {
   lease?: { token: number | null; notice: string | null };
   /** Runs under this timeout instead of the persona's (a channel step's window). */
   timeoutMs?: number;
+  /** The tokens its operation had left under a `max_tokens` budget when it was planned (NXC_OPERATION_TOKENS_LEFT). */
+  tokensLeft?: number;
 };
 
 export type Plan = { drafts: OpDraft[]; turns: PlannedTurn[]; warnings: Warning[] };
@@ -100,8 +104,14 @@ export async function planTurn(
     });
     return;
   }
-  // The operation budget: a loop at a fixed depth never reaches the depth guard, but it spends turns.
-  const refused = budgetRefusal(state, session, plan.turns.filter((t) => t.operation === state.id).length, operationBudget(deps), failureClass);
+  // The operation budget: a loop at a fixed depth never reaches the depth guard, but it spends turns, tokens
+  // and money; the workspace's daily ceiling counts what all its operations spent today.
+  const now = deps.now();
+  const { daily } = declaredSpendRules(deps.workspace.paths);
+  const today = daily === null ? NO_SPEND : await spendToday(db, deps.workspace.id, now);
+  const planned = plan.turns.filter((t) => t.operation === state.id).length;
+  const budget = await budgetOf(deps, state);
+  const refused = budgetRefusal(state, session, planned, budget, failureClass, { today, rule: daily, now });
   if (refused !== null) {
     plan.warnings.push(refused);
     return;
@@ -150,7 +160,8 @@ export async function planTurn(
     kind: 'session.turn_started',
     body: { role: session.role, turn, reason, declaration_hash: persona.hash },
   });
-  plan.turns.push({ session, operation: state.id, turn, reason, declarationHash: persona.hash, failureClass });
+  const tokensLeft = budget.max_tokens === null ? undefined : Math.max(0, budget.max_tokens - spendOf(state).tokens);
+  plan.turns.push({ session, operation: state.id, turn, reason, declarationHash: persona.hash, failureClass, ...(tokensLeft === undefined ? {} : { tokensLeft }) });
 }
 
 /**
@@ -225,6 +236,7 @@ export function turnEnvironment(deps: EngineDeps, t: PlannedTurn, model: string,
     NXC_MODEL: model,
   };
   if (allowed !== null) env['NXC_ALLOWED_TOOLS'] = allowed.join(',');
+  if (t.tokensLeft !== undefined) env['NXC_OPERATION_TOKENS_LEFT'] = String(t.tokensLeft);
   const token = t.lease?.token ?? null;
   if (token !== null) env['NXC_LEASE_TOKEN'] = String(token);
   return { baseEnv, env };

@@ -23,6 +23,7 @@ type ClaudeEvent = {
   is_error?: boolean;
   result?: unknown;
   num_turns?: number;
+  total_cost_usd?: unknown;
   usage?: Record<string, unknown>;
   message?: { id?: string; content?: Block[]; usage?: Record<string, unknown> };
 };
@@ -67,6 +68,7 @@ export function claudeReader(): { feed(event: unknown): void; readonly tally: Ta
           tally.tokens_in = tokensIn(ev.usage);
           tally.tokens_out = num(ev.usage['output_tokens']);
         }
+        if (typeof ev.total_cost_usd === 'number' && Number.isFinite(ev.total_cost_usd) && ev.total_cost_usd >= 0) tally.cost_usd = ev.total_cost_usd;
         if (typeof ev.num_turns === 'number') tally.model_calls = Math.max(tally.model_calls, ev.num_turns);
         tally.final = typeof ev.result === 'string' && ev.result.trim() !== '' ? ev.result : lastText;
         if (ev.is_error === true || (ev.subtype !== undefined && ev.subtype !== 'success')) tally.error = `claude ended with ${ev.subtype ?? 'an error'}${typeof ev.result === 'string' ? `: ${ev.result}` : ''}`;

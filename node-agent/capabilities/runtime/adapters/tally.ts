@@ -6,6 +6,8 @@ export type Tally = {
   tool_calls: number;
   tokens_in: number;
   tokens_out: number;
+  /** What the CLI said the run cost in US dollars (claude-code's `total_cost_usd`); null when it said nothing. */
+  cost_usd: number | null;
   /** The CLI ran `nxc reply` (or the Nexus reply tool) itself and it succeeded: the runtime must not answer again. */
   replied: boolean;
   /** The CLI's last answer text, posted for it when it did not reply itself. */
@@ -17,7 +19,7 @@ export type Tally = {
 };
 
 export function emptyTally(): Tally {
-  return { model_calls: 0, tool_calls: 0, tokens_in: 0, tokens_out: 0, replied: false, final: null, error: null, done: false };
+  return { model_calls: 0, tool_calls: 0, tokens_in: 0, tokens_out: 0, cost_usd: null, replied: false, final: null, error: null, done: false };
 }
 
 /** A reader of one CLI's JSON lines; `feed` is pure over the tally it is given. */

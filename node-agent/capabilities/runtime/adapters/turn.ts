@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import { ulid } from 'ulidx';
 import { runStateFileName, type RunStatus, type RunUsage, type TerminalStatus } from '../../../../protocol/runs.js';
 import { endingMessage } from '../answer.js';
-import { resolveLimits } from '../budget.js';
+import { operationTokensLeft, resolveLimits } from '../budget.js';
 import { writeRunState } from '../journal.js';
 import { DEFAULT_RUN_TIMEOUT_MS, type TurnInput, type TurnOutcome } from '../session.js';
 import { claudeArgs, claudeReader } from './claude-code.js';
@@ -42,6 +42,7 @@ function overBudget(t: Tally, l: ReturnType<typeof resolveLimits>): string | nul
   if (t.model_calls > l.max_model_calls) return `the model-call budget of ${l.max_model_calls} is used`;
   if (t.tool_calls > l.max_tool_calls) return `the tool-call budget of ${l.max_tool_calls} is used`;
   if (l.max_tokens !== null && t.tokens_in + t.tokens_out > l.max_tokens) return `the token budget of ${l.max_tokens} is used`;
+  if (l.operation_tokens_left !== undefined && t.tokens_in + t.tokens_out > l.operation_tokens_left) return `the operation's token budget is used: this turn spent ${t.tokens_in + t.tokens_out} of the ${l.operation_tokens_left} its operation had left (operation_budget.max_tokens)`;
   return null;
 }
 
@@ -50,7 +51,7 @@ export async function runAdapterTurn(input: TurnInput & { kind: AdapterKind }): 
   const { turn, persona, kind } = input;
   const now = input.now ?? Date.now;
   const startedAt = Number.isNaN(Date.parse(turn.written_at)) ? now() : Date.parse(turn.written_at);
-  const limits = resolveLimits(persona.budget, persona.timeout_ms ?? DEFAULT_RUN_TIMEOUT_MS, startedAt);
+  const limits = resolveLimits(persona.budget, persona.timeout_ms ?? DEFAULT_RUN_TIMEOUT_MS, startedAt, operationTokensLeft(input.env));
   const files = { state: path.join(turn.sessionDir, runStateFileName(turn.turn)), journal: path.join(turn.sessionDir, `turn-${turn.turn}.${kind}.jsonl`) };
   const reader = kind === 'claude-code' ? claudeReader() : codexReader();
   const runId = ulid();
@@ -59,7 +60,7 @@ export async function runAdapterTurn(input: TurnInput & { kind: AdapterKind }): 
     writeRunState(files.state, {
       version: 1, run_id: runId, runtime: kind, provider: null, model: persona.model, role: turn.role, session: turn.session, turn: turn.turn, thread: turn.thread,
       status, reason, started_at: new Date(startedAt).toISOString(), updated_at: new Date(now()).toISOString(), ended_at: ended ? new Date(now()).toISOString() : null,
-      limits, usage: usage(), journal: files.journal, pending_calls: [], output: reader.tally.final, pid: process.pid,
+      limits, usage: usage(), ...(reader.tally.cost_usd === null ? {} : { cost_usd: reader.tally.cost_usd }), journal: files.journal, pending_calls: [], output: reader.tally.final, pid: process.pid,
     });
   const [program, ...args] = adapterCommand(kind, { persona, env: input.env, workspaceDir: turn.workspace_dir, allowedTools: allowedFromEnv(input.env), inSandbox: input.sandbox?.on === true });
   write('running', null, false);

@@ -12,7 +12,31 @@ const ROW_FIELDS = new Set([
   'done', 'opened_in', 'untrusted',
 ]);
 const SESSION_FIELDS = new Set(['id', 'handle', 'depth', 'turn', 'running', 'declaration_hash', 'last_run']);
-const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns', 'lease', 'untrusted']);
+const OPERATION_FIELDS = new Set(['operation', 'subject', 'opener', 'finished', 'threads', 'open', 'turns', 'usage', 'lease', 'untrusted']);
+
+/** Dollars as the CLI prints them. */
+function money(n: number): string {
+  return `$${n.toFixed(n < 1 ? 4 : 2)}`;
+}
+
+/** An operation's tokens and cost against its budgets, and a mark once one is used up. */
+function usageText(op: StatusOperation): string {
+  const u = op.usage;
+  if (u === undefined) return '';
+  const over = (u.budget.max_tokens !== null && u.tokens >= u.budget.max_tokens) || (u.budget.max_cost !== null && u.cost >= u.budget.max_cost);
+  const tokens = `tokens ${u.tokens}${u.budget.max_tokens === null ? '' : ` of ${u.budget.max_tokens}`}`;
+  const cost = `cost ${money(u.cost)}${u.budget.max_cost === null ? '' : ` of ${money(u.budget.max_cost)}`}${u.unpriced_turns > 0 ? ` (${u.unpriced_turns} unpriced)` : ''}`;
+  return ` <span class="meta usage"${dataAttrs({ tokens: u.tokens, cost: u.cost })}>· ${tokens} · ${esc(cost)}</span>${over ? ' <span class="tag warn">spend budget used up</span>' : ''}`;
+}
+
+/** A workspace's spend today against its daily ceiling, above its operations. */
+function todayLine(w: WorkspaceSnapshot): string {
+  const t = w.status?.spend_today;
+  if (t === undefined) return '';
+  const tokens = `${t.tokens}${t.budget.max_tokens === null ? '' : ` of ${t.budget.max_tokens}`} tokens`;
+  const cost = `${money(t.cost)}${t.budget.max_cost === null ? '' : ` of ${money(t.budget.max_cost)}`}`;
+  return `<p class="meta spend-today"${dataAttrs({ tokens: t.tokens, cost: t.cost })}>Spent today (${esc(t.day)} UTC): ${tokens}, ${esc(cost)} · resets at ${esc(t.resets_at)}</p>`;
+}
 
 /** Where the working copy stood: the short commit on its branch, and whether anything was uncommitted. */
 export function workingCopy(wc: WorkingCopy | null): string {
@@ -140,7 +164,7 @@ export function operation(out: string[], workspace: string, op: StatusOperation)
   const state = op.finished ? '<span class="tag ok">finished</span>' : `<span class="tag plain">${op.open} open</span>`;
   out.push(
     `<details class="op" id="op-${esc(op.operation)}"${op.finished ? '' : ' open'}${dataAttrs({ operation: op.operation, finished: op.finished, untrusted: op.untrusted })}${leaseAttrs(op.lease)}>
-<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state}${op.untrusted ? ' <span class="tag bad">opened by an untrusted workspace</span>' : ''}${leaseMarks(op.lease)} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s) · turns ${op.turns.used} of ${op.turns.budget}</span>${op.turns.used >= op.turns.budget ? ' <span class="tag warn">budget used up</span>' : ''}</summary>
+<summary><strong>${esc(op.subject ?? '(no subject)')}</strong> ${state}${op.untrusted ? ' <span class="tag bad">opened by an untrusted workspace</span>' : ''}${leaseMarks(op.lease)} <span class="meta">opened by ${esc(op.opener)} · ${op.threads.length} thread(s) · turns ${op.turns.used} of ${op.turns.budget}</span>${op.turns.used >= op.turns.budget ? ' <span class="tag warn">budget used up</span>' : ''}${usageText(op)}</summary>
 ${leaseLine(op.lease)}${extras(op as Record<string, unknown>, OPERATION_FIELDS)}`,
   );
   tree(out, workspace, op.threads);
@@ -157,7 +181,7 @@ function workspaceSection(out: string[], w: WorkspaceSnapshot): void {
   const open = ops.filter((o) => !o.finished).reverse();
   const done = ops.filter((o) => o.finished).reverse();
   const notes = (w.status?.notes ?? []).map((n) => `<p class="meta">${esc(n)}</p>`).join('');
-  out.push(`<section aria-labelledby="ws-${esc(w.id)}"${dataAttrs({ workspace: w.id })}>${head}${notes}\n<h3>Open (${open.length})</h3>`);
+  out.push(`<section aria-labelledby="ws-${esc(w.id)}"${dataAttrs({ workspace: w.id })}>${head}${todayLine(w)}${notes}\n<h3>Open (${open.length})</h3>`);
   if (open.length === 0) out.push('<p class="meta">No open operation.</p>');
   for (const o of open) operation(out, w.id, o);
   out.push(`<h3>Finished (${done.length})</h3>`);

@@ -1,0 +1,1 @@
+CREATE INDEX "ops_turn_ended_idx" ON "ops" USING btree ("workspace","ts") WHERE "ops"."kind" = 'session.turn_ended';

@@ -12,6 +12,7 @@ import { readBinding, SyncClient } from '../sync/index.js';
 import type { Logger } from '../../../infra/index.js';
 import { readRegistry, type NodePaths } from './files.js';
 import { TickScheduler } from './ticks.js';
+import type { NodeCounters } from './counters.js';
 
 /** One served workspace. */
 export type ServedWorkspace = {
@@ -35,6 +36,8 @@ export type ServedOptions = {
   timers?: Timers;
   /** Opens and verifies received op texts: the node's own verification threads. */
   check: (raws: readonly string[]) => Promise<CheckedOp[]>;
+  /** Counts the turns each workspace started and did not start, for /metrics. */
+  counters?: NodeCounters;
 };
 
 /** The registry of served workspaces and their queues. */
@@ -85,6 +88,7 @@ export class Served {
         origin,
         scheduleTick: (at) => ticks.schedule(at),
         peerRoot: (id) => readRegistry(paths).workspaces.find((w) => w.id === id)?.root ?? null,
+        ...(this.opts.counters ? { observe: (o) => this.opts.counters!.observe(workspace.id, o) } : {}),
       }),
     );
     const entry: ServedWorkspace = { workspace, store, host, queue: Promise.resolve(), sync: null, ticks };
@@ -100,6 +104,7 @@ export class Served {
     const entry = this.map.get(id);
     if (!entry) return;
     this.map.delete(id);
+    this.opts.counters?.forget(id);
     await this.stop(entry);
   }
 

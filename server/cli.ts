@@ -73,26 +73,25 @@ function checkDatabaseUrl(url: string): string {
   return url;
 }
 
+/** The options of `nxs relay serve` (the docs' commands are checked against them). */
+export const SERVE_OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'database-url': { type: 'string' },
+  verbose: { type: 'boolean' },
+  'log-level': { type: 'string' },
+  'metrics-token': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'hello-timeout-ms': { type: 'string' },
+  'max-pending-per-address': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
-  const { values, positionals } = parse(
-    args,
-    {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'data-dir': { type: 'string' },
-      'database-url': { type: 'string' },
-      verbose: { type: 'boolean' },
-      'log-level': { type: 'string' },
-      'metrics-token': { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-      'hello-timeout-ms': { type: 'string' },
-      'max-pending-per-address': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    HELP,
-  );
+  const { values, positionals } = parse(args, SERVE_OPTIONS, HELP);
   if (values.help) return io.stdout(HELP);
   if (positionals.length > 0) throw new NexusError('USAGE', `unexpected argument "${positionals[0]}"\n${HELP}`);
   const port = values.port === undefined ? DEFAULT_RELAY_PORT : Number(values.port);
@@ -196,4 +195,4 @@ export async function main(argv: string[], io: RelayIo): Promise<number> {
   }
 }
 
-export { STREAM_HELP };
+export { STREAM_HELP, STREAM_OPTIONS, STREAM_VERBS } from './cli-streams.js';

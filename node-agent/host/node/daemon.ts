@@ -5,7 +5,7 @@
 import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { OpVerifier } from '../../../crypto/index.js';
 import { createLogger, useProcessHelper, type Logger } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
@@ -61,6 +61,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   const tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
   const startedAt = new Date().toISOString();
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  // Its socket runs any command on every workspace served: a folder an older version left open is closed.
+  chmodSync(paths.dir, 0o700);
   const releaseNodeLock = await claimHome(paths);
   // git runs on every message: fork it from a small helper, not from this process once it holds stores.
   useProcessHelper();
@@ -110,6 +112,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     server!.once('error', reject);
     server!.listen(paths.socket, () => resolve());
   });
+  chmodSync(paths.socket, 0o600);
   if (opts.health !== false) {
     const view = { served, counters, version: packageVersion(), registered: () => readRegistry(paths).workspaces.length };
     try {

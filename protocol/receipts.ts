@@ -19,6 +19,7 @@ export const WarningClassSchema = z.enum([
   'work_not_parked', // the working copy was due to move on, and its holder's work could not be parked yet: it stays
   'work_handed_on_unparked', // the working copy moved on without its holder's uncommitted work being parked
   'sandbox_off', // the workspace declares `sandbox: off`: this turn runs with nothing around it
+  'relay_unreachable', // the message is written here, and the workspace's relay cannot be reached: it waits in the outbox
 ]);
 export type WarningClass = z.infer<typeof WarningClassSchema>;
 
@@ -34,6 +35,8 @@ export const WarningSchema = z.object({
   round: z.string().optional(),
   step: z.string().optional(),
   declaration: z.object({ hash: z.string(), previous_hash: z.string() }).optional(),
+  /** relay_unreachable: the ops written here that wait for the relay. */
+  outbox: z.number().int().min(0).optional(),
 });
 export type Warning = z.infer<typeof WarningSchema>;
 

@@ -12,6 +12,7 @@ import { NODE_METRIC_SOURCES, renderMetrics } from '../node-agent/host/node/metr
 import { writeBinding } from '../node-agent/host/sync/index.js';
 import { findWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { runMain } from './helpers/host.js';
+import { callNode } from '../node-agent/host/rpc/client.js';
 import { until } from './helpers/until.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
@@ -85,6 +86,18 @@ describe("the node's health and metrics", () => {
     for (const name of ['nexus_node_sync_lag', 'nexus_node_turns_refused_total', 'nexus_node_lease_queue_length']) {
       expect(text.split('\n').filter((l) => l.startsWith(`# TYPE ${name} `))).toHaveLength(1);
     }
+  });
+
+  it('a send while the relay is away exits 0 and says relay_unreachable, with the ops waiting in the outbox', async () => {
+    await until('the relay found away', async () => ((await callNode(node.socket, 'sync.status', id, {})) as { last_error: string | null }).last_error ? true : undefined);
+    const json = await runMain('nxc', ['send', '@bob', '--subject', 'away', 'are you there?', '--json'], { env: env(), cwd: ws.root });
+    expect(json.code, json.stdout + json.stderr).toBe(0);
+    const warning = (json.json.warnings as Array<{ class: string; outbox?: number; message: string }>).find((w) => w.class === 'relay_unreachable');
+    expect(warning?.outbox).toBeGreaterThan(0);
+    expect(warning?.message).toContain(`${warning?.outbox} op(s)`);
+    const text = await runMain('nxc', ['send', '@bob', '--subject', 'away', 'still there?'], { env: env(), cwd: ws.root });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toMatch(/warning relay_unreachable: the relay cannot be reached .* wait in the outbox/);
   });
 
   it('is one list of sources: a figure added there is scraped with no other edit', async () => {

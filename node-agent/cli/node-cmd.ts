@@ -4,7 +4,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
 import { createLogger, wasmTieringSetting } from '../../infra/index.js';
-import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
+import { addToRegistry, isRegistered, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
 import { packageRoot } from '../paths.js';
 import { callNode, isUnreachable } from '../host/rpc/client.js';
 import { findWorkspace } from '../adapters/workspace/index.js';
@@ -128,12 +128,24 @@ async function status(io: Io, json: boolean): Promise<void> {
 async function register(io: Io, json: boolean, on: boolean): Promise<void> {
   const paths = homeOf(io);
   const ws = findWorkspace(io.cwd, io.env);
-  const changed = on ? addToRegistry(paths, ws.id, ws.paths.root) : removeFromRegistry(paths, ws.id);
-  const info = runningNode(paths);
+  const was = isRegistered(paths, ws.id);
+  let info = runningNode(paths);
   if (info) {
-    if (on) await callNode(info.socket, 'node.register', null, { root: ws.paths.root });
-    else await callNode(info.socket, 'node.unregister', null, { workspace: ws.id });
+    // The node serves first and writes the registry only once it does: a workspace it cannot serve (its
+    // store held by a node of another NEXUS_HOME: STORE_BUSY) is refused with nothing written.
+    try {
+      if (on) await callNode(info.socket, 'node.register', null, { root: ws.paths.root });
+      else await callNode(info.socket, 'node.unregister', null, { workspace: ws.id });
+    } catch (err) {
+      if (!isUnreachable(err)) throw err;
+      info = null;
+    }
   }
+  if (!info) {
+    if (on) addToRegistry(paths, ws.id, ws.paths.root);
+    else removeFromRegistry(paths, ws.id);
+  }
+  const changed = on ? !was : was;
   const out = { workspace: ws.id, registered: on, changed, node_running: info !== null };
   if (json) return printJson(io, out);
   io.stdout(

@@ -4,7 +4,7 @@
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { startNode } from '../node-agent/host/node/index.js';
 import { CLI_HANDOVER } from '../node-agent/cli/handover.js';
@@ -14,7 +14,7 @@ import { writeBinding } from '../node-agent/host/sync/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { storeTemplateReady } from '../node-agent/adapters/store/index.js';
 import { startRelay, type Relay } from '../server/index.js';
-import { silentLogger } from '../infra/index.js';
+import { createLogger, silentLogger } from '../infra/index.js';
 import { addressInUse, preferredPort } from './ports.js';
 
 const home = nexusHome();
@@ -43,13 +43,20 @@ function save(s: Saved): void {
   writeFileSync(join(home, 'launcher.json'), JSON.stringify(s, null, 2) + '\n', { mode: 0o600 });
 }
 
-async function relayOn(dataDir: string, token: string, port: number): Promise<Relay> {
+/** Where the relay's JSON log lines go: a file beside its data, so they do not interleave with the walk-through. */
+function relayLogFile(): string {
+  mkdirSync(home, { recursive: true, mode: 0o700 });
+  return join(home, 'relay.log');
+}
+
+async function relayOn(dataDir: string, token: string, port: number, logFile: string): Promise<Relay> {
+  const log = createLogger({ component: 'relay', sink: (line) => appendFileSync(logFile, line, { mode: 0o600 }) });
   try {
-    return await startRelay({ port, dataDir, operatorToken: token });
+    return await startRelay({ port, dataDir, operatorToken: token, log });
   } catch (err) {
     if (port === 0 || !addressInUse(err)) throw err;
     say(`port ${port} is taken; the relay takes a free one`);
-    return startRelay({ port: 0, dataDir, operatorToken: token });
+    return startRelay({ port: 0, dataDir, operatorToken: token, log });
   }
 }
 
@@ -118,9 +125,10 @@ async function main(): Promise<void> {
   const relayDir = join(home, 'relay');
   // Said only when it is true: a relay's first start creates its PGlite store, later starts open it.
   say(existsSync(relayDir) ? 'starting the relay...' : 'starting the relay (its first start creates a PGlite store: up to half a minute on a busy machine)...');
-  const relay = await relayOn(relayDir, s.operator_token, port);
+  const logFile = relayLogFile();
+  const relay = await relayOn(relayDir, s.operator_token, port, logFile);
   const streamToken = await ensureStream(relay, s);
-  say(`relay ${relay.url} · stream "${STREAM}"`);
+  say(`relay ${relay.url} · stream "${STREAM}" · its log: ${logFile}`);
 
   const dir = join(home, 'workspaces', 'demo');
   const fresh = !existsSync(join(dir, '.nxs', 'config.json'));
@@ -157,6 +165,9 @@ async function main(): Promise<void> {
   say(`  nxc threads show ${first}   # read a thread: the request and its answer`);
   say('  nxc send coder --subject "tests" "add tests for the parser"');
   say('  nxs sync status                       # this node and the relay');
+  const ui = node.ui();
+  if (ui !== null) say(`  dashboard: ${ui.url}   # or \`nxs ui\``);
+  say(`  relay log: ${logFile}`);
   say(`  nxs sync bind ${relay.url} --stream ${STREAM} --token ${streamToken}   # from another workspace`);
   say('Ctrl-C stops the node and the relay.');
 

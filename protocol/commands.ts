@@ -442,7 +442,7 @@ export const COMMANDS = {
       port: z.number().int().min(0).max(65535).nullable(),
     }),
     output: UiInfoSchema,
-    errors: ['USAGE'],
+    errors: ['USAGE', 'ADDRESS_IN_USE'],
   }),
   'node.shutdown': spec({ scope: 'node', summary: 'stop the node', input: empty, output: z.object({ stopping: z.boolean() }), errors: [] }),
 } as const;

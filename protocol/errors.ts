@@ -64,7 +64,7 @@ export const ERROR_TABLE = {
   LISTEN_FAILED: { exit: 1, http: 503, summary: 'the address could not be listened on' },
   STORE_BUSY: { exit: 1, http: 503, summary: 'the workspace store is held by another process' },
   STORE_FAILED: { exit: 1, http: 500, summary: 'the workspace store could not be opened' },
-  CONFIG_INVALID: { exit: 1, http: 500, summary: 'a file under .nxs/ (trust.json) is not readable JSON' },
+  CONFIG_INVALID: { exit: 2, http: 422, summary: 'a file under .nxs/ (config.json, trust.json) is not readable or not valid' },
   ALREADY_APPLIED: {
     exit: 1,
     http: 409,

@@ -21,6 +21,7 @@ export const WarningClassSchema = z.enum([
   'work_handed_on_unparked', // the working copy moved on without its holder's uncommitted work being parked
   'sandbox_off', // the workspace declares `sandbox: off`: this turn runs with nothing around it
   'usage_refused', // a turn's runtime reported usage that is not counts or amounts: its end is recorded without it
+  'relay_unreachable', // the message is written here, and the workspace's relay cannot be reached: it waits in the outbox
 ]);
 export type WarningClass = z.infer<typeof WarningClassSchema>;
 
@@ -40,6 +41,8 @@ export const WarningSchema = z.object({
   budget: BudgetNameSchema.optional(),
   /** For a turn the daily ceiling refused: when the day's spend starts again from nothing. */
   resets_at: z.string().optional(),
+  /** relay_unreachable: the ops written here that wait for the relay. */
+  outbox: z.number().int().min(0).optional(),
 });
 export type Warning = z.infer<typeof WarningSchema>;
 

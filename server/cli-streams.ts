@@ -92,7 +92,8 @@ async function call<S extends z.ZodType>(base: URL, token: string, waitMs: numbe
   return parsed.data;
 }
 
-const OPTIONS = {
+/** The options of `nxs relay stream ...`. */
+export const STREAM_OPTIONS = {
   relay: { type: 'string' },
   token: { type: 'string' },
   wait: { type: 'string' },
@@ -101,13 +102,16 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** The verbs of `nxs relay stream`. */
+export const STREAM_VERBS = ['create', 'list', 'delete', 'rotate-token'] as const;
+
 /** `nxs relay stream <verb> ...`. */
 export async function streamCommand(io: RelayIo, args: string[]): Promise<void> {
-  const { values, positionals } = parse(args, OPTIONS, STREAM_HELP);
+  const { values, positionals } = parse(args, STREAM_OPTIONS, STREAM_HELP);
   const [verb, name, ...rest] = positionals;
   if (values.help || verb === undefined || verb === 'help') return io.stdout(STREAM_HELP);
   const named = verb === 'create' || verb === 'delete' || verb === 'rotate-token';
-  if (!named && verb !== 'list') throw new NexusError('USAGE', `unknown command "relay stream ${verb}"\n${STREAM_HELP}`);
+  if (!(STREAM_VERBS as readonly string[]).includes(verb)) throw new NexusError('USAGE', `unknown command "relay stream ${verb}"\n${STREAM_HELP}`);
   if ((named && name === undefined) || (named ? rest.length : positionals.length - 1) > 0) {
     throw new NexusError('USAGE', `usage: nxs relay stream ${verb}${named ? ' NAME' : ''} --relay URL\n${STREAM_HELP}`);
   }

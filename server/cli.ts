@@ -73,26 +73,25 @@ function checkDatabaseUrl(url: string): string {
   return url;
 }
 
+/** The options of `nxs relay serve` (the docs' commands are checked against them). */
+export const SERVE_OPTIONS = {
+  host: { type: 'string' },
+  port: { type: 'string' },
+  'data-dir': { type: 'string' },
+  'database-url': { type: 'string' },
+  verbose: { type: 'boolean' },
+  'log-level': { type: 'string' },
+  'metrics-token': { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'hello-timeout-ms': { type: 'string' },
+  'max-pending-per-address': { type: 'string' },
+  json: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
-  const { values, positionals } = parse(
-    args,
-    {
-      host: { type: 'string' },
-      port: { type: 'string' },
-      'data-dir': { type: 'string' },
-      'database-url': { type: 'string' },
-      verbose: { type: 'boolean' },
-      'log-level': { type: 'string' },
-      'metrics-token': { type: 'string' },
-      'tls-cert': { type: 'string' },
-      'tls-key': { type: 'string' },
-      'hello-timeout-ms': { type: 'string' },
-      'max-pending-per-address': { type: 'string' },
-      json: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-    HELP,
-  );
+  const { values, positionals } = parse(args, SERVE_OPTIONS, HELP);
   if (values.help) return io.stdout(HELP);
   if (positionals.length > 0) throw new NexusError('USAGE', `unexpected argument "${positionals[0]}"\n${HELP}`);
   const port = values.port === undefined ? DEFAULT_RELAY_PORT : Number(values.port);
@@ -129,6 +128,8 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
     ...(tls === undefined ? {} : { tls }),
     ...(helloTimeoutMs === undefined ? {} : { helloTimeoutMs }),
     ...(maxPendingPerAddress === undefined ? {} : { maxPendingPerAddress }),
+    // The port is held by now; making the store is the slow part of a first start, so it is said.
+    onCreatingStore: (dir) => io.stderr(`creating the relay's store in ${dir} (first start: PGlite makes and migrates a database; this can take a minute)...\n`),
   });
   // A certificate renewed on disk is served from the next handshake on; a file that does not read keeps the old one.
   const unsubscribe =
@@ -196,4 +197,4 @@ export async function main(argv: string[], io: RelayIo): Promise<number> {
   }
 }
 
-export { STREAM_HELP };
+export { STREAM_HELP, STREAM_OPTIONS, STREAM_VERBS } from './cli-streams.js';

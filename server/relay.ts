@@ -1,6 +1,8 @@
 // Starts a relay: storage (PGlite or PostgreSQL), the operator token, the HTTP app and the sync socket on one port.
 import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { NexusError } from '../protocol/errors.js';
@@ -43,6 +45,8 @@ export type RelayOptions = {
   helloTimeoutMs?: number;
   /** Connections from one address that have not been admitted yet (no hello, or hello not answered) at most (default 64). */
   maxPendingPerAddress?: number;
+  /** Called before a PGlite store is made in `dataDir` (a first start; it takes a while): the port is already held. */
+  onCreatingStore?: (dataDir: string) => void;
 };
 
 /** A running relay. */
@@ -128,7 +132,30 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
   const limits = resolveLimits(opts.limits);
   if (opts.metricsToken !== undefined && opts.metricsToken.length < 16) throw new NexusError('BAD_REQUEST', 'the metrics token must be at least 16 characters');
   const host = opts.host ?? '127.0.0.1';
-  const store = await openStore(opts, log);
+  // The port is taken before the store is opened (made, on a first start): a busy port is said at once and
+  // leaves no store behind. Until the store is open, HTTP requests are answered 503.
+  const tls = opts.tls;
+  let handle: (req: Request) => Response | Promise<Response> = () =>
+    new Response(JSON.stringify({ error: { code: 'INTERNAL', message: 'the relay is starting' } }), { status: 503, headers: { 'content-type': 'application/json' } });
+  // Not serve(): listening ourselves lets a busy port surface as an error.
+  const server = createAdaptorServer({
+    fetch: (req: Request) => handle(req),
+    overrideGlobalObjects: false,
+    ...(tls === undefined ? {} : { createServer: createHttpsServer, serverOptions: { cert: tls.cert, key: tls.key } }),
+  }) as Server;
+  const port = await listen(server, host, opts.port ?? 0);
+  const closeServer = () => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  };
+  if (opts.dataDir !== undefined && !existsSync(join(opts.dataDir, 'pgdata'))) opts.onCreatingStore?.(opts.dataDir);
+  let store: StreamStore;
+  try {
+    store = await openStore(opts, log);
+  } catch (err) {
+    await closeServer();
+    throw err;
+  }
   try {
     const operator = await operatorToken(store, opts.operatorToken);
     const metrics = new RelayMetrics(version);
@@ -141,19 +168,12 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
       warnings,
       ...(opts.metricsToken === undefined ? {} : { metricsTokenHash: hashToken(opts.metricsToken) }),
     });
-    // Not serve(): listening ourselves lets a busy port surface as an error.
-    const tls = opts.tls;
-    const server = createAdaptorServer({
-      fetch: app.fetch,
-      overrideGlobalObjects: false,
-      ...(tls === undefined ? {} : { createServer: createHttpsServer, serverOptions: { cert: tls.cert, key: tls.key } }),
-    }) as Server;
+    handle = (req) => app.fetch(req);
     const sync = attachSyncServer(server, {
       store, hub, limits, metrics, log,
       helloTimeoutMs: opts.helloTimeoutMs ?? DEFAULT_HELLO_TIMEOUT_MS,
       maxPendingPerAddress: opts.maxPendingPerAddress ?? DEFAULT_MAX_PENDING_PER_ADDRESS,
     });
-    const port = await listen(server, host, opts.port ?? 0);
     const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;
     const url = `${tls === undefined ? 'http' : 'https'}://${shown}:${port}`;
     let fingerprint = tls === undefined ? undefined : certificatePin(tls.cert);
@@ -182,14 +202,14 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
       close: () =>
         (closing ??= (async () => {
           await sync.close();
-          server.closeAllConnections();
-          await new Promise<void>((resolve) => server.close(() => resolve()));
+          await closeServer();
           hub.close();
           await store.close();
           log.info('relay stopped');
         })()),
     };
   } catch (err) {
+    await closeServer().catch(() => undefined);
     await store.close().catch(() => undefined);
     throw err;
   }

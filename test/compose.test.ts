@@ -41,6 +41,17 @@ describe('docker-compose.yml, by reading', () => {
     for (const name of NEXUS.filter((n) => n !== 'relay-1')) expect(services[name]!.pull_policy, name).toBe('never');
   });
 
+  it('runs the node as a user, not root, and publishes its dashboard and metrics on the host loopback only', () => {
+    const node = services['node']!;
+    expect((node as { user?: string }).user).toBe('${NEXUS_UID:-1000}:${NEXUS_GID:-1000}');
+    expect(node.ports).toEqual(['127.0.0.1:${NEXUS_UI_PUBLISH:-7430}:7430', '127.0.0.1:${NEXUS_METRICS_PUBLISH:-9464}:9464']);
+    expect(node.command).toEqual(['node', 'run', '--metrics-host', '0.0.0.0', '--metrics-port', '9464']);
+    // The image gives that user its state folder, which a named volume starts from.
+    expect(readFileSync(join(REPO, 'Dockerfile'), 'utf8')).toMatch(/chown node:node \/data/);
+    // Where binding a workspace runs is said beside the node.
+    expect(readFileSync(join(REPO, 'docker-compose.yml'), 'utf8')).toContain('docker compose exec -w /workspaces/<name> node nxs sync bind');
+  });
+
   it('gives every service a healthcheck the slim image can run (node itself, never curl)', () => {
     for (const [name, s] of Object.entries(services)) {
       expect(s.healthcheck?.test, name).toBeDefined();
@@ -78,7 +89,9 @@ describe('docker-compose.yml, by reading', () => {
 
   it('publishes one address, on a port that can be moved, balanced over exactly the relay services', () => {
     expect(services['relay']!.ports).toEqual(['${NEXUS_RELAY_PUBLISH:-7420}:7420']);
-    for (const name of NEXUS) expect(services[name]!.ports, name).toBeUndefined();
+    // The relays only behind it; the node's ports are its dashboard and metrics, on the host loopback.
+    for (const name of RELAYS) expect(services[name]!.ports, name).toBeUndefined();
+    for (const p of services['node']!.ports ?? []) expect(p).toMatch(/^127\.0\.0\.1:/);
     const conf = services['relay']!.volumes!.find((v) => v.includes('nginx.conf'))!.split(':')[0]!;
     const nginx = readFileSync(join(REPO, conf), 'utf8');
     expect([...nginx.matchAll(/server (relay-\d+):7420;/g)].map((m) => m[1])).toEqual(RELAYS);
@@ -100,7 +113,7 @@ describe('docker-compose.yml, by reading', () => {
   });
 
   it('gives the node its home volume and the workspaces folder', () => {
-    expect(services['node']!.command).toEqual(['node', 'run']);
+    expect(services['node']!.command!.slice(0, 2)).toEqual(['node', 'run']);
     expect(services['node']!.volumes).toEqual(['nodehome:/data', './workspaces:/workspaces']);
     expect(services['node']!.environment).toEqual({ NEXUS_HOME: '/data' });
   });

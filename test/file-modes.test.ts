@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { uiSecret } from '../node-agent/host/ui/secret.js';
+import { startNode } from '../node-agent/host/node/index.js';
+import { silentLogger } from '../infra/index.js';
 import { makeWorkspace } from './helpers/workspace.js';
 import { createStore, homeTemplateDir, makeTemplate, openStore, packagedTemplateDir, templateProblem } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
@@ -155,6 +157,19 @@ describe('files that hold secrets', () => {
       expect(readdirSync(dir)).toEqual(expect.arrayContaining(['node.sock', 'node.json']));
     } finally {
       await ws.cleanup();
+    }
+  });
+
+  it('the node socket is 0600, and a node folder left 0755 is made 0700 when the node starts', async () => {
+    const home = join(base, 'home-socket');
+    mkdirSync(join(home, 'node'), { recursive: true, mode: 0o755 });
+    chmodSync(join(home, 'node'), 0o755);
+    const node = await startNode({ home, ui: false, health: false, log: silentLogger });
+    try {
+      expect(lstatSync(node.socket).mode & 0o777).toBe(0o600);
+      expect(lstatSync(join(home, 'node')).mode & 0o777).toBe(0o700);
+    } finally {
+      await node.close();
     }
   });
 });

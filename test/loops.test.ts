@@ -357,13 +357,13 @@ describe('real work under the budget', () => {
 
 
 describe('the operation budget as declared', () => {
-  it.each([0, -5, 2.5, '200'])('a config declaring operation_budget %j is refused (STORE_FAILED, naming the member), and the send writes nothing', async (bad) => {
+  it.each([0, -5, 2.5, '200'])('a config declaring operation_budget %j is refused (CONFIG_INVALID, exit 2, naming the member), and the send writes nothing', async (bad) => {
     ws = await makeWorkspace({ git: false });
     ws.persona('coder', { mode: 'reply' });
     ws.config({ operation_budget: bad });
     const r = await ws.nxc(['send', 'coder', '--subject', 's', '--json', 'hello']);
-    expect(r.code).toBe(1);
-    expect(r.json.error.code).toBe('STORE_FAILED');
+    expect(r.code).toBe(2);
+    expect(r.json.error.code).toBe('CONFIG_INVALID');
     expect(r.json.error.message).toContain('operation_budget');
     ws.config({ operation_budget: undefined });
     expect((await ws.status(true)).operations).toEqual([]);

@@ -9,6 +9,8 @@ import { addToRegistry, nodePaths, startNode, type RunningNode } from '../node-a
 import { writeBinding } from '../node-agent/host/sync/index.js';
 import { findWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { until } from './helpers/until.js';
+import { runMain } from './helpers/host.js';
+import { callNode } from '../node-agent/host/rpc/client.js';
 import { makeWorkspace } from './helpers/workspace.js';
 
 type Line = { ts: string; level: string; component: string; msg: string; [k: string]: unknown };
@@ -53,5 +55,26 @@ describe('the node log', () => {
     expect(sync).toMatchObject({ level: 'warn', workspace: workspace.id, stream: 'logged' });
     // The client's own lines no longer repeat the stream in the text: it is a field.
     expect(sync.msg.startsWith('sync logged')).toBe(false);
+  });
+
+  it('from `nxs node run`, every line it writes is a JSON line, its first one too (a log file of `nxs node start` reads with jq)', async () => {
+    const ws = await makeWorkspace({ real: true });
+    const home = ws.ownHome();
+    const env = { ...process.env, NEXUS_HOME: home, NEXUS_LOG_LEVEL: 'info' };
+    const running = runMain('nxs', ['node', 'run'], { env, cwd: ws.root });
+    const info = join(home, 'node', 'node.json');
+    await until('the node answers', async () => (existsSync(info) ? true : undefined), 30_000);
+    const socket = join(home, 'node', 'node.sock');
+    await until('the node answers', async () => callNode(socket, 'node.info', null, {}).then(() => true, () => undefined), 30_000);
+    await callNode(socket, 'node.shutdown', null, {});
+    const r = await running;
+    try {
+      const written = (r.stdout + r.stderr).split('\n').filter(Boolean);
+      expect(written.length).toBeGreaterThan(0);
+      for (const l of written) expect(() => JSON.parse(l), l).not.toThrow();
+      expect(JSON.parse(written.find((l) => l.includes(' running; socket '))!)).toMatchObject({ level: 'info', component: 'node', socket });
+    } finally {
+      await ws.cleanup();
+    }
   });
 });

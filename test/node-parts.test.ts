@@ -12,7 +12,8 @@ import { COMMANDS, handoverPaths, type AnyCommandSpec, type CommandName } from '
 import type { Op } from '../protocol/ops.js';
 import { findVerb } from '../node-agent/cli/spec.js';
 import { NXC } from '../node-agent/cli/nxc.js';
-import { nodePaths, startNode } from '../node-agent/host/node/index.js';
+import { nodePaths, readRegistry, startNode } from '../node-agent/host/node/index.js';
+import { NODE_PURPOSE, openStore } from '../node-agent/adapters/store/index.js';
 import { wanted } from '../node-agent/host/node/delivery.js';
 import { commandPath } from '../node-agent/host/node/handlers.js';
 import { Served } from '../node-agent/host/node/served.js';
@@ -20,7 +21,7 @@ import { Ticker, TickScheduler } from '../node-agent/host/node/ticks.js';
 import { postJson } from '../node-agent/host/rpc/post.js';
 import type { NodeRoute } from '../node-agent/host/rpc/server.js';
 import { Forger } from './helpers/forge.js';
-import { TestClock } from './helpers/host.js';
+import { runMain, TestClock } from './helpers/host.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 /** Lets the promises already settled run their callbacks. */
@@ -243,5 +244,27 @@ describe("the node's record of a sender's environment", () => {
     expect(recorded(a.operation)).toEqual({ PROBE_SENDER: 'bob' });
     const b = await run('send', ws.id, { to: '@carol', subject: 'q', text: 'and the cache?', caller });
     expect(recorded(b.operation)['PROBE_SENDER']).toBeUndefined();
+  });
+});
+
+describe('nxs node register under the wrong NEXUS_HOME', () => {
+  it('is refused with STORE_BUSY when a node of another home holds the store, and writes no registration', async () => {
+    const ws = await makeWorkspace({ real: true, git: false });
+    const home = ws.ownHome();
+    // The store is held as a node of another home holds it.
+    const held = await openStore(join(ws.root, '.nxs', 'store'), { purpose: NODE_PURPOSE, home: join(ws.root, '..', 'the-other-home') });
+    const node = await startNode({ home, ui: false, health: false, log: silentLogger });
+    try {
+      const r = await runMain('nxs', ['node', 'register', '--json'], { env: { ...process.env, NEXUS_HOME: home }, cwd: ws.root });
+      expect(r.code, r.stdout + r.stderr).toBe(1);
+      expect(r.json.error.code).toBe('STORE_BUSY');
+      expect(readRegistry(nodePaths(home)).workspaces).toEqual([]);
+      const status = await runMain('nxs', ['node', 'status', '--json'], { env: { ...process.env, NEXUS_HOME: home }, cwd: ws.root });
+      expect(status.json.registered).toEqual([]);
+    } finally {
+      await node.close();
+      await held.close();
+      await ws.cleanup();
+    }
   });
 });

@@ -1,8 +1,8 @@
 // The relay end to end: a real relay on port 0 (PGlite; PostgreSQL for two instances), real ws clients, its HTTP side and CLI.
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer, type AddressInfo } from 'node:net';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { WebSocket } from 'ws';
@@ -561,6 +561,33 @@ describe('nxs relay stream list | delete | rotate-token (the operator)', () => {
     } finally {
       await late.close();
     }
+  });
+
+  it('on a taken port, says ADDRESS_IN_USE before making any store: the data folder is left as it was (not there)', async () => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', () => r()));
+    const port = (holder.address() as AddressInfo).port;
+    const dir = join(mkdtempSync(join(tmpdir(), 'nexus-relay-')), 'never-made');
+    dirs.push(dirname(dir));
+    try {
+      const taken = await nxsRelay({ NEXUS_RELAY_TOKEN: operator }, 'serve', '--port', String(port), '--data-dir', dir);
+      expect(taken.code).toBe(1);
+      expect(taken.err).toContain('ADDRESS_IN_USE');
+      expect(taken.err).not.toContain('creating');
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      await new Promise((r) => holder.close(r));
+    }
+  });
+
+  it('on a first start, says it is making the store once the port is held, before the slow part', async () => {
+    // A data folder that cannot be made fails at once, after the word: no 16 s database creation in this test.
+    const parent = mkdtempSync(join(tmpdir(), 'nexus-relay-'));
+    dirs.push(parent);
+    writeFileSync(join(parent, 'a-file'), '');
+    const r = await nxsRelay({ NEXUS_RELAY_TOKEN: operator }, 'serve', '--port', '0', '--data-dir', join(parent, 'a-file', 'relay'));
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/^creating the relay's store in .*a-file\/relay \(first start/);
   });
 
   it('names a taken port ADDRESS_IN_USE (not USAGE) and a bad database URL without its password', async () => {

@@ -126,6 +126,18 @@ describe('nxs sync bind binds', () => {
     expect((await ws.nxs(['sync', 'unbind', '--json'])).json.unbound).toBe(true);
   });
 
+  it('again, over a binding: says what it replaced, in text and in --json', async () => {
+    const first = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token', token, '--json']);
+    expect(first.json.replaced).toBeNull();
+    const down = `http://127.0.0.1:${await closedPort()}`;
+    const text = await ws.nxs(['sync', 'bind', down, '--stream', 'team', '--token', token, '--offline']);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain(`replaced the binding to stream team at ${relay.url}`);
+    const json = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token', token, '--json']);
+    expect(json.json.replaced).toMatchObject({ relay: down, relays: [down], stream: 'team' });
+    expect((await ws.nxs(['sync', 'unbind', '--json'])).json.unbound).toBe(true);
+  });
+
   it.each([
     ['--token-file', (file: string) => ['--token-file', file], undefined],
     ['--token - (stdin)', () => ['--token', '-'], 'stdin'],

@@ -167,13 +167,13 @@ describe('nxs sync trust', () => {
     }
   });
 
-  it('a trust.json that is not JSON is CONFIG_INVALID (exit 1), not a store failure', async () => {
+  it('a trust.json that is not JSON is CONFIG_INVALID (exit 2), not a store failure', async () => {
     const file = trustFile(me);
     const before = existsSync(file) ? readFileSync(file, 'utf8') : null;
     writeFileSync(file, '{ not json');
     try {
       const r = await me.nxs(['sync', 'trust', 'list', '--json']);
-      expect(r.code).toBe(1);
+      expect(r.code).toBe(2);
       expect(r.json.error.code).toBe('CONFIG_INVALID');
     } finally {
       if (before === null) rmSync(file, { force: true });

@@ -1,5 +1,6 @@
 // What the chat engine needs from its host, passed in as one object: no module-level state.
 import type { Persona } from '../../protocol/persona.js';
+import type { Warning, Woke } from '../../protocol/receipts.js';
 import type { WorkingCopy } from '../../protocol/working-copy.js';
 import type { Projection } from '../kernel/index.js';
 import type { KeyRing } from './keys/ring.js';
@@ -41,6 +42,11 @@ export type EngineDeps = {
    * otherwise. Read for the declared timeout of a persona this workspace commissions there.
    */
   peerRoot?: (workspace: string) => string | null;
+  /**
+   * Told what each commit, reaction and tick set in motion (the turns started, the warnings, among them the
+   * turns that were due and not started): a node counts them for its metrics.
+   */
+  observe?: (outcome: { readonly woke: readonly Woke[]; readonly warnings: readonly Warning[] }) => void;
 };
 
 export type { CallerClaim } from '../../protocol/commands.js';

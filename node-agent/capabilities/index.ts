@@ -56,9 +56,21 @@ export function workspaceContext(deps: EngineDeps, caps: CapabilityList = CAPABI
     },
   };
   const ctx = { deps, writer } as ThreadsContext;
-  ctx.kernel = createKernel(caps, ctx, writer, newOutcome);
+  ctx.kernel = observed(createKernel(caps, ctx, writer, newOutcome), deps.observe);
   ctx.engine = createEngine(ctx);
   return ctx;
+}
+
+/** The kernel, with every outcome it gives back (a commit's, a reaction's, a tick's) also shown to `observe`. */
+function observed(kernel: ThreadsContext['kernel'], observe: EngineDeps['observe']): ThreadsContext['kernel'] {
+  if (observe === undefined) return kernel;
+  const tell = (o: Outcome): Outcome => (observe(o), o);
+  return {
+    ...kernel,
+    settle: async (commit) => tell(await kernel.settle(commit)),
+    ingested: async (ops) => tell(await kernel.ingested(ops)),
+    tick: async () => tell(await kernel.tick()),
+  };
 }
 
 export type { ThreadsContext as HostContext };

@@ -4,7 +4,7 @@ import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
 import { createLogger, wasmTieringSetting } from '../../infra/index.js';
-import { addToRegistry, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
+import { addToRegistry, isRegistered, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
 import { packageRoot } from '../paths.js';
 import { callNode, isUnreachable } from '../host/rpc/client.js';
 import { findWorkspace } from '../adapters/workspace/index.js';
@@ -26,16 +26,21 @@ async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: numbe
   return false;
 }
 
-async function run(io: Io, tickMs: number | undefined): Promise<void> {
+/** What `nxs node run` and `start` take: the ticker's period, where /healthz and /metrics listen. */
+type RunOptions = { tickMs: number | undefined; metricsHost: string | undefined; metricsPort: number | undefined };
+
+async function run(io: Io, o: RunOptions): Promise<void> {
   // A node opens its stores only as workspaces come to it: a bad setting is refused now, not at the first one.
   wasmTieringSetting(io.env);
   const [{ startNode }, { CLI_HANDOVER }] = await Promise.all([import('../host/node/index.js'), import('./handover.js')]);
+  const log = createLogger({ component: 'node', env: io.env, sink: io.stderr });
   const node = await startNode({
     home: homeOf(io).home,
     // nxc verbs that clients hand over run in the node, through its command path.
     routes: [CLI_HANDOVER],
-    log: createLogger({ component: 'node', env: io.env, sink: io.stderr }),
-    ...(tickMs === undefined ? {} : { tickMs }),
+    log,
+    ...(o.tickMs === undefined ? {} : { tickMs: o.tickMs }),
+    health: { ...(o.metricsHost === undefined ? {} : { host: o.metricsHost }), ...(o.metricsPort === undefined ? {} : { port: o.metricsPort }) },
   });
   let stopping = false;
   const stop = () => {
@@ -47,18 +52,23 @@ async function run(io: Io, tickMs: number | undefined): Promise<void> {
   // listeners are left, which would kill the node before it closes its stores.
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  io.stdout(`node ${node.pid} running; socket ${node.socket}\n`);
+  // A log line like every other: under `nxs node start` the log file is JSON lines from its first line.
+  log.info(`node ${node.pid} running; socket ${node.socket}`, { pid: node.pid, socket: node.socket, health: node.health });
   await node.closed;
 }
 
-async function start(io: Io, json: boolean, tickMs: number | undefined): Promise<void> {
+async function start(io: Io, json: boolean, o: RunOptions): Promise<void> {
   wasmTieringSetting(io.env);
   const paths = homeOf(io);
   const first = runningNode(paths);
   if (first) throw new NexusError('NODE_RUNNING', `a node already runs for ${paths.home}: pid ${first.pid}, socket ${first.socket}`, { pid: first.pid });
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
   const logFd = openSync(paths.log, 'a', 0o600);
-  const runArgs = tickMs === undefined ? [] : ['--tick-ms', String(tickMs)];
+  const runArgs = [
+    ...(o.tickMs === undefined ? [] : ['--tick-ms', String(o.tickMs)]),
+    ...(o.metricsHost === undefined ? [] : ['--metrics-host', o.metricsHost]),
+    ...(o.metricsPort === undefined ? [] : ['--metrics-port', String(o.metricsPort)]),
+  ];
   // The V8 flag bin/nxs's #! line gives a node run in the foreground: the same program either way.
   const child = spawn(process.execPath, ['--single-threaded-gc', join(packageRoot(), 'bin', 'nxs'), 'node', 'run', ...runArgs], {
     detached: true,
@@ -77,8 +87,8 @@ async function start(io: Io, json: boolean, tickMs: number | undefined): Promise
   }, 30_000);
   if (!up) throw new NexusError('INTERNAL', `the node did not come up within 30 s; see ${paths.log}`);
   const info = runningNode(paths)!;
-  if (json) printJson(io, { running: true, pid: info.pid, socket: info.socket, log: paths.log });
-  else io.stdout(`node started: pid ${info.pid}, socket ${info.socket}, log ${paths.log}\n`);
+  if (json) printJson(io, { running: true, pid: info.pid, socket: info.socket, log: paths.log, health: info.health ?? null });
+  else io.stdout(`node started: pid ${info.pid}, socket ${info.socket}, log ${paths.log}${info.health ? `, metrics ${info.health}/metrics` : ''}\n`);
 }
 
 async function stop(io: Io, json: boolean): Promise<void> {
@@ -105,21 +115,37 @@ async function status(io: Io, json: boolean): Promise<void> {
   const info = runningNode(paths);
   const registered = readRegistry(paths).workspaces;
   const live = info ? await callNode(info.socket, 'node.info', null, {}).catch(() => null) : null;
-  const report = { running: info !== null, pid: info?.pid ?? null, socket: info?.socket ?? null, home: paths.home, registered, serving: live?.workspaces ?? [] };
+  const report = { running: info !== null, pid: info?.pid ?? null, socket: info?.socket ?? null, health: info?.health ?? null, home: paths.home, registered, serving: live?.workspaces ?? [] };
   if (json) return printJson(io, report);
-  io.stdout(info ? `node running: pid ${info.pid}, socket ${info.socket}\n` : `no node running for ${paths.home} (start one with \`nxs node start\`)\n`);
+  io.stdout(
+    info
+      ? `node running: pid ${info.pid}, socket ${info.socket}${info.health ? `; health ${info.health}/healthz, metrics ${info.health}/metrics` : ''}\n`
+      : `no node running for ${paths.home} (start one with \`nxs node start\`)\n`,
+  );
   for (const w of registered) io.stdout(`  registered ${w.id} ${w.root}\n`);
 }
 
 async function register(io: Io, json: boolean, on: boolean): Promise<void> {
   const paths = homeOf(io);
   const ws = findWorkspace(io.cwd, io.env);
-  const changed = on ? addToRegistry(paths, ws.id, ws.paths.root) : removeFromRegistry(paths, ws.id);
-  const info = runningNode(paths);
+  const was = isRegistered(paths, ws.id);
+  let info = runningNode(paths);
   if (info) {
-    if (on) await callNode(info.socket, 'node.register', null, { root: ws.paths.root });
-    else await callNode(info.socket, 'node.unregister', null, { workspace: ws.id });
+    // The node serves first and writes the registry only once it does: a workspace it cannot serve (its
+    // store held by a node of another NEXUS_HOME: STORE_BUSY) is refused with nothing written.
+    try {
+      if (on) await callNode(info.socket, 'node.register', null, { root: ws.paths.root });
+      else await callNode(info.socket, 'node.unregister', null, { workspace: ws.id });
+    } catch (err) {
+      if (!isUnreachable(err)) throw err;
+      info = null;
+    }
   }
+  if (!info) {
+    if (on) addToRegistry(paths, ws.id, ws.paths.root);
+    else removeFromRegistry(paths, ws.id);
+  }
+  const changed = on ? !was : was;
   const out = { workspace: ws.id, registered: on, changed, node_running: info !== null };
   if (json) return printJson(io, out);
   io.stdout(
@@ -137,20 +163,36 @@ function tickOption(raw: string | undefined): number | undefined {
   return ms;
 }
 
-const TICK_FLAG = { 'tick-ms': { type: 'string', value: 'N', help: 'run the ticker (settling turns whose process died without reporting) every N ms instead of every 30 s' } } as const;
+/** `--metrics-port N`: 0 to 65535. */
+function portOption(raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined;
+  const port = /^\d+$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(port) || port > 65535) throw new NexusError('USAGE', `--metrics-port needs a port number, 0 to 65535 (got ${JSON.stringify(raw)})`);
+  return port;
+}
+
+const RUN_FLAGS = {
+  'tick-ms': { type: 'string', value: 'N', help: 'run the ticker (settling turns whose process died without reporting) every N ms instead of every 30 s' },
+  'metrics-host': { type: 'string', value: 'H', help: 'where /healthz and /metrics listen (default 127.0.0.1; 0.0.0.0 exposes them to the network)' },
+  'metrics-port': { type: 'string', value: 'N', help: 'the port of /healthz and /metrics (default 0: any free one, shown by `nxs node status`)' },
+} as const;
+
+function runOptions(a: Parameters<Verb['run']>[1]): RunOptions {
+  return { tickMs: tickOption(str(a, 'tick-ms')), metricsHost: str(a, 'metrics-host'), metricsPort: portOption(str(a, 'metrics-port')) };
+}
 
 export const NODE_VERBS: readonly Verb[] = [
   {
     path: ['node', 'run'],
     summary: 'run the per-machine node in the foreground (NEXUS_HOME names its state folder)',
-    flags: TICK_FLAG,
-    run: (io, a) => run(io, tickOption(str(a, 'tick-ms'))),
+    flags: RUN_FLAGS,
+    run: (io, a) => run(io, runOptions(a)),
   },
   {
     path: ['node', 'start'],
     summary: 'start the per-machine node in the background and wait until it answers',
-    flags: TICK_FLAG,
-    run: (io, a) => start(io, a.json, tickOption(str(a, 'tick-ms'))),
+    flags: RUN_FLAGS,
+    run: (io, a) => start(io, a.json, runOptions(a)),
   },
   { path: ['node', 'stop'], summary: 'stop the node (SIGKILL if it does not stop within 20 s)', run: (io, a) => stop(io, a.json) },
   { path: ['node', 'status'], summary: 'whether a node runs, and the workspaces registered with it', run: (io, a) => status(io, a.json) },

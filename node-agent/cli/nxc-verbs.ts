@@ -84,9 +84,10 @@ const reply: Verb = {
   path: verbPath('reply'),
   args: '[TEXT | -]',
   command: 'reply',
+  summary: 'answer a thread, hand it back up with --escalate, or send a channel step back with --needs-rework',
   arity: [0, 1],
   flags: {
-    thread: { type: 'string', short: 't', value: 'ID', help: 'the thread to answer (required)' },
+    thread: { type: 'string', short: 't', value: 'ID', help: 'the thread to answer (required)', required: true },
     escalate: { type: 'boolean', help: 'hand the task back up: "I cannot reach the result on my own, or this needs a decision"' },
     'needs-rework': {
       type: 'boolean',
@@ -114,6 +115,7 @@ const reply: Verb = {
 const status: Verb = {
   path: verbPath('status'),
   command: 'status',
+  summary: 'open operations (--all: finished ones too), thread by thread',
   flags: {
     all: { type: 'boolean', short: 'a', help: 'finished operations too' },
     watch: { type: 'boolean', short: 'w', help: 'redraw whenever something changes, until Ctrl-C' },
@@ -197,7 +199,7 @@ const tick: Verb = {
 const withdraw: Verb = {
   path: verbPath('withdraw'),
   command: 'withdraw',
-  flags: { thread: { type: 'string', short: 't', value: 'ID', help: "the operation's first thread: the one your send handed back (required)" } },
+  flags: { thread: { type: 'string', short: 't', value: 'ID', help: "the operation's first thread: the one your send handed back (required)", required: true } },
   details:
     'Discharges every open thread of the operation, asks its sessions to stop, and once they are gone parks what they\n' +
     'left uncommitted onto a branch and hands the working copy on. A later message in the same thread brings the work back.',

@@ -7,6 +7,7 @@ import { nexusHome, workspacePaths } from '../paths.js';
 import { printJson, processIo, type Io } from './io.js';
 import { A2A_VERBS } from './a2a-cmd.js';
 import { AGENT_VERBS } from './agent-cmd.js';
+import { completionVerb } from './completion.js';
 import { KEY_VERBS } from './key-cmd.js';
 import { MCP_VERBS } from './mcp-cmd.js';
 import { NODE_VERBS } from './node-cmd.js';
@@ -72,10 +73,16 @@ const personasList: Verb = {
   },
 };
 
+// The same scripts as `nxc completion`: nxc's table is loaded only when one is asked for.
+const completion: Verb = completionVerb(async () => {
+  const { NXC_ABOUT, NXC_VERBS } = await import('./nxc-verbs.js');
+  return [{ ...NXC_ABOUT, verbs: [...NXC_VERBS, completion] }, NXS];
+});
+
 export const NXS: Program = {
   name: 'nxs',
   summary: 'set up and run Nexus',
-  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS, ...AGENT_VERBS, ...MCP_VERBS, ...A2A_VERBS],
+  verbs: [init, personasList, ...KEY_VERBS, ...NODE_VERBS, ...SYNC_VERBS, ...TRUST_VERBS, ...UI_VERBS, ...AGENT_VERBS, ...MCP_VERBS, ...A2A_VERBS, completion],
   footer: 'nxs relay serve | stream create ...     run a relay, and make streams on it: see nxs relay --help',
 };
 

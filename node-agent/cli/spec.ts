@@ -7,7 +7,15 @@ import { NexusError } from '../../protocol/errors.js';
 import { packageVersion } from '../paths.js';
 import { runCommand, type Io } from './io.js';
 
-export type Flag = { type: 'boolean' | 'string'; short?: string; /** Shown in help: what the value is. */ value?: string; help: string };
+export type Flag = {
+  type: 'boolean' | 'string';
+  short?: string;
+  /** Shown in help: what the value is. */
+  value?: string;
+  help: string;
+  /** The verb refuses to run without it: shown in usage lines without brackets. */
+  required?: true;
+};
 
 export type Args = {
   values: Record<string, string | boolean | undefined>;
@@ -40,11 +48,25 @@ function summaryOf(v: Verb): string {
   return v.summary ?? (v.command ? COMMANDS[v.command].summary : '');
 }
 
+/** The verb's required flags, as they are typed: `--thread ID`. */
+function requiredFlags(v: Verb): string {
+  return Object.entries(v.flags ?? {})
+    .filter(([, f]) => f.required === true)
+    .map(([name, f]) => (f.type === 'boolean' ? `--${name}` : `--${name} ${f.value ?? 'VALUE'}`))
+    .join(' ');
+}
+
+/** The verb as a list line names it: its words, its required flags, its positionals. */
+function shortUsage(program: Program, v: Verb): string {
+  return [program.name, ...v.path, requiredFlags(v), v.args ?? ''].filter((s) => s !== '').join(' ');
+}
+
 export function usageOf(program: Program, v: Verb): string {
   const flags = Object.entries({ ...v.flags, json: JSON_FLAG })
+    .filter(([, f]) => f.required !== true)
     .map(([name, f]) => (f.type === 'boolean' ? `[--${name}]` : `[--${name} ${f.value ?? 'VALUE'}]`))
     .join(' ');
-  return [program.name, ...v.path, v.args ?? '', flags].filter((s) => s !== '').join(' ');
+  return [shortUsage(program, v), flags].filter((s) => s !== '').join(' ');
 }
 
 function verbHelp(program: Program, v: Verb): string {
@@ -66,9 +88,9 @@ function verbHelp(program: Program, v: Verb): string {
 /** The program's help, or the help of a group of verbs (`nxs node`). */
 function listHelp(program: Program, prefix: readonly string[]): string {
   const verbs = program.verbs.filter((v) => prefix.every((w, i) => v.path[i] === w));
-  const width = Math.min(48, Math.max(...verbs.map((v) => [program.name, ...v.path, v.args ?? ''].join(' ').length)) + 2);
+  const width = Math.min(48, Math.max(...verbs.map((v) => shortUsage(program, v).length)) + 2);
   const lines = prefix.length === 0 ? [`${program.name}: ${program.summary}`, ''] : [`${program.name} ${prefix.join(' ')}:`, ''];
-  for (const v of verbs) lines.push(`  ${[program.name, ...v.path, v.args ?? ''].join(' ').trimEnd().padEnd(width)} ${summaryOf(v)}`);
+  for (const v of verbs) lines.push(`  ${shortUsage(program, v).padEnd(width)} ${summaryOf(v)}`);
   lines.push('', `Every command takes --json and --help. ${program.name} --version prints the version.`);
   if (program.footer && prefix.length === 0) lines.push('', program.footer.trimEnd());
   return lines.join('\n') + '\n';
@@ -118,7 +140,7 @@ function match(program: Program, argv: readonly string[]): { verb: Verb; rest: s
 export async function cliMain(io: Io, program: Program): Promise<number> {
   const argv = io.argv;
   const wantsJson = argv.includes('--json');
-  if (argv[0] === '--version' || argv[0] === '-V') {
+  if (argv[0] === '--version' || argv[0] === '-V' || argv[0] === '-v') {
     io.stdout(wantsJson ? JSON.stringify({ version: packageVersion() }) + '\n' : `${program.name} ${packageVersion()}\n`);
     return 0;
   }

@@ -7,7 +7,7 @@ import { PENDING_LIMITS } from '../../protocol/storable.js';
 import { nodePaths, originId } from '../host/node/files.js';
 import { callNode } from '../host/rpc/client.js';
 import { servingNode } from '../host/remote.js';
-import { parseRelayUrls, removeBinding, writeBinding, type Binding } from '../host/sync/binding.js';
+import { parseRelayUrls, readBinding, removeBinding, writeBinding, type Binding } from '../host/sync/binding.js';
 import { isTlsRelay, readCaFile } from '../host/sync/tls.js';
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { printJson, routerOf, type Io } from './io.js';
@@ -49,6 +49,16 @@ async function probeInTurn(binding: Binding, urls: readonly string[], node: stri
     if (answer.ok || answer.refused) return last;
   }
   return last!;
+}
+
+/** What a bind replaces: the binding there was, or that it could not be read; null when there was none. */
+function previousBinding(paths: Parameters<typeof readBinding>[0]): { relay: string; relays: string[]; stream: string; bound_at: string } | { unreadable: string } | null {
+  try {
+    const b = readBinding(paths);
+    return b === null ? null : { relay: b.relay, relays: b.relays ?? [b.relay], stream: b.stream, bound_at: b.bound_at };
+  } catch (err) {
+    return { unreadable: (err as Error).message };
+  }
 }
 
 async function bind(io: Io, a: Args): Promise<void> {
@@ -95,11 +105,20 @@ async function bind(io: Io, a: Args): Promise<void> {
       cause: answer.cause,
     });
   }
+  // Binding again replaces what was bound: said, so a second bind is never a silent switch of stream or relay.
+  const before = previousBinding(ws.paths);
   writeBinding(ws.paths, binding);
   const socket = serving(io, ws);
   const status = socket ? await callNode(socket, 'sync.reload', ws.id, {}) : null;
-  const out = { bound: true, workspace: ws.id, relay: binding.relay, relays: urls, answered_by: answer.ok ? asked : null, stream, reachable: answer.ok, offline: !answer.ok, head: answer.ok ? answer.head : null, node_serving: socket !== null, status };
+  const out = { bound: true, workspace: ws.id, relay: binding.relay, relays: urls, answered_by: answer.ok ? asked : null, stream, reachable: answer.ok, offline: !answer.ok, head: answer.ok ? answer.head : null, node_serving: socket !== null, status, replaced: before };
   if (a.json) return printJson(io, out);
+  if (before !== null) {
+    io.stdout(
+      'unreadable' in before
+        ? `replaced an unreadable binding (${before.unreadable})\n`
+        : `replaced the binding to stream ${before.stream} at ${before.relays.join(', ')} (bound ${before.bound_at})${before.stream === stream && before.relays.join(',') === urls.join(',') ? '; the same stream and relays, with the token given now' : ''}\n`,
+    );
+  }
   io.stdout(
     answer.ok
       ? `${ws.id} bound to stream ${stream} at ${urls.join(', ')} (head ${answer.head}${urls.length > 1 ? ` from ${asked}` : ''})\n`

@@ -18,6 +18,21 @@ export type WatchOptions = {
 };
 
 /**
+ * Ops per second taken in, over a window of about two seconds. Counted from the first cursor seen, not from
+ * 0: a stream already caught up when the watch starts moves at 0 ops/s, however long it is.
+ */
+export function rateMeter(windowMs = 2_000): (cursor: number, now: number) => number {
+  let from: { t: number; cursor: number } | null = null;
+  let previous = 0;
+  return (cursor, now) => {
+    if (from === null) from = { t: now, cursor };
+    else if (now - from.t >= windowMs) from = { t: now, cursor: previous };
+    previous = cursor;
+    return now > from.t ? Math.round(((cursor - from.cursor) * 1000) / Math.max(1, now - from.t)) : 0;
+  };
+}
+
+/**
  * Follows the node's sync of `ws`: one line rewritten in place on a terminal; elsewhere a line when
  * it changes (and at most every few seconds while catching up). Ends early when sync is refused.
  */
@@ -28,10 +43,9 @@ export async function watchSync(io: Io, ws: Workspace, socket: string, opts: Wat
   void (opts.stop ?? signal!.stopped).then(() => (stopped = true));
   const started = Date.now();
   let last: Progress = {};
-  let lastCursor = -1;
   let lastPrint = 0;
   let lastLine = '';
-  let rateFrom = { t: Date.now(), cursor: 0 };
+  const rateOf = rateMeter();
   try {
     for (;;) {
       last = (await callNode(socket, 'sync.status', ws.id, {})) as Progress;
@@ -39,8 +53,7 @@ export async function watchSync(io: Io, ws: Workspace, socket: string, opts: Wat
       const head = Math.max(last.head ?? 0, cursor);
       const done = last.caught_up === true && (last.lag ?? 0) === 0;
       const now = Date.now();
-      if (now - rateFrom.t >= 2_000) rateFrom = { t: now, cursor: lastCursor < 0 ? cursor : lastCursor };
-      const rate = now > rateFrom.t ? Math.round(((cursor - rateFrom.cursor) * 1000) / Math.max(1, now - rateFrom.t)) : 0;
+      const rate = rateOf(cursor, now);
       const pct = head > 0 ? Math.floor((cursor * 100) / head) : 100;
       const state = last.connected ? (done ? ' · caught up' : '') : ' · connecting';
       const line = `sync: ${cursor} of ${head} ops (${pct}%)${rate > 0 ? ` · ${rate} ops/s` : ''}${state}${last.last_error ? ` · ${last.last_error}` : ''}`;
@@ -50,7 +63,6 @@ export async function watchSync(io: Io, ws: Workspace, socket: string, opts: Wat
         lastPrint = now;
       }
       lastLine = line;
-      lastCursor = cursor;
       if ((opts.untilCaughtUp && done) || last.refused || stopped || now - started > limitMs) break;
       await new Promise((r) => setTimeout(r, opts.everyMs ?? 250));
       if (stopped) break;

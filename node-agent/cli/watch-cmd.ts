@@ -104,7 +104,7 @@ export const WAIT_VERB: Verb = {
   path: ['wait'],
   summary: 'wait until a thread is answered; the exit code says how (0 answered, 3 escalated or refused, 4 timed out)',
   flags: {
-    thread: { type: 'string', short: 't', value: 'ID', help: 'the thread to wait for (required)' },
+    thread: { type: 'string', short: 't', value: 'ID', help: 'the thread to wait for (required)', required: true },
     timeout: { type: 'string', value: 'S', help: 'give up after S seconds (exit 4); default: wait for ever' },
   },
   details:

@@ -7,7 +7,10 @@ import { KeyRing } from '../capabilities/keys/index.js';
 import { readWorkingCopy } from '../adapters/git/index.js';
 import { loadPersona } from '../adapters/personas/index.js';
 import { baseEnvironment, launchTurn, processAlive, seesSessionProcesses, stopTurn } from '../adapters/sessions/index.js';
-import { openStore, type OpenOptions } from '../adapters/store/index.js';
+import { openStore, tables, type OpenOptions } from '../adapters/store/index.js';
+import { and, eq, like } from 'drizzle-orm';
+import { THREAD_ID_RE } from '../../protocol/ids.js';
+import { NexusError } from '../../protocol/errors.js';
 import type { Workspace } from '../adapters/workspace/index.js';
 import { applyOnce, invoke, projectionsOf, requestProjection, RequestScope, type Handlers } from '../kernel/index.js';
 import { nodePaths, originId, readRegistry } from './node/files.js';
@@ -65,6 +68,28 @@ export function realDeps(workspace: Workspace, db: EngineDeps['db'], overrides: 
   };
 }
 
+/** The shortest start of a thread id taken for the whole id (`t-` and four characters). */
+const MIN_THREAD_PREFIX = 6;
+
+/**
+ * A command's input with a thread id given by its start (`t-01JX4Q`, as status prints ids) made whole, when
+ * exactly one thread of the workspace starts so; several are UNKNOWN_THREAD naming them, none is left for
+ * the command to refuse as it always did.
+ */
+export async function withWholeThreadId<I>(db: EngineDeps['db'], input: I): Promise<I> {
+  const given = (input as { thread?: unknown } | null)?.thread;
+  if (typeof given !== 'string' || THREAD_ID_RE.test(given) || !/^t-[0-9A-Za-z]+$/.test(given) || given.length < MIN_THREAD_PREFIX) return input;
+  const rows = await db
+    .selectDistinct({ thread: tables.ops.thread })
+    .from(tables.ops)
+    .where(and(eq(tables.ops.kind, 'thread.opened'), like(tables.ops.thread, `${given.toUpperCase().replace(/^T-/, 't-')}%`)))
+    .limit(6);
+  const found = rows.map((r) => r.thread).filter((t): t is string => t !== null);
+  if (found.length === 1) return { ...input, thread: found[0] };
+  if (found.length > 1) throw new NexusError('UNKNOWN_THREAD', `${given} is the start of several threads (${found.slice(0, 5).join(', ')}${found.length > 5 ? ', ...' : ''}): give more of the id`);
+  return input;
+}
+
 /**
  * A host over `deps`. `opts.capabilities` composes the workspace from another list (its projections, handlers,
  * policies, reactions and tick steps all come from it); `opts.handlers` replaces the handler table.
@@ -79,7 +104,8 @@ export function hostFor(deps: EngineDeps, opts: { capabilities?: CapabilityList;
   const ctx = workspaceContext(withRequests, caps);
   return {
     ...ctx,
-    run: (name, input, opts) => {
+    run: async (name, given, opts) => {
+      const input = await withWholeThreadId(deps.db, given);
       const once = (COMMANDS[name] as { once?: true }).once === true;
       if (!once || opts?.request === undefined) return invoke(handlers, ctx, name, input);
       return applyOnce(withRequests.db, scope, name, opts.request, (raw) => parseOutput(name, raw), () => invoke(handlers, ctx, name, input));

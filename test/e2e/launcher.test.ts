@@ -2,7 +2,7 @@
 // Never on a fixed port: the relay is asked for a port this test holds, so the fallback to a free one runs too.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,6 +65,11 @@ describe('npm start', () => {
       expect(relayPort).not.toBe(takenPort);
       expect(out).toMatch(/the relay's operator token \(shown this once; kept in .*launcher\.json\): \S{20,}/);
       expect(out).toContain('its first start creates a PGlite store');
+      // The dashboard is among the next steps; the relay's JSON lines are in their file, not in the walk-through.
+      expect(out).toMatch(/dashboard: http:\/\/nxs-[0-9a-f]{20}\.localhost:\d+\/\?k=\S+/);
+      expect(out).toContain(`relay log: ${join(home, 'relay.log')}`);
+      expect(out.split('\n').filter((l) => l.startsWith('{"ts"'))).toEqual([]);
+      expect(readFileSync(join(home, 'relay.log'), 'utf8')).toContain('"component":"relay"');
       expect(out).toMatch(/awaiting you \(answered by \w{4}\/planner\)/);
 
       const dir = join(home, 'workspaces', 'demo');

@@ -204,13 +204,13 @@ describe('refused commands', () => {
     expect(r.json.errors).toEqual([expect.objectContaining({ file: '.nxs-personas/broken.yaml', field: 'timeout' })]);
   });
 
-  it('a workspace whose config cannot be read is a failure of our own: exit 1, STORE_FAILED', async () => {
+  it('a workspace whose config cannot be read is refused like any bad input: exit 2, CONFIG_INVALID', async () => {
     const dir = join(ctx.outside, 'corrupt');
     mkdirSync(join(dir, '.nxs'), { recursive: true });
     writeFileSync(join(dir, '.nxs', 'config.json'), '{ not json');
     const r = await ctx.ws.nxc(['status', '--json'], { cwd: dir });
-    expect(r.code, r.stdout + r.stderr).toBe(1);
-    expect(r.json).toMatchObject({ ok: false, error: { code: 'STORE_FAILED' } });
+    expect(r.code, r.stdout + r.stderr).toBe(2);
+    expect(r.json).toMatchObject({ ok: false, error: { code: 'CONFIG_INVALID' } });
   });
 
   it('an internal failure (.nxs is a dangling link, so the new workspace cannot be put in place) exits 1 with INTERNAL and leaves no workspace', async () => {

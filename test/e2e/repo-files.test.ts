@@ -61,14 +61,14 @@ describe('files under .nxs/ that are not regular files', () => {
     rmSync(join(ws.root, '.nxs', 'sync.json'));
   });
 
-  it('a config.json that is a FIFO is refused (STORE_FAILED) without waiting on it', { timeout: 30_000 }, async () => {
+  it('a config.json that is a FIFO is refused (CONFIG_INVALID) without waiting on it', { timeout: 30_000 }, async () => {
     const other = await makeWorkspace({ real: true });
     try {
       rmSync(join(other.root, '.nxs', 'config.json'));
       execFileSync('mkfifo', [join(other.root, '.nxs', 'config.json')]);
       mkdirSync(join(other.root, 'sub'));
       const r = await other.nxc(['status', '--json'], { cwd: join(other.root, 'sub') });
-      expect(r.json?.error, r.stdout + r.stderr).toMatchObject({ code: 'STORE_FAILED', message: expect.stringContaining('not a regular file') });
+      expect(r.json?.error, r.stdout + r.stderr).toMatchObject({ code: 'CONFIG_INVALID', message: expect.stringContaining('not a regular file') });
     } finally {
       await other.cleanup();
     }

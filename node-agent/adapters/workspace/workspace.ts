@@ -50,20 +50,20 @@ const SMALL_FILE_MAX_BYTES = 64 * 1024;
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9 ._-]{0,63}$/;
 
-/** The config file, parsed and checked; a file that is unreadable or does not fit is STORE_FAILED, as it always was. */
+/** The config file, parsed and checked; a file that is unreadable or does not fit is CONFIG_INVALID, a refusal like any other. */
 function parseConfig(paths: WorkspacePaths): z.infer<typeof ConfigSchema> {
   let raw: unknown;
   try {
     // Only a small regular file: a commit could put a FIFO or a link to a device here.
     raw = JSON.parse(readSmallFileSync(paths.config, SMALL_FILE_MAX_BYTES));
   } catch (err) {
-    throw new NexusError('STORE_FAILED', `${paths.config} is unreadable: ${err instanceof Error ? err.message : String(err)}`, undefined, { cause: err });
+    throw new NexusError('CONFIG_INVALID', `${paths.config} is unreadable: ${err instanceof Error ? err.message : String(err)}`, undefined, { cause: err });
   }
   const parsed = ConfigSchema.safeParse(raw);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const where = issue === undefined ? '' : `: ${issue.path.join('.') || '(the file)'}: ${issue.message}`;
-    throw new NexusError('STORE_FAILED', `${paths.config} is not a valid workspace config${where}`);
+    throw new NexusError('CONFIG_INVALID', `${paths.config} is not a valid workspace config${where}`);
   }
   return parsed.data;
 }

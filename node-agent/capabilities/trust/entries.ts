@@ -30,7 +30,7 @@ export function trustFile(paths: Pick<WorkspacePaths, 'nxs'>): string {
 }
 
 function corrupt(paths: Pick<WorkspacePaths, 'nxs'>, why: string): never {
-  throw new NexusError('STORE_FAILED', `${trustFile(paths)} is not a valid trust file (${why}); fix it or move it away`);
+  throw new NexusError('CONFIG_INVALID', `${trustFile(paths)} is not a valid trust file (${why}); fix it or move it away`);
 }
 
 function parseEntry(paths: Pick<WorkspacePaths, 'nxs'>, raw: unknown): TrustEntry {

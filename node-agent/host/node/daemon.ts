@@ -5,7 +5,7 @@
 import { createAdaptorServer } from '@hono/node-server';
 import type { Server } from 'node:http';
 import { EventEmitter } from 'node:events';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { OpVerifier } from '../../../crypto/index.js';
 import { createLogger, useProcessHelper, type Logger } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
@@ -20,6 +20,8 @@ import { claimHome } from './claim.js';
 import { commandPath } from './handlers.js';
 import { Served } from './served.js';
 import { Ticker } from './ticks.js';
+import { NodeCounters } from './counters.js';
+import { healthApp, startHealth, type HealthOptions, type HealthServer } from './metrics.js';
 
 export type NodeOptions = {
   home?: string;
@@ -32,12 +34,16 @@ export type NodeOptions = {
   routes?: readonly NodeRoute[];
   /** The timers its clock arms (default: the process's). */
   timers?: Timers;
+  /** Where /healthz and /metrics listen (default: 127.0.0.1, any free port); false: nowhere. */
+  health?: HealthOptions | false;
 };
 
 export type RunningNode = {
   paths: NodePaths;
   socket: string;
   pid: number;
+  /** Where /healthz and /metrics answer (http://host:port), or null when they are off. */
+  health: string | null;
   /** The dashboard's URL (with the node's secret), or null when it is off or could not start. */
   ui: () => UiInfo | null;
   /** "ops": a workspace's log grew (a command ran, or synced or delivered ops were taken in); the argument is its id. */
@@ -55,6 +61,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   const tickMs = opts.tickMs ?? DEFAULT_TICK_MS;
   const startedAt = new Date().toISOString();
   mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  // Its socket runs any command on every workspace served: a folder an older version left open is closed.
+  chmodSync(paths.dir, 0o700);
   const releaseNodeLock = await claimHome(paths);
   // git runs on every message: fork it from a small helper, not from this process once it holds stores.
   useProcessHelper();
@@ -64,7 +72,8 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   // Its own verification threads, for sync and local delivery: they end with the node.
   const verifier = new OpVerifier();
   const check = verifier.check;
-  const served = new Served({ paths, origin: originId(paths.home), log, announce, check, ...(opts.timers ? { timers: opts.timers } : {}) });
+  const counters = new NodeCounters();
+  const served = new Served({ paths, origin: originId(paths.home), log, announce, check, counters, ...(opts.timers ? { timers: opts.timers } : {}) });
   const delivery = new LocalDelivery(served, announce, log, check);
   served.deliver = (entry) => delivery.from(entry);
   for (const w of readRegistry(paths).workspaces) {
@@ -72,6 +81,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   }
 
   let ui: UiServer | null = null;
+  let health: HealthServer | null = null;
   let server: Server | undefined;
   let ticker: Ticker | undefined;
   let stopping: Promise<void> | undefined;
@@ -82,6 +92,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
       ticker?.close();
       await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
       await ui?.close();
+      await health?.close();
       await served.close();
       await verifier.close();
       rmSync(paths.socket, { force: true });
@@ -101,7 +112,19 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     server!.once('error', reject);
     server!.listen(paths.socket, () => resolve());
   });
-  writeInfo(paths, { pid: process.pid, started_at: startedAt, socket: paths.socket, home: paths.home });
+  chmodSync(paths.socket, 0o600);
+  if (opts.health !== false) {
+    const view = { served, counters, version: packageVersion(), registered: () => readRegistry(paths).workspaces.length };
+    try {
+      health = await startHealth(healthApp(view, { pid: process.pid, startedAt, log }), opts.health ?? {});
+    } catch (err) {
+      // Asked for a port it cannot have: the node does not run half-watched.
+      await close();
+      throw err;
+    }
+    log.info(`health and metrics on ${health.url}/healthz and ${health.url}/metrics`, { health: health.url });
+  }
+  writeInfo(paths, { pid: process.pid, started_at: startedAt, socket: paths.socket, home: paths.home, ...(health ? { health: health.url } : {}) });
   if (opts.ui !== false) {
     const onAppended = (listener: (workspace: string) => void) => (events.on('ops', listener), () => void events.off('ops', listener));
     const backend = { run, onAppended, registered: () => readRegistry(paths).workspaces };
@@ -120,5 +143,5 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     tick_ms: tickMs,
   });
   if (!existsSync(paths.socket)) throw new NexusError('INTERNAL', 'the node socket vanished');
-  return { paths, socket: paths.socket, pid: process.pid, ui: () => ui?.info() ?? null, events, close, closed };
+  return { paths, socket: paths.socket, pid: process.pid, health: health?.url ?? null, ui: () => ui?.info() ?? null, events, close, closed };
 }

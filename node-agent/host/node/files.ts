@@ -70,7 +70,14 @@ export function nodeProcessAlive(pid: number): boolean {
   return processAlive(pid);
 }
 
-const InfoSchema = z.object({ pid: z.number().int(), started_at: z.string(), socket: z.string(), home: z.string() });
+const InfoSchema = z.object({
+  pid: z.number().int(),
+  started_at: z.string(),
+  socket: z.string(),
+  home: z.string(),
+  /** Where /healthz and /metrics answer, when they do. */
+  health: z.string().optional(),
+});
 export type NodeInfo = z.infer<typeof InfoSchema>;
 
 /** The folder whose holder is the node of this home. */

@@ -3,6 +3,7 @@
 // through. A command the list marks `reads` announces nothing; every other one announces its workspace.
 import { COMMANDS, type AnyCommandSpec, type CommandName, type NodeCommand, type UiInfo, type WorkspaceCommand } from '../../../protocol/commands.js';
 import { NexusError } from '../../../protocol/errors.js';
+import type { Warning } from '../../../protocol/receipts.js';
 import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import { invoke, type Handlers } from '../../kernel/index.js';
 import type { RpcBackend } from '../rpc/server.js';
@@ -70,6 +71,23 @@ function syncHandlers(served: Served): Handlers<ServedWorkspace, 'sync.status' |
   };
 }
 
+/**
+ * A command that wrote, on a workspace whose relay cannot be reached: its answer says so (the command still
+ * succeeded; what it wrote waits in the outbox and is pushed when the relay answers).
+ */
+async function relayWarning(entry: ServedWorkspace, out: unknown): Promise<unknown> {
+  const warnings = (out as { warnings?: unknown } | null)?.warnings;
+  if (entry.sync === null || !entry.sync.unreachable || !Array.isArray(warnings)) return out;
+  const s = await entry.sync.status();
+  if (!s.bound) return out;
+  const warning: Warning = {
+    class: 'relay_unreachable',
+    outbox: s.outbox,
+    message: `the relay cannot be reached (${s.last_error ?? (s.refused ? 'it refused this binding' : 'not connected')}): ${s.outbox} op(s) written here wait in the outbox and are pushed when it answers; see \`nxs sync status\``,
+  };
+  return { ...(out as object), warnings: [...(warnings as Warning[]), warning] };
+}
+
 /** The one command path: node commands, the node's sync handlers, and workspace commands in their queue. */
 export function commandPath(d: HandlerDeps): RpcBackend['run'] {
   const node = nodeHandlers(d);
@@ -81,8 +99,9 @@ export function commandPath(d: HandlerDeps): RpcBackend['run'] {
     if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`));
     if (name === 'sync.status' || name === 'sync.reload') return invoke(sync, entry, name, input as never) as never;
     const done = d.served.withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never, opts), opts?.env ?? null);
+    if (specs[name].reads === true) return done as never;
     // A refused command may still have written (a start failure it recorded): announce either way.
-    if (specs[name].reads !== true) void done.then(() => d.announce(workspace), () => d.announce(workspace));
-    return done as never;
+    void done.then(() => d.announce(workspace), () => d.announce(workspace));
+    return done.then((out) => relayWarning(entry, out)) as never;
   };
 }

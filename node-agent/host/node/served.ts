@@ -13,6 +13,7 @@ import { readBinding, SyncClient } from '../sync/index.js';
 import type { Logger } from '../../../infra/index.js';
 import { readRegistry, type NodePaths } from './files.js';
 import { TickScheduler } from './ticks.js';
+import type { NodeCounters } from './counters.js';
 
 /** One served workspace. */
 export type ServedWorkspace = {
@@ -41,6 +42,8 @@ export type ServedOptions = {
   timers?: Timers;
   /** Opens and verifies received op texts: the node's own verification threads. */
   check: (raws: readonly string[]) => Promise<CheckedOp[]>;
+  /** Counts the turns each workspace started and did not start, for /metrics. */
+  counters?: NodeCounters;
 };
 
 /** The registry of served workspaces and their queues. */
@@ -93,6 +96,7 @@ export class Served {
         baseEnv: () => current.env ?? baseEnvironment(process.env),
         scheduleTick: (at) => ticks.schedule(at),
         peerRoot: (id) => readRegistry(paths).workspaces.find((w) => w.id === id)?.root ?? null,
+        ...(this.opts.counters ? { observe: (o) => this.opts.counters!.observe(workspace.id, o) } : {}),
       }),
     );
     const entry: ServedWorkspace = {
@@ -121,6 +125,7 @@ export class Served {
     const entry = this.map.get(id);
     if (!entry) return;
     this.map.delete(id);
+    this.opts.counters?.forget(id);
     await this.stop(entry);
   }
 

@@ -180,6 +180,11 @@ export class SyncClient {
     void this.pump();
   }
 
+  /** Not connected, after a failure or a refusal: what is written here waits in the outbox. */
+  get unreachable(): boolean {
+    return !this.connected && (this.lastError !== null || this.refused);
+  }
+
   async status(): Promise<SyncStatus> {
     const [outboxCount, pending, inert, refusalsUnsigned] = await this.opts.run(
       async (db) => [await outboxSize(db, this.opts.origin, this.position.acked), await pendingCount(db), await inertCounts(db), await refusalRepeats(db)] as const,

@@ -51,7 +51,12 @@ function savedPort(file: string): number | null {
 
 function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
-    const onError = (err: Error) => reject(new NexusError('USAGE', `the dashboard cannot listen on ${host}:${port}: ${err.message}`, undefined, { cause: err }));
+    const onError = (err: NodeJS.ErrnoException) =>
+      reject(
+        err.code === 'EADDRINUSE'
+          ? new NexusError('ADDRESS_IN_USE', `the dashboard cannot listen on ${host}:${port}: another process holds it; choose another with --port (0: any free one)`, { os_code: err.code }, { cause: err })
+          : new NexusError('USAGE', `the dashboard cannot listen on ${host}:${port}: ${err.message}`, undefined, { cause: err }),
+      );
     server.once('error', onError);
     server.listen(port, host, () => {
       server.off('error', onError);

@@ -102,6 +102,7 @@ export async function seedWorkspace(base: string, name: string, ops: number): Pr
   let lamport = 0;
   let written = 0;
   let pending: IncomingOp[] = [];
+  const sessions: string[] = [];
   const ts = new Date(Date.now() - 365 * 86_400_000);
   const flush = async () => {
     const batch = pending;
@@ -114,6 +115,7 @@ export async function seedWorkspace(base: string, name: string, ops: number): Pr
     for (const d of drafts) {
       // A year of history: each op a few seconds after the last.
       ts.setTime(ts.getTime() + 3_000);
+      if (d.kind === 'session.created') sessions.push(d.session!);
       const op = { id: randomUlid(), workspace: workspace.id, origin: 'bench-seed', lamport: ++lamport, ts: ts.toISOString(), ...d, key: signer.key } as Op;
       pending.push({ ...op, sig: signOp(op, signer).sig });
     }
@@ -128,10 +130,21 @@ export async function seedWorkspace(base: string, name: string, ops: number): Pr
   }
   while (opened < OPEN) await add(openOperation(opened++));
   if (pending.length > 0) await flush();
-  await store.pg.query('vacuum analyze');
-  const counts = await store.pg.query<{ ops: number; finished: number }>('select (select count(*) from ops)::int as ops, (select count(*) from operations where finished)::int as finished');
+  // The turns this machine ran for the finished operations: device-local rows that stay once each has ended.
+  for (let i = 0; i < sessions.length; i += 10_000) {
+    const part = sessions.slice(i, i + 10_000);
+    await store.pg.query(
+      `insert into session_procs (session, turn, sidecar_pid, runtime_pid, started_at, ended_at, exit_code)
+       select s, t, 1, 1, '2025-12-01T00:00:00.000Z', '2025-12-01T00:05:00.000Z', 0 from unnest($1::text[]) as s, (values (1), (2)) as v(t)`,
+      [part],
+    );
+  }
+  // No ANALYZE: PGlite never runs one, so a real store's planner has no statistics either.
+  const counts = await store.pg.query<{ ops: number; finished: number; turns: number }>(
+    'select (select count(*) from ops)::int as ops, (select count(*) from operations where finished)::int as finished, (select count(*) from session_procs)::int as turns',
+  );
   await store.close();
-  progress(`${name}: ${counts.rows[0]!.ops} ops, ${counts.rows[0]!.finished} finished operations, seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+  progress(`${name}: ${counts.rows[0]!.ops} ops, ${counts.rows[0]!.finished} finished operations, ${counts.rows[0]!.turns} turns run here, seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   addToRegistry(nodePaths(home), workspace.id, root);
   return { home, root, store: workspace.paths.store, ops: counts.rows[0]!.ops, finished: counts.rows[0]!.finished };
 }

@@ -202,9 +202,11 @@ export async function ageRows(): Promise<{ rows: TargetRow[]; notes: string[] }>
     const nxc = (ws: Seeded) => run(process.execPath, [join(packageRoot(), 'bin', 'nxc'), 'status', '--json'], { cwd: ws.root, env: { ...env, NEXUS_HOME: ws.home, NXC_ACTOR: 'alice' }, maxBuffer: 1 << 26 });
     for (let r = 0; r < REPEATS; r++) {
       const medians: Record<'young' | 'old', number> = { young: 0, old: 0 };
+      const starts: Record<'young' | 'old', number> = { young: 0, old: 0 };
       for (const [name, ws] of [['young', young], ['old', old]] as const) {
         const node = await nodeRun(ws, env);
         try {
+          starts[name] = node.startMs;
           if (name === 'old') cold.runs.push(node.startMs);
           const first = JSON.parse((await nxc(ws)).stdout) as { operations: unknown[] };
           if (first.operations.length !== OPEN) throw new Error(`status of ${name} lists ${first.operations.length} operations, not ${OPEN}`);
@@ -215,7 +217,7 @@ export async function ageRows(): Promise<{ rows: TargetRow[]; notes: string[] }>
         }
       }
       status.runs.push(medians.old / medians.young);
-      notes.push(`age run ${r + 1}: status ${medians.old.toFixed(1)} ms (${old.ops} ops) vs ${medians.young.toFixed(1)} ms (${young.ops} ops); cold start ${cold.runs.at(-1)!.toFixed(0)} ms`);
+      notes.push(`age run ${r + 1}: status ${medians.old.toFixed(1)} ms (${old.ops} ops) vs ${medians.young.toFixed(1)} ms (${young.ops} ops); cold start ${starts.old.toFixed(0)} ms (young store: ${starts.young.toFixed(0)} ms)`);
     }
     notes.push(
       `age: store bytes per op ${(bytes.old / old.ops).toFixed(0)} (${(bytes.old / 2 ** 20).toFixed(0)} MiB for ${old.ops} ops, ${old.finished} finished operations); ` +

@@ -7,7 +7,8 @@
 //             every op still delivered to every member exactly once.
 // The simulated nodes fail over as the sync client does (next URL after a close, cursor kept, unacked
 // pushes sent again); test/sync-failover.test.ts checks the client itself. Judged like bench:sync
-// (median of runs, noise margin). Knobs:
+// (median of runs, noise margin). The age rows (bench/scale-age.ts) measure a store after a long life.
+// BENCH_SCALE_ONLY=width or =age runs one set of rows. Knobs:
 //   BENCH_SCALE_STREAMS (100), BENCH_SCALE_PER_STREAM (10), BENCH_SCALE_RATE (1000 ops/s in total),
 //   BENCH_SCALE_SECS (10, steady phase), BENCH_SCALE_FAIL_SECS (5, after the kill), BENCH_SCALE_REPEATS (1),
 //   BENCH_DATABASE_URL or TEST_DATABASE_URL (PostgreSQL; the bench stops when none answers).
@@ -27,6 +28,7 @@ import { backoffDelay } from '../infra/index.js';
 import { newOpId, newThreadId } from '../protocol/ids.js';
 import type { Op } from '../protocol/ops.js';
 import { SYNC_PROTOCOL, syncUrl } from '../protocol/sync.js';
+import { ageRows } from './scale-age.js';
 import { percentile } from './stats.js';
 import { rssBytes } from './sync-memory.js';
 import { targetsTable, type TargetRow } from './targets.js';
@@ -409,7 +411,30 @@ async function jetStreamRun(): Promise<{ p99: number | null; rssPerConn: number 
   }
 }
 
+const ONLY = process.env['BENCH_SCALE_ONLY'] ?? '';
+
 async function main(): Promise<void> {
+  if (ONLY !== '' && ONLY !== 'width' && ONLY !== 'age') throw new Error(`BENCH_SCALE_ONLY is width or age, not ${JSON.stringify(ONLY)}`);
+  const rows: TargetRow[] = [];
+  const notes: string[] = [];
+  if (ONLY !== 'age') {
+    const width = await widthRows();
+    if (width === null) return;
+    rows.push(...width.rows);
+    notes.push(...width.notes);
+  }
+  if (ONLY !== 'width') {
+    const age = await ageRows();
+    rows.push(...age.rows);
+    notes.push(...age.notes);
+  }
+  const table = targetsTable(rows);
+  const what = ONLY === 'age' ? 'age rows' : `${STREAMS} streams x ${PER} nodes, ${RATE} ops/s offered`;
+  process.stdout.write(`bench:scale ${new Date().toISOString()} load ${loadavg().map((x) => x.toFixed(1)).join(' ')} (${what})\n${notes.join('\n')}\n${table.text}\n`);
+  process.exit(table.failed ? 1 : 0);
+}
+
+async function widthRows(): Promise<{ rows: TargetRow[]; notes: string[] } | null> {
   const check = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 3_000 });
   try {
     await check.connect();
@@ -417,7 +442,7 @@ async function main(): Promise<void> {
   } catch (err) {
     progress(`PostgreSQL at ${PG_URL.replace(/\/\/[^@]*@/, '//')} did not answer (${(err as Error).message}): the width rows need it`);
     process.exitCode = 1;
-    return;
+    return null;
   }
   const rows: Record<'fan' | 'mem' | 'fail', TargetRow> = {
     fan: { label: `width: fan-out p99 vs JetStream (${STREAMS * PER} nodes / ${STREAMS} streams)`, kind: 'max', target: 2, unit: 'x', runs: [] },
@@ -439,9 +464,7 @@ async function main(): Promise<void> {
     rows.fail.runs.push(ours.failoverMs);
     notes.push(`run ${r + 1}: relay p99 ${ours.p99?.toFixed(1) ?? 'n/a'} ms vs JetStream ${theirs.p99?.toFixed(1) ?? 'n/a'} ms; RSS/conn ${((ours.rssPerConn ?? 0) / 1024).toFixed(1)} KiB vs ${((theirs.rssPerConn ?? 0) / 1024).toFixed(1)} KiB; ${ours.note}`);
   }
-  const table = targetsTable(Object.values(rows));
-  process.stdout.write(`bench:scale ${new Date().toISOString()} load ${loadavg().map((x) => x.toFixed(1)).join(' ')} (${STREAMS} streams x ${PER} nodes, ${RATE} ops/s offered)\n${notes.join('\n')}\n${table.text}\n`);
-  process.exit(table.failed ? 1 : 0);
+  return { rows: Object.values(rows), notes };
 }
 
 main().catch((err: unknown) => {

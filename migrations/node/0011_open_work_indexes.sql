@@ -1,0 +1,2 @@
+CREATE INDEX "operations_open_idx" ON "operations" USING btree ("opened_lamport") WHERE "operations"."finished" = false;--> statement-breakpoint
+CREATE INDEX "session_procs_running_idx" ON "session_procs" USING btree ("session") WHERE "session_procs"."ended_at" is null;

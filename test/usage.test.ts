@@ -5,6 +5,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { spendFigures } from '../node-agent/capabilities/status/index.js';
+import { collect, renderMetrics, type NodeMetricsView } from '../node-agent/host/node/metrics.js';
+import { NodeCounters } from '../node-agent/host/node/counters.js';
 import { deliver } from './helpers/deliver.js';
 import { waitFor } from './helpers/until.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
@@ -60,6 +62,14 @@ describe('usage per operation in one workspace', () => {
     const figures = await w.inproc!.serve((h) => spendFigures(h.deps, { all: true }));
     expect(figures.operations).toMatchObject([{ operation: sent.json.operation, finished: true, turns: 3, usage: { tokens: 400 } }]);
     expect(figures.today.tokens).toBe(400);
+    // And as a node's /metrics exports them, from the same function.
+    const exported = await w.inproc!.serve(async (h) => {
+      const entry = { workspace: { id: w.id }, host: h };
+      const served = { all: () => [entry], inQueue: (_e: unknown, fn: () => Promise<unknown>) => fn(), size: 1 };
+      return renderMetrics(await collect({ served, counters: new NodeCounters(), version: 'test', registered: () => 1 } as unknown as NodeMetricsView));
+    });
+    expect(exported).toContain(`nexus_spend_today_tokens{workspace="${w.id}"} 400`);
+    expect(exported).toMatch(new RegExp(`nexus_spend_today_cost_usd\\{workspace="${w.id}"\\} 0\\.5\\d*`));
 
     const view = await w.nxc(['threads', 'show', sent.json.thread, '--json']);
     expect(view.json.turns).toMatchObject([

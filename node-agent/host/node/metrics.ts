@@ -10,6 +10,7 @@ import { isNull } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import type { Logger } from '../../../infra/index.js';
 import { tables } from '../../adapters/store/index.js';
+import { spendFigures } from '../../capabilities/status/index.js';
 import type { NodeCounters } from './counters.js';
 import type { Served, ServedWorkspace } from './served.js';
 
@@ -92,8 +93,24 @@ const leases: MetricSource = async (v) => {
   ];
 };
 
+/** What the workspace's turns spent: today (the daily ceiling's day, UTC) and in its open operations, summed per workspace. */
+const spend: MetricSource = async (v) => {
+  const figures = await Promise.all(v.served.all().map((e) => v.served.inQueue(e, () => spendFigures(e.host.deps))));
+  const per = (pick: (f: (typeof figures)[number]) => number): Sample[] => figures.map((f): Sample => [{ workspace: f.workspace }, pick(f)]);
+  const open = (pick: (u: (typeof figures)[number]['operations'][number]['usage']) => number) => per((f) => f.operations.reduce((n, o) => n + pick(o.usage), 0));
+  const over = (u: (typeof figures)[number]['operations'][number]['usage']) =>
+    (u.budget.max_tokens !== null && u.tokens >= u.budget.max_tokens) || (u.budget.max_cost !== null && u.cost >= u.budget.max_cost);
+  return [
+    { name: 'nexus_spend_today_tokens', type: 'gauge', help: "Tokens the workspace's turns spent today (UTC), what its daily_budget counts.", samples: per((f) => f.today.tokens) },
+    { name: 'nexus_spend_today_cost_usd', type: 'gauge', help: "Dollars the workspace's turns spent today (UTC), reported or priced.", samples: per((f) => f.today.cost) },
+    { name: 'nexus_open_operations_tokens', type: 'gauge', help: 'Tokens spent so far by the open operations, summed (other workspaces\' turns they commissioned included).', samples: open((u) => u.tokens) },
+    { name: 'nexus_open_operations_cost_usd', type: 'gauge', help: 'Dollars spent so far by the open operations, summed.', samples: open((u) => u.cost) },
+    { name: 'nexus_open_operations_over_budget', type: 'gauge', help: 'Open operations whose tokens or cost have reached their operation_budget.', samples: per((f) => f.operations.filter((o) => over(o.usage)).length) },
+  ];
+};
+
 /** Every figure the node exposes, in the order they are written. A new figure is a source added here. */
-export const NODE_METRIC_SOURCES: readonly MetricSource[] = [build, workspaces, sync, sessions, turns, leases];
+export const NODE_METRIC_SOURCES: readonly MetricSource[] = [build, workspaces, sync, sessions, turns, leases, spend];
 
 function labelValue(value: string): string {
   return value.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');

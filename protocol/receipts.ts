@@ -233,6 +233,8 @@ export const StatusReportSchema = z.object({
    * out (the default one lists open operations only; with `all` they are listed, and this is empty).
    */
   finished_awaiting: z.array(z.object({ operation: z.string(), subject: z.string().nullable(), opener: z.string() })),
+  /** True when more finished operations await than `finished_awaiting` lists (the newest are listed). */
+  finished_awaiting_more: z.boolean().optional(),
   /**
    * Operations opened by workspaces this one neither is nor trusts, which this listing leaves out (with `all`
    * they are listed, each marked `untrusted`, and this counts none): how many, and by which workspaces.

@@ -8,6 +8,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { ulid } from 'ulidx';
 import { opSigner } from '../crypto/index.js';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { undoMigrationsAfter } from './helpers/migrations.js';
 import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
 import { compareOps } from '../protocol/ops.js';
 import { appendOps, ingestOps as ingestInto, rowToOp } from '../node-agent/kernel/index.js';
@@ -550,6 +551,7 @@ describe('appendOps and ingestOps on a real store', () => {
     let older = await openStore(dir);
     try {
       await ingestOps(older.db, ops);
+      await undoMigrationsAfter(older.pg, '0009_op_stored_once');
       // Back to the shape migration 0008 found: whole states in one column, no parts table, the op stored
       // twice (0009), neither migration applied.
       await older.pg.exec(`

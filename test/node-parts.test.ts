@@ -221,7 +221,7 @@ describe('startNode, composed', () => {
 });
 
 describe("the node's record of a sender's environment", () => {
-  it("records the environment a client's send came with for the operation it opens, and the node's own for none it did not", async () => {
+  it("records the node's own environment for the operations its commands open, never the environment a client's command came with", async () => {
     const home = mkdtempSync(join(tmpdir(), 'nexus-node-env-'));
     const verifier = new OpVerifier(1);
     const served = new Served({ paths: nodePaths(home), origin: 'node-env-test', log: silentLogger, announce: () => undefined, check: verifier.check });
@@ -238,12 +238,13 @@ describe("the node's record of a sender's environment", () => {
     const env = { PROBE_SENDER: 'bob', NXC_ACTOR: 'bob' };
     const a = await run('send', ws.id, { to: '@carol', subject: 'q', text: 'which db?', caller }, { env });
     const recorded = (op: string) => JSON.parse(readFileSync(join(ws.root, '.nxs', 'sessions', '.operations', `${op}.env.json`), 'utf8'));
-    expect(recorded(a.operation)).toEqual({ PROBE_SENDER: 'bob' });
+    // The node's environment (its PATH, its HOME), not the client's probe.
+    expect(recorded(a.operation)['PROBE_SENDER']).toBeUndefined();
+    expect(recorded(a.operation)['PATH']).toBe(process.env['PATH']);
     // A later command on somebody else's behalf changes nothing of it.
+    const before = recorded(a.operation);
     await run('tick', ws.id, {}, { env: { PROBE_SENDER: 'ticker' } });
-    expect(recorded(a.operation)).toEqual({ PROBE_SENDER: 'bob' });
-    const b = await run('send', ws.id, { to: '@carol', subject: 'q', text: 'and the cache?', caller });
-    expect(recorded(b.operation)['PROBE_SENDER']).toBeUndefined();
+    expect(recorded(a.operation)).toEqual(before);
   });
 });
 

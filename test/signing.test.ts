@@ -10,6 +10,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { asc, eq } from 'drizzle-orm';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { undoMigrationsAfter } from './helpers/migrations.js';
 import { checkOps, checkOpsSync, openOp, opSigner, signOp, workspaceOfKey, type OpSigner } from '../crypto/index.js';
 import { commitNextKey, NEXT_KEY_FILE, readWorkspaceKey, writeNextKey } from '../node-agent/adapters/keys/index.js';
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
@@ -175,6 +176,7 @@ describe('signed ops between two stores', () => {
     try {
       await deliver(older, all);
       await older.db.insert(tables.ops).values(legacy);
+      await undoMigrationsAfter(older.pg, '0009_op_stored_once');
       // Back to the shape before migration 0009: the body in jsonb, the wire text in its own column.
       await older.pg.exec('alter table ops add column raw text');
       for (const text of all) await older.pg.query('update ops set raw = $1 where id = $2', [text, (JSON.parse(text) as { id: string }).id]);

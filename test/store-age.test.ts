@@ -74,7 +74,9 @@ beforeAll(async () => {
   const alice = { handle: 'alice', session: null };
   const handle = `${workspace.short}/dev`;
   // Finished operations as a persona's answered commissions, with the turns this machine ran for them
-  // (device-local rows that stay once each turn has ended).
+  // (device-local rows that stay once each turn has ended), written a year ago: they are history.
+  const YEAR = 365 * 86_400_000;
+  ws.clock.advance(-YEAR);
   for (let done = 0; done < FINISHED; ) {
     const batch = Math.min(250, FINISHED - done);
     const drafts: OpDraft[] = [];
@@ -99,6 +101,7 @@ beforeAll(async () => {
     await store.pg.exec(`insert into session_procs (session, turn, sidecar_pid, runtime_pid, started_at, ended_at, exit_code) values ${procs.join(',')}`);
     done += batch;
   }
+  ws.clock.advance(YEAR);
   const open: OpDraft[] = [];
   for (let i = 0; i < OPEN; i++) {
     const thread = newThreadId();

@@ -47,7 +47,7 @@ describe('status and operations opened by untrusted workspaces', () => {
     await ws?.cleanup();
   });
 
-  it('many threads from an untrusted key addressed to a local person make one counted line, not one "owed by" line each', async () => {
+  it('many threads from an untrusted key addressed to a local person make one counted line, not one owed-by line each', async () => {
     const text = await ws.nxc(['status'], { env: { NXC_ACTOR: 'alice' } });
     expect(text.code, text.stderr).toBe(0);
     const lines = text.stdout.split('\n');

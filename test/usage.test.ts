@@ -168,13 +168,13 @@ describe('the operation budget in tokens and cost', () => {
     expect(operationOf(status, high.json.operation).threads[0]).toMatchObject({ escalated: false, state: 'answered' });
   });
 
-  it.each([{ max_tokens: 0 }, { max_cost: -1 }, { max_tokens: 2.5 }, { max_turns: 10, other: 1 }])('a config declaring operation_budget %j is refused (STORE_FAILED) and the send writes nothing', async (bad) => {
+  it.each([{ max_tokens: 0 }, { max_cost: -1 }, { max_tokens: 2.5 }, { max_turns: 10, other: 1 }])('a config declaring operation_budget %j is refused (CONFIG_INVALID, exit 2) and the send writes nothing', async (bad) => {
     const w = await workspace();
     w.persona('coder', { mode: 'reply' });
     w.config({ operation_budget: bad });
     const r = await send(w, 'coder');
-    expect(r.code).not.toBe(0);
-    expect(r.json.error.code).toBe('STORE_FAILED');
+    expect(r.code).toBe(2);
+    expect(r.json.error.code).toBe('CONFIG_INVALID');
     expect(r.json.error.message).toContain('operation_budget');
   });
 });

@@ -64,8 +64,6 @@ export async function runHandedOver(body: unknown, host: NodeSide): Promise<CliA
   const env: NodeJS.ProcessEnv = { ...req.env, NEXUS_HOME: resolve(host.home) };
   // Paths the client gave relative to its own folder, not this process's.
   if (env['NXC_WORKSPACE_DIR']) env['NXC_WORKSPACE_DIR'] = resolve(req.cwd, env['NXC_WORKSPACE_DIR']);
-  const clientEnv: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.env)) if (v !== undefined) clientEnv[k] = v;
   const output: Array<[1 | 2, string]> = [];
   let handback = null as CliAnswer | null;
   const stop = (answer: CliAnswer): never => {
@@ -77,8 +75,7 @@ export async function runHandedOver(body: unknown, host: NodeSide): Promise<CliA
     let i = 0;
     const runner: Runner = async (name, input) => {
       const request = req.keys[i++] ?? newRequestKey();
-      // The client's environment goes with its command: an operation it opens records it for its sessions.
-      const result = await host.run(name, workspace.id, parseInput(name, input), { request, env: clientEnv });
+      const result = await host.run(name, workspace.id, parseInput(name, input), { request });
       // What the client would have read off the socket: the JSON of the answer, checked against its schema.
       return parseOutput(name, JSON.parse(JSON.stringify(result)) as unknown);
     };

@@ -106,7 +106,8 @@ function turnsText(op: StatusReport['operations'][number], viewer: Viewer): stri
 function awaitingLines(report: StatusReport, viewer: Viewer): string[] {
   const mine = report.finished_awaiting.filter((a) => viewer.you.includes(a.opener));
   const others = report.finished_awaiting.filter((a) => !viewer.you.includes(a.opener));
-  const n = (k: number) => `${k} finished operation${k === 1 ? '' : 's'} await${k === 1 ? 's' : ''}`;
+  const more = report.finished_awaiting_more === true ? 'more than ' : '';
+  const n = (k: number) => `${more}${k} finished operation${k === 1 && more === '' ? '' : 's'} await${k === 1 && more === '' ? 's' : ''}`;
   const lines: string[] = [];
   if (mine.length > 0) lines.push(viewer.paint.yellow(`${n(mine.length)} you`) + ': nxc status --all');
   if (others.length > 0) {

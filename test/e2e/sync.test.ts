@@ -169,10 +169,14 @@ async function converged(nodes: TestWorkspace[], relayUrl: string, stream: strin
   }
 }
 
-/** `nxc status --all --json` operations, sorted by operation id. */
+/**
+ * `nxc status --all --json` operations, sorted by operation id, less what each node says relative to itself:
+ * `untrusted` (whether the workspace that opened it is one this node trusts).
+ */
 async function operations(w: TestWorkspace): Promise<Array<{ operation: string }>> {
-  const s = (await w.status(true)) as { operations: Array<{ operation: string }> };
-  return [...s.operations].sort((a, b) => (a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : 0));
+  const s = (await w.status(true)) as { operations: Array<{ operation: string; untrusted?: boolean; threads: Array<{ untrusted?: boolean }> }> };
+  const shared = s.operations.map(({ untrusted: _op, threads, ...op }) => ({ ...op, threads: threads.map(({ untrusted: _row, ...row }) => row) }));
+  return shared.sort((a, b) => (a.operation < b.operation ? -1 : a.operation > b.operation ? 1 : 0));
 }
 
 type Stored = {

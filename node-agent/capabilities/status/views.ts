@@ -1,6 +1,6 @@
 // Reading the truth: `nxc status` grouped by operation, and one thread with its messages, each as the chat
 // engine's fold, the working-copy lease and the channel rounds tell it together.
-import { and, asc, eq, inArray, isNull, or, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, isNull, or, sql } from 'drizzle-orm';
 import { NexusError } from '../../../protocol/errors.js';
 import { writtenBy, type StatusReport, type StatusRow, type ThreadView } from '../../../protocol/receipts.js';
 import { readLastRun } from '../../adapters/sessions/index.js';
@@ -77,7 +77,7 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
     worker_names_a_working_copy: wc !== null,
     // Sessions run as local child processes here, so their liveness is answerable unless the host says otherwise.
     worker_answers_liveness: lease.answersLiveness,
-    finished_awaiting: opts.all ? [] : await finishedAwaiting(deps, new Set(listed)),
+    ...(opts.all ? { finished_awaiting: [] } : await finishedAwaiting(deps, new Set(listed)).then((f) => ({ finished_awaiting: f.rows, ...(f.more ? { finished_awaiting_more: true } : {}) }))),
     untrusted,
     spend_today: await workspaceSpendToday(deps),
     notes,
@@ -127,17 +127,38 @@ function trustedHere(deps: EngineDeps, notes: string[]): Set<string> {
  * Finished operations whose first thread, opened by a person of this workspace, awaits that person (answered,
  * and not marked read since), other than those `listed`: read from the stored first threads alone.
  */
-async function finishedAwaiting(deps: EngineDeps, listed: ReadonlySet<string>): Promise<StatusReport['finished_awaiting']> {
-  const { rows } = (await deps.db.execute(sql`
-    select o.id as operation, p.value->>'subject' as subject, p.value->'opener'->>'handle' as opener
-    from operations o join operation_parts p on p.operation = o.id and p.kind = 'thread' and p.key = o.id
-    where o.finished and o.shown
-      and p.value->>'workspace' = ${deps.workspace.id}
-      and p.value->'opener'->>'session' is null
-      and p.value->>'state' = 'answered'
-      and coalesce((p.value->>'done_at')::bigint, 0) <= coalesce((p.value->>'answered_at')::bigint, 0)
-    order by o.opened_lamport`)) as unknown as { rows: Array<{ operation: string; subject: string | null; opener: string }> };
-  return rows.filter((r) => !listed.has(r.operation)).map((r) => ({ operation: r.operation, subject: r.subject, opener: r.opener }));
+/**
+ * The summary line looks at the newest finished operations only (this many), newest first, and lists at most
+ * FINISHED_AWAITING_SHOWN of those awaiting a person: reading every finished operation would make status
+ * grow with history. `nxc status --all` lists them all.
+ */
+export const FINISHED_AWAITING_SCAN = 15;
+export const FINISHED_AWAITING_SHOWN = 10;
+
+async function finishedAwaiting(deps: EngineDeps, listed: ReadonlySet<string>): Promise<{ rows: StatusReport['finished_awaiting']; more: boolean }> {
+  const newest = await deps.db
+    .select({ id: tables.operations.id })
+    .from(tables.operations)
+    .where(and(eq(tables.operations.shown, true), eq(tables.operations.finished, true)))
+    .orderBy(desc(tables.operations.openedLamport))
+    .limit(FINISHED_AWAITING_SCAN);
+  const ids = newest.map((r) => r.id).filter((id) => !listed.has(id));
+  if (ids.length === 0) return { rows: [], more: false };
+  // Each operation's first thread: the part keyed by the operation's own id.
+  const roots = await deps.db
+    .select({ operation: tables.operationParts.operation, value: tables.operationParts.value })
+    .from(tables.operationParts)
+    .where(and(inArray(tables.operationParts.operation, ids), eq(tables.operationParts.kind, 'thread'), eq(tables.operationParts.key, tables.operationParts.operation)));
+  const order = new Map(ids.map((id, i) => [id, i]));
+  type Root = { workspace?: string; state?: string; subject?: string | null; opener?: { handle?: string; session?: string | null }; done_at?: number | null; answered_at?: number | null };
+  const found = roots
+    .flatMap(({ operation, value }) => {
+      const t = value as Root;
+      const awaits = t.workspace === deps.workspace.id && (t.opener?.session ?? null) === null && t.state === 'answered' && (t.done_at ?? 0) <= (t.answered_at ?? 0);
+      return awaits ? [{ operation, subject: t.subject ?? null, opener: t.opener?.handle ?? '' }] : [];
+    })
+    .sort((a, b) => order.get(a.operation)! - order.get(b.operation)!);
+  return { rows: found.slice(0, FINISHED_AWAITING_SHOWN), more: found.length > FINISHED_AWAITING_SHOWN };
 }
 
 export async function threadView(deps: EngineDeps, thread: string): Promise<ThreadView> {

@@ -98,7 +98,8 @@ export function commandPath(d: HandlerDeps): RpcBackend['run'] {
     const entry = d.served.get(workspace);
     if (!entry) return Promise.reject(new NexusError('NOT_SERVED', `this node does not serve workspace ${workspace}`));
     if (name === 'sync.status' || name === 'sync.reload') return invoke(sync, entry, name, input as never) as never;
-    const done = d.served.withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never, opts), opts?.env ?? null);
+    // Sessions a node starts run with the node's own environment (its keys, its HOME), whoever's command started them.
+    const done = d.served.withHost(workspace, (h) => h.run(name as WorkspaceCommand, input as never, opts));
     if (specs[name].reads === true) return done as never;
     // A refused command may still have written (a start failure it recorded): announce either way.
     void done.then(() => d.announce(workspace), () => d.announce(workspace));

@@ -78,10 +78,10 @@ describe('reading the event streams', () => {
       { type: 'assistant', message: { id: 'm1', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: "nxc reply --thread t-1 - <<'EOF'\ndone\nEOF" } }], usage: { input_tokens: 100, output_tokens: 1 } } },
       { type: 'user', message: { content: [{ type: 'tool_result', tool_use_id: 't1', is_error: false, content: 'posted' }] } },
       { type: 'assistant', message: { id: 'm2', content: [{ type: 'text', text: 'Replied.' }], usage: { input_tokens: 120, output_tokens: 3 } } },
-      { type: 'result', subtype: 'success', is_error: false, num_turns: 2, result: 'Replied.', usage: { input_tokens: 220, cache_read_input_tokens: 30, output_tokens: 40 } },
+      { type: 'result', subtype: 'success', is_error: false, num_turns: 2, result: 'Replied.', total_cost_usd: 0.0123, usage: { input_tokens: 220, cache_read_input_tokens: 30, output_tokens: 40 } },
     ];
     for (const e of events) r.feed(e);
-    expect(r.tally).toEqual({ model_calls: 2, tool_calls: 1, tokens_in: 250, tokens_out: 40, replied: true, final: 'Replied.', error: null, done: true });
+    expect(r.tally).toEqual({ model_calls: 2, tool_calls: 1, tokens_in: 250, tokens_out: 40, cost_usd: 0.0123, replied: true, final: 'Replied.', error: null, done: true });
   });
 
   it('does not count a refused reply command as the session\'s answer, and reads claude\'s failure', () => {
@@ -101,7 +101,7 @@ describe('reading the event streams', () => {
       { type: 'item.completed', item: { id: 'i2', type: 'agent_message', text: 'All done.' } },
       { type: 'turn.completed', usage: { input_tokens: 900, cached_input_tokens: 100, output_tokens: 70 } },
     ]) r.feed(e);
-    expect(r.tally).toEqual({ model_calls: 2, tool_calls: 1, tokens_in: 900, tokens_out: 70, replied: true, final: 'All done.', error: null, done: true });
+    expect(r.tally).toEqual({ model_calls: 2, tool_calls: 1, tokens_in: 900, tokens_out: 70, cost_usd: null, replied: true, final: 'All done.', error: null, done: true });
     const f = codexReader();
     f.feed({ type: 'turn.failed', error: { message: 'stream disconnected' } });
     expect(f.tally.error).toBe('codex turn failed: stream disconnected');

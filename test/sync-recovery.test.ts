@@ -302,7 +302,9 @@ describe('pages that queue up while one is stored', () => {
       return s.cursor === texts.length && s.caught_up ? s : undefined;
     });
     expect(done.last_error).toBeNull();
-    expect(sizes[0]).toBe(100);
+    // The first transaction took what had arrived when it began: one page, or a few on a busy machine.
+    expect(sizes[0]! % 100).toBe(0);
+    expect(sizes[0]).toBeLessThan(texts.length);
     // The pages that waited went in together (up to 2,000 ops a transaction), so fewer transactions than pages.
     expect(sizes.length).toBeLessThan(texts.length / 100);
     expect(Math.max(...sizes)).toBeGreaterThanOrEqual(300);

@@ -35,6 +35,8 @@ describe("the node's health and metrics", () => {
   let home: string;
   let node: RunningNode;
   let id: string;
+  /** The sleeper's thread: withdrawn at the end, so its stopped turn wakes no second one for the follow-up. */
+  let sleeping: string | null = null;
   beforeAll(async () => {
     ws = await makeWorkspace({ real: true });
     ws.persona('sleeper', { mode: 'hang' });
@@ -47,6 +49,7 @@ describe("the node's health and metrics", () => {
     node = await startNode({ home, ui: false, log: silentLogger });
   });
   afterAll(async () => {
+    if (sleeping !== null) await runMain('nxc', ['withdraw', '--thread', sleeping, '--json'], { env: env(), cwd: ws.root });
     await node?.close();
     await ws.cleanup();
   });
@@ -65,6 +68,7 @@ describe("the node's health and metrics", () => {
     const sent = await runMain('nxc', ['send', 'sleeper', 'work on it', '--json'], { env: env(), cwd: ws.root });
     expect(sent.code).toBe(0);
     const thread = sent.json.thread as string;
+    sleeping = thread;
     // A follow-up while its turn still runs: the turn is due and not started.
     const again = await runMain('nxc', ['reply', '--thread', thread, 'and this too', '--json'], { env: env(), cwd: ws.root });
     expect(again.json.warnings.map((w: { reason?: string }) => w.reason)).toContain('already_running');

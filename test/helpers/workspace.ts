@@ -250,7 +250,9 @@ function processesIn(dir: string): number[] {
     .filter((pid) => {
       try {
         const cwd = readlinkSync(`/proc/${pid}/cwd`);
-        return cwd === base || cwd.startsWith(`${base}/`);
+        if (cwd === base || cwd.startsWith(`${base}/`)) return true;
+        // A session's sidecar and sandbox name the workspace in their arguments wherever they run from.
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').some((arg) => arg === base || arg.startsWith(`${base}/`));
       } catch {
         return false; // gone meanwhile
       }

@@ -78,11 +78,12 @@ describe('a session turn on the built-in runtime', () => {
   it('escalates with the status and usage in words when the declared timeout ends the run', async () => {
     // The deadline counts from the turn's launch, so on a starved machine it may pass before the first request or
     // the tool call rather than during the stalled request: each ends timed_out, and the check takes any of the three wordings.
-    declare('slow', ['timeout: 2s']);
+    // 5 s: long enough for a starved machine to start the runtime and let it write its state before the deadline.
+    declare('slow', ['timeout: 5s']);
     fake.setScript([{ reply: { tool_calls: [{ name: 'LS', input: {} }] } }, { stall: true }]);
     const { messages, state } = await commission('slow', 'take your time', { ANTHROPIC_API_KEY: 'test-key' });
     expect(messages.at(-1)).toMatchObject({ effect: 'escalate', substituted: false });
-    expect(messages.at(-1).text).toMatch(/ended timed_out: the 2 s deadline passed( before (a tool call|the next model request))?\. It used \d+ of 20 model calls, \d+ of 10 tool calls, .* of 2 s/);
+    expect(messages.at(-1).text).toMatch(/ended timed_out: the 5 s deadline passed( before (a tool call|the next model request))?\. It used \d+ of 20 model calls, \d+ of 10 tool calls, .* of 5 s/);
     expect(state.status).toBe('timed_out');
   });
 

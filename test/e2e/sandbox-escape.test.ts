@@ -11,6 +11,7 @@ import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { readWorkingCopy } from '../../node-agent/adapters/git/index.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
 import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+import { codexConfig } from '../helpers/codex-config.js';
 
 let scratch: string;
 let fake: FakeProvider;
@@ -87,26 +88,7 @@ beforeAll(async () => {
   declare('attacker-codex', ['tools: [Bash]', 'permissions: acceptEdits', 'runtime: codex']);
   // Codex reads its provider from its own home: the fake's Responses API, no update checks, no plugins.
   mkdirSync(join(home, '.codex'), { recursive: true });
-  writeFileSync(
-    join(home, '.codex', 'config.toml'),
-    [
-      'model_provider = "fake"',
-      'check_for_update_on_startup = false',
-      '[analytics]',
-      'enabled = false',
-      '[features]',
-      'plugins = false',
-      '[model_providers.fake]',
-      'name = "fake"',
-      `base_url = "${fake.openaiUrl}"`,
-      'env_key = "OPENAI_API_KEY"',
-      'wire_api = "responses"',
-      'supports_websockets = false',
-      'request_max_retries = 0',
-      'stream_max_retries = 1',
-      '',
-    ].join('\n'),
-  );
+  writeFileSync(join(home, '.codex', 'config.toml'), codexConfig(fake.openaiUrl));
   before = { personas: hashDir(personas), gitConfig: sha(join(ws.root, '.git', 'config')), hooks: readdirSync(join(ws.root, '.git', 'hooks')).sort() };
   await ws.startNode([], {
     HOME: home,

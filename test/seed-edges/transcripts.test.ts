@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
 import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+import { codexConfig } from '../helpers/codex-config.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;
@@ -31,24 +32,6 @@ async function transcript(session: string): Promise<string> {
   return r.stdout;
 }
 
-function codexConfig(baseUrl: string): string {
-  return [
-    'model_provider = "fake"',
-    'check_for_update_on_startup = false',
-    '[analytics]',
-    'enabled = false',
-    '[features]',
-    'plugins = false',
-    '[model_providers.fake]',
-    'name = "fake"',
-    `base_url = "${baseUrl}"`,
-    'env_key = "OPENAI_API_KEY"',
-    'wire_api = "responses"',
-    'supports_websockets = false',
-    'request_max_retries = 0',
-    'stream_max_retries = 1',
-  ].join('\n') + '\n';
-}
 
 beforeAll(async () => {
   fake = await startFakeProvider();

@@ -5,34 +5,11 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { RunStateFileSchema } from '../../../protocol/runs.js';
 import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../../helpers/fake-provider/index.js';
 import { REPO, makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
+import { codexConfig } from '../../helpers/codex-config.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;
 let env: Record<string, string>;
-
-/**
- * Codex takes a custom provider from its own config.toml only (OPENAI_BASE_URL is not read); this one points it at
- * the fake, over HTTP rather than a WebSocket, with one retry of a dropped stream, and without the plugin sync that calls
- * GitHub and chatgpt.com.
- */
-function codexConfig(baseUrl: string): string {
-  return [
-    'model_provider = "fake"',
-    'check_for_update_on_startup = false',
-    '[analytics]',
-    'enabled = false',
-    '[features]',
-    'plugins = false',
-    '[model_providers.fake]',
-    'name = "fake"',
-    `base_url = "${baseUrl}"`,
-    'env_key = "OPENAI_API_KEY"',
-    'wire_api = "responses"',
-    'supports_websockets = false',
-    'request_max_retries = 0',
-    'stream_max_retries = 1',
-  ].join('\n') + '\n';
-}
 
 function declare(role: string, extra: string[], on = ws): void {
   mkdirSync(join(on.root, '.nxs-personas'), { recursive: true });

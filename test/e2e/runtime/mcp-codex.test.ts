@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeProvider, type FakeProvider, type RecordedRequest } from '../../helpers/fake-provider/index.js';
 import { REPO, makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
+import { codexConfig } from '../../helpers/codex-config.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;
@@ -14,10 +15,6 @@ function declare(role: string, lines: string[]): void {
   writeFileSync(join(ws.root, '.nxs-personas', `${role}.yaml`), ['model: fake-model', `system_prompt: You are ${role}.`, ...lines].join('\n') + '\n');
 }
 
-/** Codex takes its provider from its own config.toml; this one points it at the fake (see codex-turn.test.ts). */
-function codexConfig(baseUrl: string): string {
-  return ['model_provider = "fake"', 'check_for_update_on_startup = false', '[analytics]', 'enabled = false', '[features]', 'plugins = false', '[model_providers.fake]', 'name = "fake"', `base_url = "${baseUrl}"`, 'env_key = "OPENAI_API_KEY"', 'wire_api = "responses"', 'supports_websockets = false', 'request_max_retries = 0', 'stream_max_retries = 1'].join('\n') + '\n';
-}
 
 const text = (req: RecordedRequest) => JSON.stringify(req.body);
 /** The function names a Responses request offered, namespaces included. */

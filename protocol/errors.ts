@@ -59,6 +59,8 @@ export const ERROR_TABLE = {
   RUNTIME_UNCONFIGURED: { exit: 2, http: 422, summary: 'the agent runtime cannot start: a key or setting is missing' },
   JOURNAL_INVALID: { exit: 2, http: 422, summary: 'a run journal cannot be read back' },
   RELAY_UNREACHABLE: { exit: 1, http: 502, summary: 'the relay did not answer' },
+  PROVIDER_UNREACHABLE: { exit: 1, http: 502, summary: 'the model provider could not be reached: the connection to its base URL failed or timed out' },
+  PROVIDER_ERROR: { exit: 1, http: 502, summary: 'the model provider answered a request with an error (an HTTP status or an error event), or the request failed otherwise' },
   RELAY_CERT_MISMATCH: { exit: 1, http: 502, summary: "the relay's TLS certificate is not the one this binding is pinned to" },
   ADDRESS_IN_USE: { exit: 1, http: 503, summary: 'the address to listen on is taken by another process' },
   LISTEN_FAILED: { exit: 1, http: 503, summary: 'the address could not be listened on' },

@@ -31,18 +31,56 @@ export interface ModelClient {
   call(req: ModelRequest): Promise<ModelReply>;
 }
 
+/**
+ * How a provider request failed, by code: PROVIDER_UNREACHABLE when no answer came (the connection failed
+ * or timed out), PROVIDER_ERROR when the provider answered with an error (an HTTP status, an error event
+ * in the stream) or the request failed otherwise.
+ */
+export type ProviderErrorCode = 'PROVIDER_UNREACHABLE' | 'PROVIDER_ERROR';
+
+/** A provider failure as a run reports it: its code, its words, and the base URL that was called. */
+export type ProviderFailure = { code: ProviderErrorCode; message: string; url: string | null };
+
 /** A provider request that failed. `transient` ones are worth the same request again. */
 export class ProviderError extends Error {
+  readonly code: ProviderErrorCode;
+  /** The base URL the request went to, without credentials; null when not known. */
+  readonly url: string | null;
   constructor(
     message: string,
     readonly transient: boolean,
     readonly retryAfterMs: number | null,
     readonly aborted: boolean,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; code?: ProviderErrorCode; url?: string | null },
   ) {
     super(message, options);
     this.name = 'ProviderError';
+    this.code = options?.code ?? 'PROVIDER_ERROR';
+    this.url = options?.url ?? null;
   }
+
+  failure(): ProviderFailure {
+    return { code: this.code, message: this.message, url: this.url };
+  }
+}
+
+/**
+ * A base URL fit to print: any user name, password, query or fragment (where a key could be carried) is
+ * left out. One that does not parse is shown only by its scheme and host-like start.
+ */
+export function printableUrl(url: string): string {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return url.replace(/[?#].*$/, '').replace(/\/\/[^/@]*@/, '//');
+  }
+  if (u.username === '' && u.password === '' && u.search === '' && u.hash === '') return url;
+  u.username = '';
+  u.password = '';
+  u.search = '';
+  u.hash = '';
+  return u.toString();
 }
 
 // Overload, rate limit, timeouts and the server's own failures pass; a bad request or a bad key does not.
@@ -63,27 +101,42 @@ function retryAfter(headers: unknown): number | null {
 }
 
 /**
- * Sorts an error thrown by either SDK (`url`: the base URL the client called, named in a connection failure).
- * Both SDKs share the same class names and fields
- * (`status`, `headers`, `error`), so one reading serves both.
+ * An SDK error's class name. A bundler that meets two classes of one name (both SDKs define
+ * `APIConnectionError`, ...) renames one with a number at its end; the SDKs keep the true name in
+ * `_errorName`, and the number is dropped when they do not.
  */
-export function classifyProviderError(err: unknown, url?: string): ProviderError {
+function errorKind(e: { name?: string; constructor?: { name?: string; _errorName?: unknown } } | null | undefined): string {
+  const own = e?.constructor?._errorName;
+  if (typeof own === 'string') return own;
+  return (e?.constructor?.name ?? e?.name ?? '').replace(/\d+$/, '');
+}
+
+/**
+ * Sorts an error thrown by either SDK. Both SDKs share the same class names and fields
+ * (`status`, `headers`, `error`), so one reading serves both.
+ * `url`: the base URL the client called, named in every failure but an abort, so a wrong base_url or a
+ * provider that fails reads at once. `secret`: the key the request carried, never repeated in the words
+ * (a provider may echo what it was sent).
+ */
+export function classifyProviderError(err: unknown, url?: string, secret?: string): ProviderError {
   if (err instanceof ProviderError) return err;
-  // A connection that failed or timed out says where it was going: a wrong base_url reads at once.
-  const at = url === undefined ? '' : ` (${url})`;
-  const e = err as { name?: string; constructor?: { name?: string }; status?: unknown; headers?: unknown; error?: unknown; message?: string };
-  const kind = e?.constructor?.name ?? e?.name ?? '';
-  const message = e?.message ?? String(err);
-  if (kind === 'APIUserAbortError' || e?.name === 'AbortError') return new ProviderError('the request was aborted', false, null, true, { cause: err });
-  if (kind === 'APIConnectionTimeoutError') return new ProviderError(`the request timed out${at}`, true, null, false, { cause: err });
-  if (kind === 'APIConnectionError') return new ProviderError(`the connection failed${at}: ${message}`, true, null, false, { cause: err });
+  const at = url === undefined ? null : printableUrl(url);
+  const where = at ?? 'the provider';
+  const e = err as { name?: string; constructor?: { name?: string; _errorName?: unknown }; status?: unknown; headers?: unknown; error?: unknown; message?: string };
+  const kind = errorKind(e);
+  const raw = e?.message ?? String(err);
+  const message = secret !== undefined && secret.length >= 4 ? raw.split(secret).join('[key]') : raw;
+  const opts = (code: ProviderErrorCode) => ({ cause: err, code, url: at });
+  if (kind === 'APIUserAbortError' || e?.name === 'AbortError') return new ProviderError('the request was aborted', false, null, true, opts('PROVIDER_ERROR'));
+  if (kind === 'APIConnectionTimeoutError') return new ProviderError(`the request to ${where} timed out`, true, null, false, opts('PROVIDER_UNREACHABLE'));
+  if (kind === 'APIConnectionError') return new ProviderError(`the connection to ${where} failed: ${message}`, true, null, false, opts('PROVIDER_UNREACHABLE'));
   const status = typeof e?.status === 'number' ? e.status : null;
-  if (status !== null) return new ProviderError(`HTTP ${status}: ${message}`, TRANSIENT_STATUS.has(status), retryAfter(e.headers), false, { cause: err });
+  if (status !== null) return new ProviderError(`${where} answered HTTP ${status}: ${message}`, TRANSIENT_STATUS.has(status), retryAfter(e.headers), false, opts('PROVIDER_ERROR'));
   // An error event inside a stream carries no HTTP status, only the error's type.
   const body = e?.error as { error?: { type?: string }; type?: string } | undefined;
   const type = body?.error?.type ?? body?.type;
-  if (typeof type === 'string') return new ProviderError(`${type}: ${message}`, TRANSIENT_ERROR_TYPES.has(type), null, false, { cause: err });
-  return new ProviderError(`${message}${at}`, false, null, false, { cause: err });
+  if (typeof type === 'string') return new ProviderError(`${where} sent ${type}: ${message}`, TRANSIENT_ERROR_TYPES.has(type), null, false, opts('PROVIDER_ERROR'));
+  return new ProviderError(`the request to ${where} failed: ${message}`, false, null, false, opts('PROVIDER_ERROR'));
 }
 
 /** Parses tool arguments the model sent as text. Malformed JSON is kept, not thrown: the loop asks for a correction. */

@@ -1,7 +1,7 @@
 // The shapes around a run: what it is given, what it reports as it goes, how it ends, and its small helpers.
 import type { PendingCall, RunLimits, RunStatus, RunUsage, TerminalStatus, ToolCallBlock } from '../../../protocol/runs.js';
 import type { CommandLeases } from './lease.js';
-import type { ModelClient } from './model.js';
+import type { ModelClient, ProviderFailure } from './model.js';
 import type { ToolHost, ToolPolicy } from './tools/index.js';
 
 export type RunIdentity = { run_id: string; role: string; session: string | null; turn: number | null; thread: string | null };
@@ -60,6 +60,8 @@ export type RunResult = {
   started_at: number;
   ended_at: number;
   journal: string;
+  /** The provider failure the run ended on (or the last one before it ended otherwise); null when none. */
+  error: ProviderFailure | null;
 };
 
 export function defaultBackoff(attempt: number, retryAfterMs: number | null): number {
@@ -76,6 +78,8 @@ export class Stop extends Error {
   constructor(
     readonly status: Exclude<TerminalStatus, 'completed'>,
     readonly reason: string,
+    /** The provider failure that ended the run, when one did. */
+    readonly error: ProviderFailure | null = null,
   ) {
     super(reason);
   }

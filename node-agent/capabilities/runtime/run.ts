@@ -3,7 +3,7 @@ import { isNexusError } from '../../../protocol/errors.js';
 import { EMPTY_USAGE, type Block, type Message, type PendingCall, type RunStatus, type TerminalStatus, type ToolCallBlock } from '../../../protocol/runs.js';
 import { account, remainingMs, toolsOffered, type BudgetState, type Verdict } from './budget.js';
 import { Journal, readJournal, writeRunState } from './journal.js';
-import { ProviderError, type ModelReply } from './model.js';
+import { ProviderError, type ModelReply, type ProviderFailure } from './model.js';
 import { restore } from './resume.js';
 import { defaultBackoff, PROGRESS_INTERVAL_MS, Stop, summary, type RunOptions, type RunResult } from './run-types.js';
 import { decide, ESCALATE_TOOL, EscalateInput, executeTool, isReadOnlyTool, offeredTools, TOOL_INPUTS, toolSpecs, type ToolName } from './tools/index.js';
@@ -113,6 +113,11 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
   const expected = { value: '' };
   const owner = opts.identity.session ? `${opts.identity.role}/${opts.identity.session}#${opts.identity.turn}` : `${opts.identity.role}/${runId}`;
 
+  // The provider failure of the attempt before this one, cleared by an answer: a run that a limit ends
+  // while the provider keeps failing says what the provider did, and where it was called.
+  const last: { failure: ProviderError | null } = { failure: null };
+  const failed = (pe: ProviderError, reason: string) => new Stop('failed', `${pe.code}: ${reason}`, pe.failure());
+
   async function ask(callNo: number): Promise<ModelReply> {
     for (let attempt = 1; ; attempt++) {
       checkpoint();
@@ -124,12 +129,16 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
       journal.append({ t: 'request', call: callNo, attempt, tools: tools.map((t) => t.name) });
       opts.onEvent?.({ type: 'request', call: callNo, attempt, tools: tools.map((t) => t.name) });
       try {
-        return await opts.client.call({ system, messages, tools, signal: stepSignal(), timeoutMs: remainingMs(budget, now()), onText: (delta) => opts.onEvent?.({ type: 'text', delta }) });
+        const reply = await opts.client.call({ system, messages, tools, signal: stepSignal(), timeoutMs: remainingMs(budget, now()), onText: (delta) => opts.onEvent?.({ type: 'text', delta }) });
+        last.failure = null;
+        return reply;
       } catch (err) {
         checkpoint();
-        const pe = err instanceof ProviderError ? err : new ProviderError(String(err), false, null, false, { cause: err });
-        if (!pe.transient) throw new Stop('failed', `the provider refused the request: ${pe.message}`);
-        apply(account(budget, { kind: 'transient_failure', attempt, error: pe.message }, now()).verdict);
+        const pe = err instanceof ProviderError ? err : new ProviderError(`the request failed: ${String(err)}`, false, null, false, { cause: err });
+        last.failure = pe;
+        if (!pe.transient) throw failed(pe, `the provider refused the request: ${pe.message}`);
+        const v = account(budget, { kind: 'transient_failure', attempt, error: pe.message }, now()).verdict;
+        if (v.kind === 'stop') throw failed(pe, v.reason);
         const waitMs = Math.min(backoff(attempt, pe.retryAfterMs), remainingMs(budget, now()));
         journal.append({ t: 'retry', call: callNo, attempt, error: pe.message });
         opts.onEvent?.({ type: 'retry', attempt, error: pe.message, waitMs });
@@ -227,6 +236,7 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
   let status: TerminalStatus = 'completed';
   let reason: string | null = null;
   let escalate = false;
+  let error: ProviderFailure | null = null;
   try {
     if (unresumable !== null) throw unresumable;
     if (restored) journal.append({ t: 'resume' }, true);
@@ -278,6 +288,13 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
     if (err instanceof Stop) {
       status = err.status;
       reason = err.reason;
+      error = err.error;
+      const lastFailure = last.failure;
+      if (error === null && lastFailure !== null) {
+        // A limit (the budget, the deadline, a cancel) ended a run whose provider was failing: say so.
+        error = lastFailure.failure();
+        reason = `${reason}; the provider's last failure: ${lastFailure.code}: ${lastFailure.message}`;
+      }
     } else {
       status = 'failed';
       reason = isNexusError(err) ? `${err.code}: ${err.message}` : `the runtime failed: ${err instanceof Error ? err.message : String(err)}`;
@@ -291,5 +308,5 @@ export async function executeRun(opts: RunOptions): Promise<RunResult> {
   journal.close();
   writeState(status, reason, true);
   opts.onEvent?.({ type: 'status', status, reason });
-  return { run_id: runId, status, reason, output, escalate, usage: budget.usage, limits: budget.limits, started_at: startedAt, ended_at: now(), journal: opts.files.journal };
+  return { run_id: runId, status, reason, output, escalate, usage: budget.usage, limits: budget.limits, started_at: startedAt, ended_at: now(), journal: opts.files.journal, error };
 }

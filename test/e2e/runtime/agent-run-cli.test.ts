@@ -1,5 +1,7 @@
 // `nxs agent run`: a person runs a persona on the built-in runtime from the CLI, against the fake provider.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RUN_NOT_COMPLETED_EXIT, RunStateFileSchema } from '../../../protocol/runs.js';
@@ -98,3 +100,76 @@ describe('nxs agent run', () => {
     expect(all.stdout).toContain('agent run');
   });
 });
+
+/** A loopback port nothing listens on: one the system just gave out and that was closed again. */
+async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+describe('nxs agent run (the built CLI): a provider failure names the base URL it tried, coded, and never the key', () => {
+  // A key that would show if any message carried it; the provider below even sends it back.
+  const KEY = 'sk-nexus-test-secret-7f3a9c';
+  const keys = { OPENAI_API_KEY: KEY, ANTHROPIC_API_KEY: KEY };
+  let status = 500;
+  let server: Server;
+  let base: string;
+
+  beforeAll(async () => {
+    // A provider that answers every request with `status`, echoing the key it was sent, as a careless one might.
+    server = createServer((req, res) => {
+      req.resume();
+      const sent = String(req.headers['x-api-key'] ?? req.headers['authorization'] ?? '');
+      const body = JSON.stringify({ type: 'error', error: { type: status === 401 ? 'authentication_error' : 'api_error', message: `no entry for ${sent}` } });
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise<void>((r) => server.close(() => r()));
+  });
+
+  /** `nxs agent run ROLE` by bin/nxs, as a child process, once in words and once with --json. */
+  async function run(role: string): Promise<{ words: Awaited<ReturnType<typeof runCli>>; json: Awaited<ReturnType<typeof runCli>> }> {
+    const words = await runCli('nxs', ['agent', 'run', role, 'anyone there?'], ws.root, { env: keys });
+    const json = await runCli('nxs', ['agent', 'run', role, 'anyone there?', '--json'], ws.root, { env: keys });
+    return { words, json };
+  }
+
+  function expectNamed(r: Awaited<ReturnType<typeof run>>, url: string, code: string): void {
+    expect(r.words.code, r.words.stderr).toBe(RUN_NOT_COMPLETED_EXIT);
+    expect(r.words.stderr).toContain(url);
+    expect(r.words.stderr).toContain(code);
+    expect(r.json.code, r.json.stderr).toBe(RUN_NOT_COMPLETED_EXIT);
+    expect(r.json.json).toMatchObject({ status: 'failed', error: { code, url } });
+    expect(r.json.json.reason).toContain(url);
+    expect(r.json.json.error.message).toContain(url);
+    for (const out of [r.words.stdout, r.words.stderr, r.json.stdout, r.json.stderr]) expect(out).not.toContain(KEY);
+  }
+
+  it.each(['openai', 'anthropic'] as const)('%s: a closed loopback port is PROVIDER_UNREACHABLE, naming the URL on stderr and in --json', async (provider) => {
+    const url = `http://127.0.0.1:${await closedPort()}${provider === 'openai' ? '/v1' : ''}`;
+    declare(`closed-${provider}`, 'budget:\n  retries: 0\n', `runtime:\n  builtin: { provider: ${provider}, base_url: "${url}" }\n`);
+    expectNamed(await run(`closed-${provider}`), url, 'PROVIDER_UNREACHABLE');
+  });
+
+  it.each([
+    ['openai', 500],
+    ['openai', 401],
+    ['anthropic', 500],
+    ['anthropic', 401],
+  ] as const)('%s: a provider that answers HTTP %i is PROVIDER_ERROR, naming the URL and the status, and not the key it echoes', async (provider, code) => {
+    status = code;
+    const url = provider === 'openai' ? `${base}/v1` : base;
+    declare(`http-${provider}`, 'budget:\n  retries: 0\n', `runtime:\n  builtin: { provider: ${provider}, base_url: "${url}" }\n`);
+    const r = await run(`http-${provider}`);
+    expectNamed(r, url, 'PROVIDER_ERROR');
+    expect(r.json.json.reason).toContain(`HTTP ${code}`);
+  });
+});
+

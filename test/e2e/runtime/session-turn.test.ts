@@ -1,5 +1,6 @@
 // A commissioned persona on the built-in runtime, end to end: nxc send, the sidecar, nxs-runtime, the fake provider, nxc reply.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunStateFileSchema } from '../../../protocol/runs.js';
@@ -39,6 +40,16 @@ async function commission(role: string, text: string, env: Record<string, string
   return { thread: r.json.thread, messages: view.json.messages as any[], state: RunStateFileSchema.parse(JSON.parse(readFileSync(stateFile, 'utf8'))) };
 }
 
+/** A loopback port nothing listens on: one the system just gave out and that was closed again. */
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
 beforeAll(async () => {
   fake = await startFakeProvider();
   ws = await makeWorkspace({ real: true });
@@ -73,6 +84,19 @@ describe('a session turn on the built-in runtime', () => {
     expect(messages.at(-1).text).toMatch(/ended failed: ANTHROPIC_API_KEY is not set/);
     expect(state).toMatchObject({ status: 'failed', usage: { model_calls: 0 } });
     expect(fake.requests).toHaveLength(0);
+  });
+
+  it('escalates naming the provider base URL it tried, coded, when nothing listens there (journal and run state say the same)', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    declare('stranded', ['budget:', '  retries: 0'], ['runtime:', '  builtin:', '    provider: anthropic', `    base_url: ${url}`]);
+    const { messages, state } = await commission('stranded', 'anyone there?', { ANTHROPIC_API_KEY: 'test-key' });
+    expect(messages.at(-1)).toMatchObject({ effect: 'escalate', substituted: false });
+    expect(messages.at(-1).text).toContain(`PROVIDER_UNREACHABLE: the provider failed 1 time in a row (the connection to ${url} failed`);
+    expect(state).toMatchObject({ status: 'failed' });
+    expect(state.reason).toContain(url);
+    const ended = readFileSync(state.journal, 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((e) => e.t === 'status').at(-1);
+    expect(ended).toMatchObject({ status: 'failed', reason: state.reason });
+    expect(JSON.stringify(messages)).not.toContain('test-key');
   });
 
   it('escalates with the status and usage in words when the declared timeout ends the run', async () => {

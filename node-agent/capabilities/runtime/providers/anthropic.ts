@@ -91,7 +91,7 @@ export function anthropicClient(opts: AnthropicOptions): ModelClient {
           }
         }
       } catch (err) {
-        throw classifyProviderError(err, client.baseURL);
+        throw classifyProviderError(err, client.baseURL, opts.apiKey);
       }
       const content: AssistantBlock[] = [];
       for (const [, b] of [...blocks].sort(([a], [c]) => a - c)) {

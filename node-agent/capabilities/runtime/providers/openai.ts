@@ -69,7 +69,7 @@ export function openaiClient(opts: OpenAIOptions): ModelClient {
           if (choice.finish_reason) stop = choice.finish_reason;
         }
       } catch (err) {
-        throw classifyProviderError(err, client.baseURL);
+        throw classifyProviderError(err, client.baseURL, opts.apiKey);
       }
       const content: AssistantBlock[] = text === '' ? [] : [{ type: 'text', text }];
       for (const [i, c] of [...calls].sort(([a], [b]) => a - b)) content.push(toolCall(c.id || `call_${i}`, c.name, c.args));

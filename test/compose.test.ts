@@ -1,29 +1,18 @@
 // docker-compose.yml, checked by reading it (no Docker needed): the services, one image built once, a
 // healthcheck each that the slim image can run, the operator token from .env (never baked into the image),
-// and start order by health. Where a Docker engine answers, the stack is started and two relays serve one stream.
+// start order by health, and the node's dashboard started by its own command line. Where a Docker engine
+// answers, the stack is started and two relays serve one stream. (That the node's command line, run as it
+// is, serves the dashboard: test/e2e/compose-node.test.ts.)
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Script } from 'node:vm';
-import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { COMPOSE_TEXT, compose, entrypoint, flagValue, nxsCommand, portMapping } from './helpers/compose.js';
 import { REPO } from './helpers/workspace.js';
 import { until } from './helpers/until.js';
 
-type Service = {
-  image?: string;
-  build?: unknown;
-  pull_policy?: string;
-  command?: string[];
-  environment?: Record<string, string>;
-  ports?: string[];
-  volumes?: string[];
-  depends_on?: Record<string, { condition: string }>;
-  healthcheck?: { test: string[] };
-};
-
-const compose = parse(readFileSync(join(REPO, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service>; volumes: Record<string, unknown> };
 const services = compose.services;
 const NEXUS = ['relay-1', 'relay-2', 'node'];
 const RELAYS = ['relay-1', 'relay-2'];
@@ -43,13 +32,40 @@ describe('docker-compose.yml, by reading', () => {
 
   it('runs the node as a user, not root, and publishes its dashboard and metrics on the host loopback only', () => {
     const node = services['node']!;
-    expect((node as { user?: string }).user).toBe('${NEXUS_UID:-1000}:${NEXUS_GID:-1000}');
+    expect(node.user).toBe('${NEXUS_UID:-1000}:${NEXUS_GID:-1000}');
     expect(node.ports).toEqual(['127.0.0.1:${NEXUS_UI_PUBLISH:-7430}:7430', '127.0.0.1:${NEXUS_METRICS_PUBLISH:-9464}:9464']);
-    expect(node.command).toEqual(['node', 'run', '--metrics-host', '0.0.0.0', '--metrics-port', '9464']);
+    for (const p of node.ports!) expect(portMapping(p).hostIp).toBe('127.0.0.1');
     // The image gives that user its state folder, which a named volume starts from.
     expect(readFileSync(join(REPO, 'Dockerfile'), 'utf8')).toMatch(/chown node:node \/data/);
-    // Where binding a workspace runs is said beside the node.
-    expect(readFileSync(join(REPO, 'docker-compose.yml'), 'utf8')).toContain('docker compose exec -w /workspaces/<name> node nxs sync bind');
+    // Where binding a workspace runs is said beside the node, and in the README.
+    expect(COMPOSE_TEXT).toContain('docker compose exec -w /workspaces/<name> node nxs sync bind');
+    expect(readFileSync(join(REPO, 'README.md'), 'utf8')).toContain('docker compose exec -w /workspaces/<name> node nxs sync bind http://relay:7420');
+  });
+
+  it('starts the dashboard with the node, by a verb and flags nxs knows, on every container address at the port published to 127.0.0.1', () => {
+    const node = services['node']!;
+    // The image runs `nxs <command>`: the command is an nxs command line.
+    expect(entrypoint()).toEqual(['nxs']);
+    const { verb, args } = nxsCommand(node.command!);
+    expect(verb.path).toEqual(['node', 'run']);
+    // Both flags are in the verb's table (a flag it did not know would have thrown USAGE above).
+    expect(Object.keys(verb.flags ?? {})).toEqual(expect.arrayContaining(['ui-host', 'ui-port', 'metrics-host', 'metrics-port']));
+    expect(args.values).toMatchObject({ 'ui-host': '0.0.0.0', 'ui-port': '7430', 'metrics-host': '0.0.0.0', 'metrics-port': '9464' });
+    // What listens inside is what is published, and published on the host's loopback alone.
+    const published = node.ports!.map(portMapping);
+    expect(published.map((p) => p.containerPort).sort()).toEqual([Number(flagValue(node.command!, '--ui-port')), Number(flagValue(node.command!, '--metrics-port'))].sort());
+    expect(published.every((p) => p.hostIp === '127.0.0.1')).toBe(true);
+  });
+
+  it('keeps the dashboard secret out of the file, the environment and the image, and says where it is and how to read it', () => {
+    const node = services['node']!;
+    expect(Object.keys(node.environment ?? {})).toEqual(['NEXUS_HOME']);
+    expect(node.command!.join(' ')).not.toMatch(/secret|\?k=/i);
+    // The secret lives in the node's state volume, and the commented way to read it is a command nxs knows.
+    expect(COMPOSE_TEXT).toContain('/data/node/ui-secret');
+    const shown = /docker compose exec node (nxs ui[^\n(]*)/.exec(COMPOSE_TEXT)![1]!.trim().split(/\s+/).slice(1);
+    expect(nxsCommand(shown).verb.path).toEqual(['ui']);
+    expect(readFileSync(join(REPO, '.dockerignore'), 'utf8').split('\n')).toContain('workspaces');
   });
 
   it('gives every service a healthcheck the slim image can run (node itself, never curl)', () => {

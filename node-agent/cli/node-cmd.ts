@@ -26,8 +26,14 @@ async function waitFor(check: () => Promise<boolean> | boolean, timeoutMs: numbe
   return false;
 }
 
-/** What `nxs node run` and `start` take: the ticker's period, where /healthz and /metrics listen. */
-type RunOptions = { tickMs: number | undefined; metricsHost: string | undefined; metricsPort: number | undefined };
+/** What `nxs node run` and `start` take: the ticker's period, where /healthz and /metrics listen, where the dashboard listens. */
+type RunOptions = {
+  tickMs: number | undefined;
+  metricsHost: string | undefined;
+  metricsPort: number | undefined;
+  uiHost: string | undefined;
+  uiPort: number | undefined;
+};
 
 async function run(io: Io, o: RunOptions): Promise<void> {
   // A node opens its stores only as workspaces come to it: a bad setting is refused now, not at the first one.
@@ -41,6 +47,7 @@ async function run(io: Io, o: RunOptions): Promise<void> {
     log,
     ...(o.tickMs === undefined ? {} : { tickMs: o.tickMs }),
     health: { ...(o.metricsHost === undefined ? {} : { host: o.metricsHost }), ...(o.metricsPort === undefined ? {} : { port: o.metricsPort }) },
+    ui: { ...(o.uiHost === undefined ? {} : { host: o.uiHost }), ...(o.uiPort === undefined ? {} : { port: o.uiPort }) },
   });
   let stopping = false;
   const stop = () => {
@@ -68,6 +75,8 @@ async function start(io: Io, json: boolean, o: RunOptions): Promise<void> {
     ...(o.tickMs === undefined ? [] : ['--tick-ms', String(o.tickMs)]),
     ...(o.metricsHost === undefined ? [] : ['--metrics-host', o.metricsHost]),
     ...(o.metricsPort === undefined ? [] : ['--metrics-port', String(o.metricsPort)]),
+    ...(o.uiHost === undefined ? [] : ['--ui-host', o.uiHost]),
+    ...(o.uiPort === undefined ? [] : ['--ui-port', String(o.uiPort)]),
   ];
   // The V8 flag bin/nxs's #! line gives a node run in the foreground: the same program either way.
   const child = spawn(process.execPath, ['--single-threaded-gc', join(packageRoot(), 'bin', 'nxs'), 'node', 'run', ...runArgs], {
@@ -163,22 +172,36 @@ function tickOption(raw: string | undefined): number | undefined {
   return ms;
 }
 
-/** `--metrics-port N`: 0 to 65535. */
-function portOption(raw: string | undefined): number | undefined {
+/** `--metrics-port N`, `--ui-port N`: 0 to 65535. */
+function portOption(raw: string | undefined, flag: string): number | undefined {
   if (raw === undefined) return undefined;
   const port = /^\d+$/.test(raw) ? Number(raw) : NaN;
-  if (!Number.isSafeInteger(port) || port > 65535) throw new NexusError('USAGE', `--metrics-port needs a port number, 0 to 65535 (got ${JSON.stringify(raw)})`);
+  if (!Number.isSafeInteger(port) || port > 65535) throw new NexusError('USAGE', `${flag} needs a port number, 0 to 65535 (got ${JSON.stringify(raw)})`);
   return port;
+}
+
+/** `--ui-host H`: a host name or address, as `nxs ui --host` takes it. */
+function hostOption(raw: string | undefined): string | undefined {
+  if (raw !== undefined && !/^[A-Za-z0-9.:_-]{1,253}$/.test(raw)) throw new NexusError('USAGE', `--ui-host ${JSON.stringify(raw)} is not a host name or address`);
+  return raw;
 }
 
 const RUN_FLAGS = {
   'tick-ms': { type: 'string', value: 'N', help: 'run the ticker (settling turns whose process died without reporting) every N ms instead of every 30 s' },
   'metrics-host': { type: 'string', value: 'H', help: 'where /healthz and /metrics listen (default 127.0.0.1; 0.0.0.0 exposes them to the network)' },
   'metrics-port': { type: 'string', value: 'N', help: 'the port of /healthz and /metrics (default 0: any free one, shown by `nxs node status`)' },
+  'ui-host': { type: 'string', value: 'H', help: 'where the dashboard listens from the start (default 127.0.0.1; beyond loopback the URL secret guards every request)' },
+  'ui-port': { type: 'string', value: 'N', help: 'the dashboard\'s port from the start (default: the one it had last time, when free); a node that cannot have it does not start' },
 } as const;
 
 function runOptions(a: Parameters<Verb['run']>[1]): RunOptions {
-  return { tickMs: tickOption(str(a, 'tick-ms')), metricsHost: str(a, 'metrics-host'), metricsPort: portOption(str(a, 'metrics-port')) };
+  return {
+    tickMs: tickOption(str(a, 'tick-ms')),
+    metricsHost: str(a, 'metrics-host'),
+    metricsPort: portOption(str(a, 'metrics-port'), '--metrics-port'),
+    uiHost: hostOption(str(a, 'ui-host')),
+    uiPort: portOption(str(a, 'ui-port'), '--ui-port'),
+  };
 }
 
 export const NODE_VERBS: readonly Verb[] = [

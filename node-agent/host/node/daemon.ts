@@ -28,8 +28,12 @@ export type NodeOptions = {
   tickMs?: number;
   /** Where the node, its sync clients and its dashboard report (default: JSON lines on stderr, component `node`). */
   log?: Logger;
-  /** false: no web dashboard. */
-  ui?: boolean;
+  /**
+   * false: no web dashboard. A host and/or port: it listens there from the start (as `nxs ui --host --port`
+   * would move it), and a node that cannot have that address does not start; otherwise 127.0.0.1 on the
+   * port it had last time.
+   */
+  ui?: boolean | { host?: string; port?: number };
   /** Routes added to the node's socket beside its commands (nxc's hand-over: node-agent/cli/handover.ts). */
   routes?: readonly NodeRoute[];
   /** The timers its clock arms (default: the process's). */
@@ -128,7 +132,18 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   if (opts.ui !== false) {
     const onAppended = (listener: (workspace: string) => void) => (events.on('ops', listener), () => void events.off('ops', listener));
     const backend = { run, onAppended, registered: () => readRegistry(paths).workspaces };
-    ui = await startUi({ nodeDir: paths.dir, backend, log: log.child({ component: 'ui' }) }).catch((err: unknown) => (log.error('the dashboard could not start', { err }), null));
+    const where = typeof opts.ui === 'object' ? opts.ui : {};
+    const asked = where.host !== undefined || where.port !== undefined;
+    try {
+      ui = await startUi({ nodeDir: paths.dir, backend, log: log.child({ component: 'ui' }), ...where });
+    } catch (err) {
+      // An address asked for and not had: the node does not run with its dashboard somewhere else, or nowhere.
+      if (asked) {
+        await close();
+        throw err;
+      }
+      log.error('the dashboard could not start', { err });
+    }
   }
   const tick = (id: string) =>
     served

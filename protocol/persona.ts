@@ -110,7 +110,14 @@ const RuntimeSchema = z.union(
 /** `network:` on a persona: `none`, `all`, or the hosts it may reach (`api.example.com`, `*.example.com`, either with `:port`). */
 export const NetworkSchema = z.union([
   z.enum(['none', 'all']),
-  z.array(z.string().regex(/^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?$/, 'a host name (or *.domain), optionally with :port')).max(64),
+  z
+    .array(
+      z
+        .string()
+        .regex(/^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?$/, 'a host name (or *.domain), optionally with :port')
+        .refine((h) => !h.includes(':') || Number(h.slice(h.lastIndexOf(':') + 1)) <= 65535, 'a port is at most 65535'),
+    )
+    .max(64),
 ]);
 export type Network = z.infer<typeof NetworkSchema>;
 

@@ -6,6 +6,7 @@ import { createServer, request, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PersonaDeclarationSchema } from '../../protocol/persona.js';
 import { hostAllowed, hostRules, NETWORK_LOG, startFilteringProxy } from '../../node-agent/adapters/sandbox/index.js';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
@@ -132,6 +133,12 @@ describe('the filtering proxy', () => {
     expect(hostAllowed(rules, 'localhost', 8080)).toBe(true);
     expect(hostAllowed(rules, 'localhost', 8081)).toBe(false);
     expect(hostAllowed(rules, '127.0.0.1', 8080)).toBe(false);
+  });
+
+  it('is declared as host names, *.domain and :port, and nothing else', () => {
+    const parse = (network: unknown) => PersonaDeclarationSchema.safeParse({ model: 'm', system_prompt: 's', runtime: 'codex', network }).success;
+    expect(parse(['api.example.com', '*.example.org:443', 'localhost:8080', '127.0.0.1'])).toBe(true);
+    for (const bad of ['http://api.example.com', 'api.example.com/v1', '*', '*.', 'a.*.example.com', 'bad_host', 'a.example.com:99999', 'user@host', '']) expect([bad, parse([bad])]).toEqual([bad, false]);
   });
 
   it('answers a request that is not for a proxy with 400, counts it, and stops with its connections cut', async () => {

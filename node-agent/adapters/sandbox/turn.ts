@@ -116,6 +116,7 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
   let policy = decided;
   let proxy: FilteringProxy | null = null;
   let proxyDir: string | null = null;
+  let refusedBefore = 0;
   return {
     on: true,
     get policy() {
@@ -134,10 +135,15 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
       policy = { ...policy, proxy: proxy.path };
     },
     async close() {
-      await proxy?.close();
-      if (proxyDir !== null) rmSync(proxyDir, { recursive: true, force: true });
+      const [p, dir] = [proxy, proxyDir];
+      [proxy, proxyDir] = [null, null];
+      if (p !== null) {
+        refusedBefore += p.refused;
+        await p.close();
+      }
+      if (dir !== null) rmSync(dir, { recursive: true, force: true });
     },
-    refused: () => proxy?.refused ?? 0,
+    refused: () => refusedBefore + (proxy?.refused ?? 0),
     wrap: (command, cwd) => (platform === 'darwin' ? seatbeltArgv(policy, join(input.sessionDir, 'tmp'), command) : bwrapArgv(policy, command, cwd, input.env)),
     env(base, opts = {}) {
       const out: Record<string, string> = {};

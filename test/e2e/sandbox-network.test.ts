@@ -7,10 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PersonaDeclarationSchema } from '../../protocol/persona.js';
-import { hostAllowed, hostRules, NETWORK_LOG, startFilteringProxy } from '../../node-agent/adapters/sandbox/index.js';
+import { hostAllowed, hostRules, NETWORK_LOG, providerNetwork, startFilteringProxy } from '../../node-agent/adapters/sandbox/index.js';
+import { codexConfig } from '../helpers/codex-config.js';
+import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 let ws: TestWorkspace;
+let fake: FakeProvider;
 let allowed: Server;
 let other: Server;
 const hits = { allowed: 0, other: 0 };
@@ -45,6 +48,7 @@ echo "proxy: \${HTTPS_PROXY:-none}" >> "$out"
 `;
 
 beforeAll(async () => {
+  fake = await startFakeProvider();
   allowed = await serve('allowed');
   other = await serve('other');
   ws = await makeWorkspace({ real: true });
@@ -58,10 +62,16 @@ beforeAll(async () => {
   mkdirSync(join(ws.root, '.nxs-personas'), { recursive: true });
   declare('listed', `["127.0.0.1:${portOf(allowed)}"]`);
   declare('offline', 'none');
+  // The builtin runtime calls the model itself, outside; its tools run in the sandbox, behind the proxy.
+  writeFileSync(
+    join(ws.root, '.nxs-personas', 'builtin.yaml'),
+    ['model: fake-model', 'system_prompt: You are builtin.', 'tools: [Bash]', 'permissions: acceptEdits', `network: ["127.0.0.1:${portOf(allowed)}"]`, 'runtime:', '  builtin:', '    provider: anthropic', `    base_url: ${fake.anthropicUrl}`].join('\n') + '\n',
+  );
 }, 120_000);
 
 afterAll(async () => {
   await ws?.cleanup();
+  await fake?.close();
   allowed?.close();
   other?.close();
 });
@@ -74,7 +84,7 @@ function found(role: string): Record<string, string> {
 }
 
 async function run(role: string): Promise<string> {
-  const sent = await ws.nxc(['send', role, '--subject', `net ${role}`, '--json', 'Try the network.']);
+  const sent = await ws.nxc(['send', role, '--subject', `net ${role}`, '--json', 'Try the network.'], { env: { ANTHROPIC_API_KEY: 'test-key' } });
   expect(sent.code, sent.stdout + sent.stderr).toBe(0);
   expect(sent.json.woke, JSON.stringify(sent.json.warnings)).not.toBeNull();
   await ws.waitIdle(120_000);
@@ -102,6 +112,24 @@ describe('a command session with network: [host:port]', () => {
     // Every refusal is in the session's network log.
     const log = readFileSync(join(ws.root, '.nxs', 'sessions', session, NETWORK_LOG), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
     expect(log.map((l) => l.refused).sort()).toEqual([`127.0.0.1:${portOf(other)}`, `127.0.0.1:${portOf(other)}`, `localhost:${portOf(allowed)}`].sort());
+  }, 180_000);
+});
+
+describe('a builtin session with network: [host:port]', () => {
+  it("runs its Bash tool behind the proxy: the declared host answers, another port is refused", async () => {
+    fake.setScript((_req, n) => (n === 0 ? { reply: { tool_calls: [{ name: 'Bash', input: { command: 'bash net.sh builtin' } }] } } : { reply: { text: 'done' } }));
+    const before = { ...hits };
+    await run('builtin');
+    const r = found('builtin');
+    expect(r['proxy']).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(r['declared']).toBe('200 000');
+    expect(r['declared-tunnel']).toBe('200 200');
+    expect(r['other-port']).toBe('403 000');
+    expect(r['other-name']).toBe('403 000');
+    expect(r['around-proxy']).toBe('000 000');
+    expect(r['tcp']).toBe('refused');
+    expect(hits.allowed - before.allowed).toBe(2);
+    expect(hits.other).toBe(before.other);
   }, 180_000);
 });
 
@@ -133,6 +161,23 @@ describe('the filtering proxy', () => {
     expect(hostAllowed(rules, 'localhost', 8080)).toBe(true);
     expect(hostAllowed(rules, 'localhost', 8081)).toBe(false);
     expect(hostAllowed(rules, '127.0.0.1', 8080)).toBe(false);
+  });
+
+  it("gives claude-code and codex their provider's host by default", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nxs-provider-'));
+    try {
+      expect(providerNetwork('claude-code', { ANTHROPIC_BASE_URL: 'http://127.0.0.1:4567' })).toEqual(['127.0.0.1:4567']);
+      expect(providerNetwork('claude-code', {})).toEqual(['api.anthropic.com:443']);
+      expect(providerNetwork('claude-code', { CLAUDE_CODE_USE_BEDROCK: '1' })).toBe('all');
+      expect(providerNetwork('codex', { CODEX_HOME: dir })).toEqual(['api.openai.com:443', 'chatgpt.com:443', 'auth.openai.com:443']);
+      expect(providerNetwork('codex', { CODEX_HOME: dir, OPENAI_BASE_URL: 'https://llm.example.com/v1' })).toEqual(['llm.example.com:443']);
+      writeFileSync(join(dir, 'config.toml'), codexConfig('http://127.0.0.1:7654/v1'));
+      expect(providerNetwork('codex', { CODEX_HOME: dir })).toEqual(['127.0.0.1:7654']);
+      writeFileSync(join(dir, 'config.toml'), 'model_provider = "oss"\n');
+      expect(providerNetwork('codex', { CODEX_HOME: dir })).toBe('all');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('is declared as host names, *.domain and :port, and nothing else', () => {

@@ -107,8 +107,18 @@ const RuntimeSchema = z.union(
   { error: 'expected claude-code, codex, {builtin: {provider: anthropic|openai, ...}}, {a2a: {url}} or {command: [...]}' },
 );
 
-/** `network:` on a persona: `none`, `all`, or the hosts it may reach. */
-export const NetworkSchema = z.union([z.enum(['none', 'all']), z.array(z.string().regex(/^[A-Za-z0-9.-]+(:\d+)?$/, 'a host name, optionally with :port')).max(64)]);
+/** `network:` on a persona: `none`, `all`, or the hosts it may reach (`api.example.com`, `*.example.com`, either with `:port`). */
+export const NetworkSchema = z.union([
+  z.enum(['none', 'all']),
+  z
+    .array(
+      z
+        .string()
+        .regex(/^(\*\.)?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*(:\d{1,5})?$/, 'a host name (or *.domain), optionally with :port')
+        .refine((h) => !h.includes(':') || Number(h.slice(h.lastIndexOf(':') + 1)) <= 65535, 'a port is at most 65535'),
+    )
+    .max(64),
+]);
 export type Network = z.infer<typeof NetworkSchema>;
 
 /** The file shape: what a YAML declaration may contain. Parsing yields the normalised form. */
@@ -136,7 +146,7 @@ export const PersonaDeclarationSchema = z
      * each figure applies only where it is below the workspace's; nothing here can raise it.
      */
     operation_budget: PersonaOperationBudgetSchema.optional(),
-    /** What the session's sandbox lets it reach: none (the default for tools), all, or a host list (refused: no filtering proxy). */
+    /** What the session's sandbox lets it reach: none (the default for tools), all, or a host list (through a filtering proxy). */
     network: NetworkSchema.optional(),
     /** Paths the session may write besides its working copy (a build cache); never `.nxs/`, NEXUS_HOME or another workspace. */
     sandbox: z.strictObject({ write: z.array(z.string().min(1)).max(64).default([]) }).optional(),

@@ -99,6 +99,15 @@ async function main(): Promise<void> {
     // The package's runtime stays outside (it holds the provider key and posts the answer) and puts what it runs inside.
     env[SESSION_SOCKET_VARIABLE] = session.path;
   } else if (box.on) {
+    try {
+      // A host list's filtering proxy: this process runs it for the turn, outside the sandbox.
+      await box.start();
+    } catch (err) {
+      await box.close();
+      await session.close();
+      report({ error: `the network proxy for the turn could not be started: ${err instanceof Error ? err.message : String(err)}` });
+      return;
+    }
     argv = box.wrap(argv, spec.workspace_dir);
     env = box.env(env);
   }
@@ -129,6 +138,7 @@ async function main(): Promise<void> {
     });
   });
   if (!started) {
+    if (box.on) await box.close();
     await session.close();
     return;
   }
@@ -146,6 +156,7 @@ async function main(): Promise<void> {
   const [exitCode, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
     child.once('exit', (code, sig) => resolve([code, sig])),
   );
+  if (box.on) await box.close();
   await session.close();
   await settle(dir, { session: spec.session, turn: spec.turn, exitCode, signal, timedOut }, spec.workspace_dir);
 }

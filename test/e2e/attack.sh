@@ -34,6 +34,10 @@ writes git-hook .git/hooks/post-checkout
 if mv .git ".git-moved-$tag" 2>/dev/null; then say git-move moved; mv ".git-moved-$tag" .git; else say git-move refused; fi
 if node -e "const s=require('net').connect(process.argv[1]);s.on('connect',()=>process.exit(0));s.on('error',()=>process.exit(1))" "$NODE_SOCKET" 2>/dev/null; then say node-socket connected; else say node-socket refused; fi
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then say net connected; else say net refused; fi
+# The same undeclared port through whatever proxy the session was given (a CLI's, for its provider's host):
+# a plain request and a CONNECT tunnel, as "<http status> <CONNECT status>" (000: no answer).
+say net-proxy "$(curl -s -o /dev/null -w '%{http_code} %{http_connect}' --max-time 10 "http://127.0.0.1:$PORT/" 2>/dev/null)"
+say net-tunnel "$(curl -s -o /dev/null -w '%{http_code} %{http_connect}' --max-time 10 --proxytunnel "http://127.0.0.1:$PORT/" 2>/dev/null)"
 echo "envi: $(env -i PATH="$PATH" nxc send echoer "dropped every variable ($tag)" --subject "envi-$tag" --json 2>&1 | tr -d '\n')" >> "$out"
 echo "forged: $(NXC_SESSION= NXC_HOP=0 NXC_ACTOR=mallory nxc send echoer "claimed to be mallory ($tag)" --subject "forged-$tag" --json 2>&1 | tr -d '\n')" >> "$out"
 cat "$out"

@@ -1,5 +1,5 @@
 // A hostile session on each runtime kind tries to leave its sandbox: read the secrets, change its own rules, write
-// outside its copy, reach the node, the network, or act as a fresh human. Everything is refused or finds nothing,
+// outside its copy, reach the node, a host it did not declare, or act as a fresh human. Everything is refused or finds nothing,
 // and no secret's bytes reach a message, a transcript, a journal or the model.
 import { createHash } from 'node:crypto';
 import { copyFileSync } from 'node:fs';
@@ -164,9 +164,12 @@ describe.each([
     for (const read of ['keys', 'keys-glob', 'sync', 'config', 'nexus-home', 'ssh', 'other-workspace', 'link', 'store']) expect([read, r[read]]).toEqual([read, 'nothing']);
     for (const write of ['persona', 'channel', 'outside', 'git-config', 'git-hook', 'git-move']) expect([write, r[write]]).toEqual([write, 'refused']);
     expect(r['node-socket']).toBe('refused');
-    // The claude and codex CLIs call their model themselves: their default network is the machine's (docs/SECURITY.md).
-    const ownNetwork = runtime === 'claude-code' || runtime === 'codex';
-    if (!ownNetwork) expect(r['net']).toBe('refused');
+    // No runtime reaches a host it did not declare. The claude and codex CLIs call their model themselves: by default they
+    // reach their provider's host (the fake's 127.0.0.1:<port>) through the filtering proxy, which refuses any other (403).
+    const proxied = runtime === 'claude-code' || runtime === 'codex';
+    expect(r['net']).toBe('refused');
+    expect(r['net-proxy']).toBe(proxied ? '403 000' : '000 000');
+    expect(r['net-tunnel']).toBe(proxied ? '000 403' : '000 000');
 
     // With its environment dropped, or with a forged one, the session is still itself, one hop below where it is anchored.
     for (const how of ['envi', 'forged']) {
@@ -196,6 +199,6 @@ describe.each([
     };
     for (const [place, text] of Object.entries(places)) for (const [secret, bytes] of Object.entries(canaries)) expect([place, secret, text.includes(bytes)]).toEqual([place, secret, false]);
     if (runtime !== 'command') expect(fake.requests.length).toBeGreaterThan(1);
-    if (!ownNetwork) expect(connections).toBe(0);
+    expect(connections).toBe(0);
   }, 300_000);
 });

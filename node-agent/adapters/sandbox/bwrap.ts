@@ -2,6 +2,7 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { bridged, PROXY_SOCKET_PATH } from './network.js';
 import { SANDBOX_HOME, type SandboxPolicy } from './policy.js';
 import { SESSION_SOCKET_PATH } from './socket-path.js';
 
@@ -21,8 +22,9 @@ function isDir(p: string): boolean {
 /**
  * The argv (program first) that runs `command` in `cwd` inside the policy. Mount order is the policy's
  * meaning: the machine read-only, fresh /tmp, /run and /dev, the copy, what stays read-only in it, the
- * declared writes, the private HOME, the session's socket, and the secrets last, so no bind above reopens one.
- * Every namespace is new (the network too unless the policy shares it), with a user namespace and no
+ * declared writes, the private HOME, the session's socket, the filtering proxy's, and the secrets last, so no bind
+ * above reopens one. Every namespace is new (the network too unless the policy shares it: a host list keeps its own
+ * and reaches out only through the proxy's socket, behind a bridge that starts first), with a user namespace and no
  * capabilities, so nothing inside can unmount what hides a secret; the PID namespace is new, so no
  * /proc/<pid>/root of a process outside leads back to the real file system.
  */
@@ -53,6 +55,10 @@ export function bwrapArgv(policy: SandboxPolicy, command: readonly string[], cwd
   for (const w of policy.write) if (existsSync(w)) a.push('--bind', w, w);
   a.push('--bind', policy.home, SANDBOX_HOME);
   if (policy.socket !== null) a.push('--bind', policy.socket, SESSION_SOCKET_PATH);
+  if (Array.isArray(policy.network)) {
+    if (policy.proxy === null) throw new Error('a host list needs its filtering proxy started before the turn is wrapped');
+    a.push('--bind', policy.proxy, PROXY_SOCKET_PATH);
+  }
   for (const h of policy.hide) {
     if (!existsSync(h)) continue;
     if (isDir(h)) a.push('--tmpfs', h, '--remount-ro', h);
@@ -64,7 +70,7 @@ export function bwrapArgv(policy: SandboxPolicy, command: readonly string[], cwd
   } catch {
     // bwrap says so itself.
   }
-  a.push('--chdir', dir, '--', ...command);
+  a.push('--chdir', dir, '--', ...(Array.isArray(policy.network) ? bridged(command, env) : command));
   return a;
 }
 

@@ -20,7 +20,10 @@ export type SandboxPolicy = {
   hide: string[];
   /** The session's private HOME outside; mounted at SANDBOX_HOME. */
   home: string;
-  network: 'none' | 'all';
+  /** A host list is enforced by the filtering proxy (proxy.ts): the sandbox itself has no network then either. */
+  network: 'none' | 'all' | string[];
+  /** With a host list: the filtering proxy's socket outside, bound at PROXY_SOCKET_PATH (set once the proxy listens). */
+  proxy: string | null;
   /** The supervisor's socket outside, bound at SESSION_SOCKET_PATH; null: none (nxc inside reaches nothing). */
   socket: string | null;
 };
@@ -102,8 +105,8 @@ export type PolicyInput = {
   privateHome: string;
   writable: boolean;
   network: Network | undefined;
-  /** The default when nothing is declared: `none` for tools and commands, `all` for CLIs that call their model. */
-  defaultNetwork: 'none' | 'all';
+  /** The default when nothing is declared: `none` for tools and commands, the provider's host for CLIs that call their model. */
+  defaultNetwork: Network;
   /** Declared by the workspace and the persona. */
   write: string[];
   hide: string[];
@@ -111,17 +114,14 @@ export type PolicyInput = {
 };
 
 /**
- * Decides a turn's sandbox. A host list in `network:` is refused (enforcing one needs a filtering proxy this
- * version does not run); a declared write path that would open `.nxs/`, NEXUS_HOME or another workspace is refused.
+ * Decides a turn's sandbox. A declared write path that would open `.nxs/`, NEXUS_HOME or another workspace is refused.
+ * A host list is kept as declared; the turn starts the proxy that enforces it (turn.ts).
  */
 export function sandboxPolicy(input: PolicyInput): SandboxPolicy {
   const copy = real(input.copy);
   const home = real(input.userHome);
   const nexusHome = real(input.nexusHome);
   const net = input.network ?? input.defaultNetwork;
-  if (Array.isArray(net)) {
-    throw new NexusError('SANDBOX_REFUSED', `network: [${net.join(', ')}] is a host list; enforcing one needs a filtering proxy, which this version does not run. Declare network: none or network: all`);
-  }
   const copies = [copy, ...registeredCopies(nexusHome).map(real), ...siblingCopies(copy)];
   const stores = copies.map((c) => join(c, '.nxs'));
   const write = input.write.map((p) => real(expand(p, home)));
@@ -142,7 +142,8 @@ export function sandboxPolicy(input: PolicyInput): SandboxPolicy {
     write,
     hide,
     home: input.privateHome,
-    network: net,
+    network: Array.isArray(net) ? [...net] : net,
+    proxy: null,
     socket: input.socket,
   };
 }

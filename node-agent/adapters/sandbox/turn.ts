@@ -1,6 +1,6 @@
 // One session turn's sandbox: decided from the spec's workspace, the persona and `.nxs/config.json`, or refused.
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
-import { homedir } from 'node:os';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NexusError } from '../../../protocol/errors.js';
 import { runtimeKind, type Persona } from '../../../protocol/persona.js';
@@ -8,7 +8,9 @@ import { nexusHome, workspacePaths } from '../../paths.js';
 import { declaredSandbox } from '../workspace/index.js';
 import { bwrapArgv, bwrapWorks } from './bwrap.js';
 import { seatbeltArgv } from './macos.js';
+import { providerNetwork, proxyEnv } from './network.js';
 import { sandboxPolicy, SANDBOX_HOME, type SandboxPolicy } from './policy.js';
+import { startFilteringProxy, type FilteringProxy } from './proxy.js';
 
 /** The environment variable the supervisor hands a runtime the turn's socket in (outside the sandbox only). */
 export const SESSION_SOCKET_VARIABLE = 'NXS_SESSION_SOCKET';
@@ -19,8 +21,25 @@ export const INSTALL_HINT =
   'or declare "sandbox": "off" in .nxs/config.json to run sessions with nothing around them';
 
 export type TurnSandbox =
-  | { on: true; policy: SandboxPolicy; wrap(command: readonly string[], cwd: string): string[]; env(base: NodeJS.ProcessEnv, opts?: { dropSecrets?: boolean }): Record<string, string> }
+  | {
+      on: true;
+      readonly policy: SandboxPolicy;
+      /**
+       * Starts the filtering proxy a host list needs, before the first `wrap`; nothing for `none` and `all`. Refused
+       * requests are counted and logged, one JSON line each, in the session folder's `network.log`.
+       */
+      start(): Promise<void>;
+      /** Stops the proxy (if one was started); the turn's sandboxed processes have ended or lose their way out. */
+      close(): Promise<void>;
+      /** How many requests the proxy refused this turn. */
+      refused(): number;
+      wrap(command: readonly string[], cwd: string): string[];
+      env(base: NodeJS.ProcessEnv, opts?: { dropSecrets?: boolean }): Record<string, string>;
+    }
   | { on: false };
+
+/** The file, in the session's folder, where the proxy logs what it refused. */
+export const NETWORK_LOG = 'network.log';
 
 /** Variables a builtin runtime's tools never see: the provider key stays with the runtime outside. */
 const SECRET_VARIABLE = /(^|_)(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$/i;
@@ -75,23 +94,56 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
     if (existsSync(gitconfig)) copyFileSync(gitconfig, join(privateHome, '.gitconfig'));
   }
   const p = input.persona;
+  if (platform === 'darwin' && Array.isArray(p.network)) {
+    throw new NexusError('SANDBOX_REFUSED', `network: [${p.network.join(', ')}] is a host list; on macOS this version enforces only none and all. Declare network: none or network: all`);
+  }
+  // The CLIs call their model themselves: by default they reach their provider's host, through the proxy (Linux only).
+  const cli = kind === 'claude-code' || kind === 'codex';
   const readOnly = (Array.isArray(p.tools) && p.tools.length === 0 && p.permissions !== 'bypassPermissions') || p.permissions === 'plan';
-  const policy = sandboxPolicy({
+  const decided = sandboxPolicy({
     copy: input.workspaceDir,
     nexusHome: nexusHome(input.env),
     userHome,
     privateHome,
     writable: !readOnly,
     network: p.network,
-    defaultNetwork: kind === 'claude-code' || kind === 'codex' ? 'all' : 'none',
+    defaultNetwork: cli ? (platform === 'linux' ? providerNetwork(kind, input.env) : 'all') : 'none',
     write: [...declared.write, ...(p.sandbox?.write ?? []), ...state.write],
     hide: declared.hide,
     socket: input.socket,
   });
   for (const w of state.write) mkdirSync(w, { recursive: true, mode: 0o700 });
+  let policy = decided;
+  let proxy: FilteringProxy | null = null;
+  let proxyDir: string | null = null;
+  let refusedBefore = 0;
   return {
     on: true,
-    policy,
+    get policy() {
+      return policy;
+    },
+    async start() {
+      if (!Array.isArray(policy.network) || proxy !== null) return;
+      // A private folder of its own, short enough for a socket path wherever the session folder lies.
+      proxyDir = mkdtempSync(join(tmpdir(), 'nxs-proxy-'));
+      const log = join(input.sessionDir, NETWORK_LOG);
+      proxy = await startFilteringProxy({
+        path: join(proxyDir, 'p.sock'),
+        hosts: policy.network,
+        onRefuse: (r) => appendFileSync(log, JSON.stringify({ at: new Date().toISOString(), refused: `${r.host}${r.port === null ? '' : `:${r.port}`}`, method: r.method }) + '\n', { mode: 0o600 }),
+      });
+      policy = { ...policy, proxy: proxy.path };
+    },
+    async close() {
+      const [p, dir] = [proxy, proxyDir];
+      [proxy, proxyDir] = [null, null];
+      if (p !== null) {
+        refusedBefore += p.refused;
+        await p.close();
+      }
+      if (dir !== null) rmSync(dir, { recursive: true, force: true });
+    },
+    refused: () => refusedBefore + (proxy?.refused ?? 0),
     wrap: (command, cwd) => (platform === 'darwin' ? seatbeltArgv(policy, join(input.sessionDir, 'tmp'), command) : bwrapArgv(policy, command, cwd, input.env)),
     env(base, opts = {}) {
       const out: Record<string, string> = {};
@@ -102,7 +154,7 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
       }
       const tmp = platform === 'darwin' ? join(input.sessionDir, 'tmp') : '/tmp';
       if (platform === 'darwin') mkdirSync(tmp, { recursive: true, mode: 0o700 });
-      return { ...out, ...state.env, HOME: platform === 'darwin' ? privateHome : SANDBOX_HOME, TMPDIR: tmp };
+      return { ...out, ...state.env, ...(Array.isArray(policy.network) ? proxyEnv() : {}), HOME: platform === 'darwin' ? privateHome : SANDBOX_HOME, TMPDIR: tmp };
     },
   };
 }

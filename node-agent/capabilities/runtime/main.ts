@@ -61,12 +61,20 @@ async function main(): Promise<number> {
   const sandbox = turnSandbox({ workspaceDir: spec.workspace_dir, sessionDir, persona: { ...persona, tools: spec.declaration.tools ?? undefined }, env: process.env, socket });
   const input = { turn, persona, prompt, env: process.env, answer, signal: cancel.signal, resume, sandbox };
   const runtime = persona.runtime;
-  const outcome =
-    'kind' in runtime && runtime.kind === 'a2a'
-      ? await runA2aTurn({ ...input, a2a: runtime.a2a })
-      : 'kind' in runtime && runtime.kind !== 'builtin'
-        ? await runAdapterTurn({ ...input, kind: runtime.kind })
-        : await runSessionTurn(input);
+  // A host list's filtering proxy runs here, outside the sandbox, for as long as the turn (an A2A turn puts nothing inside).
+  const proxied = sandbox.on && !('kind' in runtime && runtime.kind === 'a2a');
+  if (proxied) await sandbox.start();
+  let outcome;
+  try {
+    outcome =
+      'kind' in runtime && runtime.kind === 'a2a'
+        ? await runA2aTurn({ ...input, a2a: runtime.a2a })
+        : 'kind' in runtime && runtime.kind !== 'builtin'
+          ? await runAdapterTurn({ ...input, kind: runtime.kind })
+          : await runSessionTurn(input);
+  } finally {
+    if (proxied) await sandbox.close();
+  }
   const line = { status: outcome.result.status, reason: outcome.result.reason, usage: outcome.result.usage, answer: outcome.answer, state: outcome.files.state };
   process.stdout.write(JSON.stringify(line) + '\n');
   // A refused answer while a round this session commissioned is open is the engine's "waiting": not a failure.

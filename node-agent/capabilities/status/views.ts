@@ -98,15 +98,16 @@ async function readRows(deps: EngineDeps, ids: readonly string[]) {
  */
 async function rootOpeners(deps: EngineDeps, ids: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, { workspace: string; lamport: number }>();
-  const o = tables.ops;
   for (let i = 0; i < ids.length; i += 1000) {
-    const rows = await deps.db
-      .select({ thread: o.thread, workspace: o.workspace, lamport: o.lamport })
-      .from(o)
-      .where(and(inArray(o.thread, ids.slice(i, i + 1000)), eq(o.kind, 'thread.opened'), eq(o.operation, o.thread), isNull(o.inert)));
+    // Thread by thread through ops_thread_idx, not `thread in (...)`, which the planner, without statistics,
+    // reads as a scan of every op once the list is long (see partsOf in threads/operations.ts).
+    const { rows } = (await deps.db.execute(
+      sql`select o.thread, o.workspace, o.lamport from unnest(${sql.param(ids.slice(i, i + 1000))}::text[]) as w(id)
+          cross join lateral (select thread, workspace, lamport from ops where thread = w.id and kind = 'thread.opened' and operation = thread and inert is null offset 0) o`,
+    )) as unknown as { rows: Array<{ thread: string; workspace: string; lamport: number }> };
     for (const r of rows) {
-      const known = out.get(r.thread!);
-      if (known === undefined || r.lamport < known.lamport || (r.lamport === known.lamport && r.workspace < known.workspace)) out.set(r.thread!, r);
+      const known = out.get(r.thread);
+      if (known === undefined || r.lamport < known.lamport || (r.lamport === known.lamport && r.workspace < known.workspace)) out.set(r.thread, r);
     }
   }
   return new Map([...out].map(([id, r]) => [id, r.workspace]));

@@ -5,6 +5,7 @@ import { NexusError } from '../../../protocol/errors.js';
 import { writtenBy, type StatusReport, type StatusRow, type ThreadView } from '../../../protocol/receipts.js';
 import { readLastRun } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
+import { opsOfThreads } from '../../kernel/index.js';
 import { declaredSandbox, declaredSpendRules } from '../../adapters/workspace/index.js';
 import { utcDay, type OperationUsage, type SpendToday } from '../../../protocol/usage.js';
 import type { EngineDeps } from '../context.js';
@@ -98,17 +99,10 @@ async function readRows(deps: EngineDeps, ids: readonly string[]) {
  */
 async function rootOpeners(deps: EngineDeps, ids: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, { workspace: string; lamport: number }>();
-  for (let i = 0; i < ids.length; i += 1000) {
-    // Thread by thread through ops_thread_idx, not `thread in (...)`, which the planner, without statistics,
-    // reads as a scan of every op once the list is long (see partsOf in threads/operations.ts).
-    const { rows } = (await deps.db.execute(
-      sql`select o.thread, o.workspace, o.lamport from unnest(${sql.param(ids.slice(i, i + 1000))}::text[]) as w(id)
-          cross join lateral (select thread, workspace, lamport from ops where thread = w.id and kind = 'thread.opened' and operation = thread and inert is null offset 0) o`,
-    )) as unknown as { rows: Array<{ thread: string; workspace: string; lamport: number }> };
-    for (const r of rows) {
-      const known = out.get(r.thread);
-      if (known === undefined || r.lamport < known.lamport || (r.lamport === known.lamport && r.workspace < known.workspace)) out.set(r.thread, r);
-    }
+  const o = tables.ops;
+  for (const r of await opsOfThreads(deps.db, ids, and(eq(o.kind, 'thread.opened'), eq(o.operation, o.thread), isNull(o.inert))!)) {
+    const known = out.get(r.thread!);
+    if (known === undefined || r.lamport < known.lamport || (r.lamport === known.lamport && r.workspace < known.workspace)) out.set(r.thread!, r);
   }
   return new Map([...out].map(([id, r]) => [id, r.workspace]));
 }

@@ -245,8 +245,9 @@ function walBytes(lsn: string): number {
  * without the checkpointer, and a single-user backend never checkpoints on its own however much WAL it
  * writes (max_wal_size counts only under a postmaster): a store is checkpointed when it closes, and not
  * before. So a node, which holds its stores open for days, kept all the WAL it wrote in pg_wal (a node that
- * took in 1,000,000 ops held 1.3 GB of it), and one that stopped without closing them (killed, or its
- * machine lost) left all of it to replay at its next start: ~5 s for 800 MB, so a cold start that grew with
+ * taking in 1,000,000 ops held 1.3 GB of it by the 900,000th), and one that stopped without closing them
+ * (killed, or its machine lost) left all of it to replay at its next start (a 100,000-op store left with
+ * 556-577 MB of WAL since its checkpoint opened in 4.3-6.9 s, against ~1 s clean): a cold start that grew with
  * everything written since the last clean stop. One cheap query per committed transaction bounds both.
  */
 function checkpointing(db: Db, pg: PGlite): Db {

@@ -8,11 +8,13 @@
 // follows up and is answered again. Ops are signed with the workspace's key and taken in by the kernel's
 // bulk path (COPY and the registered projections, in transactions of a few thousand ops), not by a
 // million CLI calls. Knobs: BENCH_SCALE_AGE_OPS (1,000,000: the old store), BENCH_SCALE_AGE_YOUNG (10,000),
-// BENCH_SCALE_AGE_N (status calls per run, 20), BENCH_SCALE_AGE_REPEATS (3).
+// BENCH_SCALE_AGE_N (status calls per run, 20), BENCH_SCALE_AGE_REPEATS (3), BENCH_SCALE_AGE_CACHE (a folder
+// where each seeded workspace is kept, and taken again by a later run of the same code: see seededCopy).
+import { createHash } from 'node:crypto';
 import { spawn, execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { signOp } from '../crypto/index.js';
@@ -22,8 +24,8 @@ import { KeyRing } from '../node-agent/capabilities/keys/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
 import { ingestOps, type IncomingOp } from '../node-agent/kernel/index.js';
 import { packageRoot } from '../node-agent/paths.js';
-import { openStore } from '../node-agent/adapters/store/index.js';
-import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
+import { openStore, packagedTemplateDir } from '../node-agent/adapters/store/index.js';
+import { findWorkspace, initWorkspace } from '../node-agent/adapters/workspace/index.js';
 import { addToRegistry, nodePaths } from '../node-agent/host/node/files.js';
 import { sample } from './stats.js';
 import type { TargetRow } from './targets.js';
@@ -44,10 +46,12 @@ const OPEN = 100;
 const PER_FINISHED = 10;
 /** Ops per storing transaction while seeding. */
 const CHUNK = 5_000;
+/** Where seeded workspaces are kept between runs; unset: each run seeds its own and removes it. */
+const CACHE = process.env['BENCH_SCALE_AGE_CACHE'] ?? '';
 
 const progress = (msg: string) => process.stderr.write(`scale-bench: ${msg}\n`);
 
-type Seeded = { home: string; root: string; store: string; ops: number; finished: number };
+type Seeded = { home: string; root: string; store: string; ops: number; finished: number; seededSecs: number; cached: boolean };
 
 /** The ops of one finished operation: a persona commissioned, answered, followed up and answered again. */
 function finishedOperation(short: string, n: number): Array<Pick<Op, 'operation' | 'thread' | 'session'> & OpPayload> {
@@ -146,7 +150,59 @@ export async function seedWorkspace(base: string, name: string, ops: number): Pr
   await store.close();
   progress(`${name}: ${counts.rows[0]!.ops} ops, ${counts.rows[0]!.finished} finished operations, ${counts.rows[0]!.turns} turns run here, seeded in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   addToRegistry(nodePaths(home), workspace.id, root);
-  return { home, root, store: workspace.paths.store, ops: counts.rows[0]!.ops, finished: counts.rows[0]!.finished };
+  const seededSecs = (performance.now() - t0) / 1000;
+  return { home, root, store: workspace.paths.store, ops: counts.rows[0]!.ops, finished: counts.rows[0]!.finished, seededSecs, cached: false };
+}
+
+/** The seeding above, as kept workspaces were made by it: a change to what it writes bumps it. */
+const SEED_FORMAT = 1;
+
+/**
+ * What a seeded workspace is made by: the seeding above, the kernel and capabilities that store and fold its
+ * ops, and the schema (all as built in dist/). A kept workspace is taken again only by code with the same
+ * fingerprint, so a change to any projection seeds afresh.
+ */
+function seedFingerprint(): string {
+  const h = createHash('sha256').update(`${SEED_FORMAT} ${basename(packagedTemplateDir())}`);
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true }).sort((a, b) => (a.name < b.name ? -1 : 1))) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.js')) h.update(p.slice(packageRoot().length)).update(readFileSync(p));
+    }
+  };
+  for (const d of ['protocol', 'crypto', 'node-agent/kernel', 'node-agent/capabilities', 'node-agent/adapters/store']) walk(join(packageRoot(), 'dist', d));
+  return h.digest('hex').slice(0, 16);
+}
+
+/**
+ * A workspace of about `ops` ops under `base`: seeded there, or, with BENCH_SCALE_AGE_CACHE set, copied from
+ * the one kept there for the same size and code (seeded and kept first when there is none). The copy is a
+ * fresh git repository and store folder under a fresh NEXUS_HOME; only its store's contents were made before.
+ */
+async function seededCopy(base: string, name: string, ops: number): Promise<Seeded> {
+  if (CACHE === '') return seedWorkspace(base, name, ops);
+  const kept = join(CACHE, `${name}-${ops}-${seedFingerprint()}`);
+  const meta = join(kept, 'seeded.json');
+  if (!existsSync(meta)) {
+    rmSync(`${kept}.tmp`, { recursive: true, force: true });
+    mkdirSync(`${kept}.tmp`, { recursive: true });
+    const made = await seedWorkspace(`${kept}.tmp`, name, ops);
+    writeFileSync(join(`${kept}.tmp`, 'seeded.json'), JSON.stringify({ ops: made.ops, finished: made.finished, seededSecs: made.seededSecs }));
+    rmSync(made.home, { recursive: true, force: true });
+    rmSync(kept, { recursive: true, force: true });
+    renameSync(`${kept}.tmp`, kept);
+  }
+  const m = JSON.parse(readFileSync(meta, 'utf8')) as { ops: number; finished: number; seededSecs: number };
+  const home = join(base, `${name}-home`);
+  const root = join(base, `${name}-repo`);
+  const t0 = performance.now();
+  cpSync(join(kept, `${name}-repo`), root, { recursive: true });
+  mkdirSync(home, { recursive: true });
+  const workspace = findWorkspace(root, {});
+  addToRegistry(nodePaths(home), workspace.id, root);
+  progress(`${name}: ${m.ops} ops taken from ${kept} (seeded in ${m.seededSecs.toFixed(0)} s; copied in ${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+  return { home, root, store: workspace.paths.store, ops: m.ops, finished: m.finished, seededSecs: m.seededSecs, cached: true };
 }
 
 function dirBytes(dir: string): number {
@@ -160,22 +216,25 @@ function dirBytes(dir: string): number {
 
 type RunningNode = { startMs: number; stop: () => Promise<void> };
 
-/** `nxs node run` in its own process; resolves once it prints that it runs (its socket serves by then). */
+/** `nxs node run` in its own process; resolves once it logs that it runs (its socket serves by then). */
 async function nodeRun(ws: Seeded, env: NodeJS.ProcessEnv): Promise<RunningNode> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, ['--single-threaded-gc', join(packageRoot(), 'bin', 'nxs'), 'node', 'run'], { cwd: ws.root, env: { ...env, NEXUS_HOME: ws.home }, stdio: ['ignore', 'pipe', 'inherit'] });
+  // The node logs JSON lines on stderr, the line that it runs among them.
+  const child = spawn(process.execPath, ['--single-threaded-gc', join(packageRoot(), 'bin', 'nxs'), 'node', 'run'], { cwd: ws.root, env: { ...env, NEXUS_HOME: ws.home }, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise<void>((r) => child.once('exit', () => r()));
-  const lines = createInterface({ input: child.stdout });
+  const lines = createInterface({ input: child.stderr });
+  const last: string[] = [];
   let up = false;
   for await (const line of lines) {
     if (/running; socket/.test(line)) {
       up = true;
       break;
     }
+    last.push(line);
   }
   const startMs = performance.now() - t0;
-  if (!up) throw new Error(`the node of ${ws.root} exited before serving`);
-  child.stdout.resume();
+  if (!up) throw new Error(`the node of ${ws.root} exited before serving:\n${last.slice(-10).join('\n')}`);
+  child.stderr.resume();
   return {
     startMs,
     stop: async () => {
@@ -196,8 +255,10 @@ export async function ageRows(): Promise<{ rows: TargetRow[]; notes: string[] }>
   const cold: TargetRow = { label: `age: node cold start, ${fmtOps(OLD_OPS)} ops`, kind: 'max', target: 2_000, unit: 'ms', runs: [] };
   const notes: string[] = [];
   try {
-    const young = await seedWorkspace(base, 'young', YOUNG_OPS);
-    const old = await seedWorkspace(base, 'old', OLD_OPS);
+    notes.push(`age: load average ${loadavg().map((l) => l.toFixed(1)).join(', ')} before seeding`);
+    const young = await seededCopy(base, 'young', YOUNG_OPS);
+    const old = await seededCopy(base, 'old', OLD_OPS);
+    notes.push(`age: old store ${old.cached ? 'copied from BENCH_SCALE_AGE_CACHE, seeded' : 'seeded'} in ${old.seededSecs.toFixed(0)} s (${(old.ops / old.seededSecs).toFixed(0)} ops/s)`);
     const bytes = { young: dirBytes(young.store), old: dirBytes(old.store) };
     const nxc = (ws: Seeded) => run(process.execPath, [join(packageRoot(), 'bin', 'nxc'), 'status', '--json'], { cwd: ws.root, env: { ...env, NEXUS_HOME: ws.home, NXC_ACTOR: 'alice' }, maxBuffer: 1 << 26 });
     for (let r = 0; r < REPEATS; r++) {
@@ -217,7 +278,7 @@ export async function ageRows(): Promise<{ rows: TargetRow[]; notes: string[] }>
         }
       }
       status.runs.push(medians.old / medians.young);
-      notes.push(`age run ${r + 1}: status ${medians.old.toFixed(1)} ms (${old.ops} ops) vs ${medians.young.toFixed(1)} ms (${young.ops} ops); cold start ${starts.old.toFixed(0)} ms (young store: ${starts.young.toFixed(0)} ms)`);
+      notes.push(`age run ${r + 1}: status ${medians.old.toFixed(1)} ms (${old.ops} ops) vs ${medians.young.toFixed(1)} ms (${young.ops} ops); cold start ${starts.old.toFixed(0)} ms (young store: ${starts.young.toFixed(0)} ms); load average ${loadavg()[0]!.toFixed(1)}`);
     }
     notes.push(
       `age: store bytes per op ${(bytes.old / old.ops).toFixed(0)} (${(bytes.old / 2 ** 20).toFixed(0)} MiB for ${old.ops} ops, ${old.finished} finished operations); ` +

@@ -4,7 +4,10 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../node-agent/adapters/store/index.js';
+import { and, eq, isNull, sql } from 'drizzle-orm';
+import { tables } from '../node-agent/adapters/store/index.js';
 import { INERT_COUNTS_SQL, inertCounts } from '../node-agent/capabilities/threads/operations.js';
+import { opsOfThreads } from '../node-agent/kernel/index.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 let ws: TestWorkspace;
@@ -45,5 +48,35 @@ describe('inert counts on a large log', () => {
     expect(await inertCounts(store.db)).toEqual(expected);
     expect(await store.db.transaction((tx) => inertCounts(tx))).toEqual(expected);
     expect(await plan(INERT_COUNTS_SQL)).not.toMatch(/Seq Scan on ops/);
+  });
+});
+
+describe('the ops of many threads on a large log', () => {
+  it('are the ones a list would select, read thread by thread through the index even for a hundred threads', async () => {
+    const threads = Array.from({ length: 100 }, (_, i) => `th-${i * 37}`);
+    const filter = and(eq(tables.ops.kind, 'message.posted'), isNull(tables.ops.inert))!;
+    const listed = await store.db.select({ id: tables.ops.id }).from(tables.ops).where(and(sql`${tables.ops.thread} = any(${sql.param(threads)}::text[])`, filter));
+    expect(listed.length).toBeGreaterThan(400);
+    // The query it asks, caught on its way to PGlite.
+    const pg = store.pg as unknown as { query: (q: string, params?: unknown[], o?: unknown) => Promise<unknown> };
+    const query = pg.query;
+    const asked: Array<{ q: string; params: unknown[] | undefined }> = [];
+    pg.query = (q, params, o) => (asked.push({ q, params }), query.call(store.pg, q, params, o));
+    let got;
+    try {
+      got = await opsOfThreads(store.db, threads, filter);
+    } finally {
+      pg.query = query;
+    }
+    expect(got.map((o) => o.id).sort()).toEqual(listed.map((r) => r.id).sort());
+    expect(got.every((o) => threads.includes(o.thread!) && o.kind === 'message.posted')).toBe(true);
+    expect(asked).toHaveLength(1);
+    // A list of a hundred threads reads, to a planner without statistics, as half the table: it scans it all.
+    const listPlan = (await store.pg.query<{ 'QUERY PLAN': string }>(`explain select * from ops where thread = any($1::text[]) and kind = 'message.posted'`, [threads])).rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(listPlan).toMatch(/Seq Scan on ops/);
+    const r = await store.pg.query<{ 'QUERY PLAN': string }>(`explain ${asked[0]!.q}`, asked[0]!.params);
+    const p = r.rows.map((x) => x['QUERY PLAN']).join('\n');
+    expect(p).toContain('ops_thread_idx');
+    expect(p).not.toMatch(/Seq Scan on ops/);
   });
 });

@@ -1,5 +1,5 @@
 // The kernel's public door: appending and ingesting signed ops, and the projections they feed.
-export { appendOps, ingestOps, LAMPORT_AHEAD_LIMIT, opColumns, rowToOp, wireTextOf, type Author, type Exec, type IncomingOp, type OpDraft, type Tx } from './log.js';
+export { appendOps, ingestOps, LAMPORT_AHEAD_LIMIT, opColumns, opsOfThreads, rowToOp, wireTextOf, type Author, type Exec, type IncomingOp, type OpDraft, type Tx } from './log.js';
 export { project, type Projection } from './projections.js';
 export { ingestChecked, pendingCount, signLegacyOps, type IngestOptions, type IngestReport, type OpRefusal } from './signed.js';
 export { invoke, type Handler, type Handlers } from './bus.js';

@@ -4,7 +4,7 @@ import { and, eq, inArray } from 'drizzle-orm';
 import type { Author } from '../../../protocol/ops.js';
 import type { ChannelOpPayload } from '../../../protocol/round.js';
 import { tables } from '../../adapters/store/index.js';
-import type { Exec, OpDraft } from '../../kernel/index.js';
+import { opsOfThreads, type Exec, type OpDraft } from '../../kernel/index.js';
 import type { OperationState } from '../threads/index.js';
 import { allRecords, type Board } from './board.js';
 
@@ -37,10 +37,7 @@ export function isRoundThread(state: OperationState, thread: string): boolean {
 /** The texts of every message posted in the round's thread and its step threads, by message id. */
 export async function roundTexts(db: Exec, b: Board): Promise<Map<string, string>> {
   const threads = [b.round, ...allRecords(b).flatMap((r) => (r.thread === null ? [] : [r.thread]))];
-  const rows = await db
-    .select({ body: tables.ops.body })
-    .from(tables.ops)
-    .where(and(inArray(tables.ops.thread, [...new Set(threads)]), eq(tables.ops.kind, 'message.posted')));
+  const rows = await opsOfThreads(db, [...new Set(threads)], eq(tables.ops.kind, 'message.posted'));
   const out = new Map<string, string>();
   for (const r of rows) {
     const body = r.body as { message: string; text: string };

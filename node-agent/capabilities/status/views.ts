@@ -5,6 +5,7 @@ import { NexusError } from '../../../protocol/errors.js';
 import { writtenBy, type StatusReport, type StatusRow, type ThreadView } from '../../../protocol/receipts.js';
 import { readLastRun } from '../../adapters/sessions/index.js';
 import { tables } from '../../adapters/store/index.js';
+import { opsOfThreads } from '../../kernel/index.js';
 import { declaredSandbox, declaredSpendRules } from '../../adapters/workspace/index.js';
 import { utcDay, type OperationUsage, type SpendToday } from '../../../protocol/usage.js';
 import type { EngineDeps } from '../context.js';
@@ -99,15 +100,9 @@ async function readRows(deps: EngineDeps, ids: readonly string[]) {
 async function rootOpeners(deps: EngineDeps, ids: readonly string[]): Promise<Map<string, string>> {
   const out = new Map<string, { workspace: string; lamport: number }>();
   const o = tables.ops;
-  for (let i = 0; i < ids.length; i += 1000) {
-    const rows = await deps.db
-      .select({ thread: o.thread, workspace: o.workspace, lamport: o.lamport })
-      .from(o)
-      .where(and(inArray(o.thread, ids.slice(i, i + 1000)), eq(o.kind, 'thread.opened'), eq(o.operation, o.thread), isNull(o.inert)));
-    for (const r of rows) {
-      const known = out.get(r.thread!);
-      if (known === undefined || r.lamport < known.lamport || (r.lamport === known.lamport && r.workspace < known.workspace)) out.set(r.thread!, r);
-    }
+  for (const r of await opsOfThreads(deps.db, ids, and(eq(o.kind, 'thread.opened'), eq(o.operation, o.thread), isNull(o.inert))!)) {
+    const known = out.get(r.thread!);
+    if (known === undefined || r.lamport < known.lamport || (r.lamport === known.lamport && r.workspace < known.workspace)) out.set(r.thread!, r);
   }
   return new Map([...out].map(([id, r]) => [id, r.workspace]));
 }

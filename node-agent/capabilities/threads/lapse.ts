@@ -6,6 +6,7 @@ import { and, eq, inArray } from 'drizzle-orm';
 import { LEASE_TIMES } from '../../../protocol/leases.js';
 import type { Warning } from '../../../protocol/receipts.js';
 import { tables } from '../../adapters/store/index.js';
+import { opsOfThreads } from '../../kernel/index.js';
 import type { EngineDeps } from '../context.js';
 import { findTrust } from '../trust/index.js';
 import type { EngineCore } from './core.js';
@@ -55,10 +56,7 @@ async function waitingForAdmission(deps: EngineDeps): Promise<Array<{ operation:
     }
   }
   if (found.length === 0) return [];
-  const mine = await deps.db
-    .select({ thread: tables.ops.thread })
-    .from(tables.ops)
-    .where(and(eq(tables.ops.kind, 'thread.opened'), eq(tables.ops.workspace, deps.workspace.id), inArray(tables.ops.thread, found.map((f) => f.thread.id))));
+  const mine = await opsOfThreads(deps.db, found.map((f) => f.thread.id), and(eq(tables.ops.kind, 'thread.opened'), eq(tables.ops.workspace, deps.workspace.id))!);
   const ours = new Set(mine.map((m) => m.thread));
   return found.filter((f) => ours.has(f.thread.id));
 }

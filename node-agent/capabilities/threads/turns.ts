@@ -6,7 +6,7 @@ import { compareOps, type Author, type MessageEffect, type Op } from '../../../p
 import { writtenBy, type Warning, type Woke } from '../../../protocol/receipts.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
 import { newMessageId } from '../../../protocol/ids.js';
-import { opColumns, rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
+import { opColumns, opsOfThreads, rowToOp, type Exec, type OpDraft } from '../../kernel/index.js';
 import { lastDeclaration, loadOperation, threadOps } from './operations.js';
 import { openSubRounds, spendOf, type OperationState, type SessionState, type ThreadState } from './fold.js';
 import { buildPrompt, readSpec, recordedOperationEnv, recordOperationEnv, REPLY_ONLY_TOOL, sessionDir, type SessionSpec } from '../../adapters/sessions/index.js';
@@ -368,15 +368,9 @@ async function composePrompt(deps: EngineDeps, t: PlannedTurn, systemPrompt: str
  */
 async function lastPostsOf(db: Exec, threads: readonly string[]): Promise<Map<string, Op>> {
   const last = new Map<string, Op>();
-  for (let i = 0; i < threads.length; i += 1000) {
-    const rows = await db
-      .select(opColumns)
-      .from(tables.ops)
-      .where(and(inArray(tables.ops.thread, threads.slice(i, i + 1000)), eq(tables.ops.kind, 'message.posted'), isNull(tables.ops.inert)));
-    for (const op of rows.map(rowToOp)) {
-      const seen = last.get(op.thread!);
-      if (seen === undefined || compareOps(seen, op) < 0) last.set(op.thread!, op);
-    }
+  for (const op of await opsOfThreads(db, threads, and(eq(tables.ops.kind, 'message.posted'), isNull(tables.ops.inert))!)) {
+    const seen = last.get(op.thread!);
+    if (seen === undefined || compareOps(seen, op) < 0) last.set(op.thread!, op);
   }
   return last;
 }

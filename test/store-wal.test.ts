@@ -1,0 +1,49 @@
+// A store's write-ahead log is checkpointed often enough that a node which stops without closing its stores
+// (killed, or its machine lost) opens them again quickly: the next open replays every write since the last
+// checkpoint, and PGlite runs no checkpointer, so without a bound a long-running node piles up to 1 GB of
+// WAL to replay. Here a store takes ~150 MB of writes in one session; the WAL a crash at that moment would
+// leave to replay (from the last checkpoint's redo point to the end of the log), and the WAL kept on disk,
+// must stay near 64 MB, whatever was written since the store opened.
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { sql } from 'drizzle-orm';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createStore, openStore } from '../node-agent/adapters/store/index.js';
+
+const base = mkdtempSync(join(tmpdir(), 'nexus-wal-'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+const MB = 2 ** 20;
+
+function walBytes(store: string): number {
+  const dir = join(store, 'pg_wal');
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile())
+    .reduce((n, e) => n + statSync(join(dir, e.name)).size, 0);
+}
+
+describe('the write-ahead log of a workspace store', () => {
+  it('is checkpointed every 64 MB or so: after 150 MB of writes a crash would replay a bounded tail, and the log on disk stays small', async () => {
+    const dir = join(base, 'store');
+    await createStore(dir, join(base, 'home'));
+    const store = await openStore(dir);
+    try {
+      const toReplay = async () =>
+        (await store.pg.query<{ n: number }>('select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), (select redo_lsn from pg_control_checkpoint()))::float8 as n')).rows[0]!.n;
+      // The writes: any will do, as WAL is WAL; rows of 1 kB in a table of their own, committed in
+      // transactions as a node commits its work (a command, or a page of ops taken in).
+      await store.pg.exec('create table filler (x text)');
+      const start = (await store.pg.query<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn')).rows[0]!.lsn;
+      for (let i = 0; i < 10; i++) await store.db.transaction((tx) => tx.execute(sql`insert into filler select repeat(md5(g::text), 32) from generate_series(1, 16000) g`));
+      const written = (await store.pg.query<{ n: number }>(`select pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '${start}')::float8 as n`)).rows[0]!.n;
+      expect(written).toBeGreaterThan(150 * MB);
+      // What the next open would replay were the process killed now (pg_control_checkpoint reads the control
+      // file on disk, which the next open starts its recovery from).
+      expect(await toReplay()).toBeLessThan(80 * MB);
+      expect(walBytes(dir)).toBeLessThan(112 * MB);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
+});

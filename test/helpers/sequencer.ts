@@ -15,6 +15,7 @@ export const LONG_FILES = [
   'test/e2e/leases/working-copy.test.ts',
   'test/e2e/seed-edges/records.test.ts',
   'test/signing.test.ts',
+  'test/e2e/signing-nodes.test.ts',
   'test/e2e/runtime/session-turn.test.ts',
   'test/relay-store.test.ts',
   'test/e2e/sandbox-escape.test.ts',

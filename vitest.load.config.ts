@@ -6,7 +6,7 @@ import base from './vitest.config.js';
 export default defineConfig({
   test: {
     ...base.test,
-    include: ['test/e2e/load.test.ts', 'test/chat-basics.test.ts', 'test/escalation.test.ts', 'test/depth.test.ts', 'test/e2e/refusals.test.ts', 'test/core-defects.test.ts', 'test/e2e/locks.test.ts'],
+    include: ['test/e2e/load.test.ts', 'test/chat-basics.test.ts', 'test/escalation.test.ts', 'test/depth.test.ts', 'test/e2e/depth-node.test.ts', 'test/e2e/refusals.test.ts', 'test/core-defects.test.ts', 'test/e2e/locks.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts', 'test/helpers/cpu-burn.ts'],
   },
 });

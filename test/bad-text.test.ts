@@ -1,6 +1,7 @@
 // Text no store can keep (a NUL byte, an unpaired UTF-16 surrogate) is refused with BAD_TEXT (exit 2),
 // naming the field, on every path text comes in by, and nothing is written. A failure of ours (INTERNAL)
-// never shows a user the SQL or its parameters (the signed op, the message text).
+// never shows a user the SQL or its parameters (the signed op, the message text). The same through the
+// real nxc process is test/e2e/bad-text-cli.test.ts.
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,24 +16,8 @@ import { failureOf } from '../node-agent/host/ui/data.js';
 import { rpcApp } from '../node-agent/host/rpc/server.js';
 import { appendOps } from '../node-agent/kernel/index.js';
 import { internalError, isNexusError } from '../protocol/errors.js';
-import { makeWorkspace, type CliResult, type TestWorkspace } from './helpers/workspace.js';
-
-/** Every op and every fold, as text: what "nothing was written" is checked against. */
-function dump(ws: TestWorkspace): Promise<string> {
-  return ws.withStore(async (store) => {
-    const ops = await store.pg.query('select id from ops order by local_seq');
-    const operations = await store.pg.query('select id, state from operations order by id');
-    const parts = await store.pg.query('select * from operation_parts order by operation, kind, key');
-    return JSON.stringify({ ops: ops.rows, operations: operations.rows, parts: parts.rows });
-  });
-}
-
-function expectBadText(r: CliResult, field: string, reason: 'nul' | 'surrogate' = 'nul'): void {
-  expect(r.code, r.stdout + r.stderr).toBe(2);
-  expect(r.json.error).toMatchObject({ code: 'BAD_TEXT', details: { field, reason } });
-  expect(r.json.error.message).toContain(field);
-  expect(r.stdout + r.stderr).not.toMatch(/insert into|Failed query|params:/i);
-}
+import { dump, expectBadText } from './helpers/bad-text.js';
+import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 describe('text with a NUL byte or an unpaired surrogate, in process', () => {
   let ws: TestWorkspace;
@@ -62,24 +47,6 @@ describe('text with a NUL byte or an unpaired surrogate, in process', () => {
     const r = await ws.nxc(args(thread), input === undefined ? {} : { input });
     expectBadText(r, field, reason);
     expect(await dump(ws)).toBe(before);
-  });
-});
-
-describe('a NUL byte through the real CLI', () => {
-  let ws: TestWorkspace;
-  beforeAll(async () => {
-    ws = await makeWorkspace({ real: true });
-  });
-  afterAll(async () => ws?.cleanup());
-
-  it('nxc send with a NUL on stdin exits 2 with BAD_TEXT, and prints no SQL and no signed op', async () => {
-    const r = await ws.nxc(['send', '@bob', '--subject', 's', '--json', '-'], { input: 'a\u0000b' });
-    expectBadText(r, 'text');
-    const plain = await ws.nxc(['send', '@bob', '--subject', 's', '-'], { input: 'a\u0000b' });
-    expect(plain.code).toBe(2);
-    expect(plain.stderr).toMatch(/^error BAD_TEXT: /);
-    expect(plain.stderr).not.toMatch(/insert|"sig"|params/i);
-    expect(await dump(ws)).toBe(JSON.stringify({ ops: [], operations: [], parts: [] }));
   });
 });
 

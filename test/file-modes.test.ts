@@ -2,8 +2,9 @@
 // store holds every message's text, and a template another user could write would be copied into every
 // workspace made afterwards (PGlite writes its files 0666, so the modes are set by us, and a template is
 // checked before it is copied). The files that hold secrets: the stream token's binding, the dashboard
-// secret, the node's socket folder.
-import { appendFileSync, chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+// secret, the node's socket. The folder a real node process keeps in NEXUS_HOME is
+// test/e2e/file-modes-node.test.ts.
+import { appendFileSync, chmodSync, chownSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,7 +14,7 @@ import { silentLogger } from '../infra/index.js';
 import { makeWorkspace } from './helpers/workspace.js';
 import { createStore, homeTemplateDir, makeTemplate, openStore, packagedTemplateDir, templateProblem } from '../node-agent/adapters/store/index.js';
 import { initWorkspace } from '../node-agent/adapters/workspace/index.js';
-import { modes, notPrivate } from './helpers/file-modes.js';
+import { mode, modes, notPrivate } from './helpers/file-modes.js';
 
 const base = mkdtempSync(join(tmpdir(), 'nexus-store-modes-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -126,8 +127,6 @@ describe('the store templates', () => {
 });
 
 describe('files that hold secrets', () => {
-  const mode = (path: string) => lstatSync(path).mode & 0o777;
-
   it('the dashboard secret is made 0600 in a 0700 folder, and set back to 0600 when found looser', () => {
     const dir = join(base, 'node-secret', 'node');
     const secret = uiSecret(dir);
@@ -143,18 +142,6 @@ describe('files that hold secrets', () => {
       const r = await ws.nxs(['sync', 'bind', 'http://127.0.0.1:9', '--stream', 'team', '--token', 'a-stream-token', '--offline', '--json']);
       expect(r.code, r.stdout + r.stderr).toBe(0);
       expect([mode(join(ws.root, '.nxs')), mode(join(ws.root, '.nxs', 'sync.json'))]).toEqual([0o700, 0o600]);
-    } finally {
-      await ws.cleanup();
-    }
-  });
-
-  it('the node keeps its socket, log and lock in a 0700 folder of NEXUS_HOME', { timeout: 60_000 }, async () => {
-    const ws = await makeWorkspace({ real: true });
-    try {
-      await ws.startNode();
-      const dir = join(ws.home!, 'node');
-      expect(mode(dir)).toBe(0o700);
-      expect(readdirSync(dir)).toEqual(expect.arrayContaining(['node.sock', 'node.json']));
     } finally {
       await ws.cleanup();
     }

@@ -2,6 +2,11 @@
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+/** The permission bits of one path (a link's own, not its target's). */
+export function mode(path: string): number {
+  return lstatSync(path).mode & 0o777;
+}
+
 /** Every entry under `root` (itself included) as `d700` / `f600` style: kind and permission bits. */
 export function modes(root: string): Map<string, string> {
   const out = new Map<string, string>();

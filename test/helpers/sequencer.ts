@@ -5,23 +5,28 @@
 // rest keep vitest's own order behind them.
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-/** The longest files, longest first (from a full run on a quiet 2-core machine; keep roughly current). */
+/** The longest files, longest first (from full runs on a 2-core machine; keep roughly current). */
 export const LONG_FILES = [
-  'test/e2e/sync.test.ts',
-  'test/loops.test.ts',
-  'test/signing.test.ts',
-  'test/e2e/node.test.ts',
-  'test/e2e/leases/working-copy.test.ts',
-  'test/e2e/ui/dashboard.test.ts',
-  'test/e2e/runtime/session-turn.test.ts',
   'test/channels/depth.test.ts',
+  'test/e2e/ui/dashboard.test.ts',
+  'test/e2e/node.test.ts',
+  'test/loops.test.ts',
+  'test/e2e/sync.test.ts',
+  'test/e2e/leases/working-copy.test.ts',
+  'test/e2e/seed-edges/records.test.ts',
+  'test/signing.test.ts',
+  'test/e2e/signing-nodes.test.ts',
+  'test/e2e/runtime/session-turn.test.ts',
+  'test/relay-store.test.ts',
+  'test/e2e/sandbox-escape.test.ts',
+  'test/leases/mover.test.ts',
+  'test/e2e/launcher.test.ts',
+  'test/e2e/seed-edges/transcripts.test.ts',
+  'test/e2e/runtime/mcp-session.test.ts',
+  'test/e2e/ui/needs-order.test.ts',
+  'test/e2e/runtime/adapters.test.ts',
   'test/e2e/cross-workspace.test.ts',
   'test/e2e/runtime/codex-turn.test.ts',
-  'test/e2e/launcher.test.ts',
-  'test/poison-ops.test.ts',
-  'test/depth.test.ts',
-  'test/e2e/load.test.ts',
-  'test/leases/mover.test.ts',
 ];
 
 export default class LongFirst extends BaseSequencer {

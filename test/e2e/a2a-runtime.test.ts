@@ -7,7 +7,7 @@ import { A2A_PROTOCOL_VERSION, AGENT_CARD_PATH, type AgentCard, TaskState } from
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore, type AgentExecutor } from '@a2a-js/sdk/server';
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 let ws: TestWorkspace;
 let server: Server;

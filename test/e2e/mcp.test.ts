@@ -6,9 +6,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { COMMANDS } from '../protocol/commands.js';
-import { MCP_TOOL_NAMES, mcpToolsFor, mcpToolTable } from '../protocol/mcp.js';
-import { REPO, makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { COMMANDS } from '../../protocol/commands.js';
+import { MCP_TOOL_NAMES, mcpToolsFor, mcpToolTable } from '../../protocol/mcp.js';
+import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 type Result = { isError?: boolean; structuredContent?: any; content: Array<{ type: string; text?: string }> };
 

@@ -6,11 +6,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exitCodeOf } from '../../protocol/receipts.js';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
-import { gitEnv } from '../helpers/git-env.js';
-import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
-import { rowOf, waitFor } from '../channels/scenario.js';
+import { exitCodeOf } from '../../../protocol/receipts.js';
+import { startFakeProvider, type FakeProvider } from '../../helpers/fake-provider/index.js';
+import { gitEnv } from '../../helpers/git-env.js';
+import { makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
+import { rowOf, waitFor } from '../../channels/scenario.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;

@@ -6,10 +6,10 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { exitCodeOf } from '../../protocol/receipts.js';
-import { gitEnv } from '../helpers/git-env.js';
-import { AGENT, makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../helpers/workspace.js';
-import { waitFor } from '../channels/scenario.js';
+import { exitCodeOf } from '../../../protocol/receipts.js';
+import { gitEnv } from '../../helpers/git-env.js';
+import { AGENT, makeWorkspace, REPO, type CliResult, type TestWorkspace } from '../../helpers/workspace.js';
+import { waitFor } from '../../channels/scenario.js';
 
 const FAKETIME = (() => {
   try {

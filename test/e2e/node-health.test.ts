@@ -5,16 +5,16 @@
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { silentLogger } from '../infra/index.js';
-import { NexusError } from '../protocol/errors.js';
-import { addToRegistry, nodePaths, runningNode, startNode, type RunningNode } from '../node-agent/host/node/index.js';
-import { NODE_METRIC_SOURCES, renderMetrics } from '../node-agent/host/node/metrics.js';
-import { writeBinding } from '../node-agent/host/sync/index.js';
-import { findWorkspace } from '../node-agent/adapters/workspace/index.js';
-import { runMain } from './helpers/host.js';
-import { callNode } from '../node-agent/host/rpc/client.js';
-import { until } from './helpers/until.js';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { silentLogger } from '../../infra/index.js';
+import { NexusError } from '../../protocol/errors.js';
+import { addToRegistry, nodePaths, runningNode, startNode, type RunningNode } from '../../node-agent/host/node/index.js';
+import { NODE_METRIC_SOURCES, renderMetrics } from '../../node-agent/host/node/metrics.js';
+import { writeBinding } from '../../node-agent/host/sync/index.js';
+import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
+import { runMain } from '../helpers/host.js';
+import { callNode } from '../../node-agent/host/rpc/client.js';
+import { until } from '../helpers/until.js';
+import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 /** The value of one series in a Prometheus text, or undefined when it is not there. */
 function sample(text: string, series: string): number | undefined {

@@ -4,10 +4,10 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exitCodeOf } from '../../protocol/receipts.js';
-import { gitEnv } from '../helpers/git-env.js';
-import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
-import { waitFor } from '../channels/scenario.js';
+import { exitCodeOf } from '../../../protocol/receipts.js';
+import { gitEnv } from '../../helpers/git-env.js';
+import { makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
+import { waitFor } from '../../channels/scenario.js';
 
 async function send(ws: TestWorkspace, to: string): Promise<any> {
   const r = await ws.nxc(['send', to, '--subject', 'work', '--json', 'please']);

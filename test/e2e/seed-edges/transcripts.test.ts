@@ -4,9 +4,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
-import { REPO, makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
-import { codexConfig } from '../helpers/codex-config.js';
+import { startFakeProvider, type FakeProvider } from '../../helpers/fake-provider/index.js';
+import { REPO, makeWorkspace, type TestWorkspace } from '../../helpers/workspace.js';
+import { codexConfig } from '../../helpers/codex-config.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;

@@ -4,14 +4,14 @@ import { createServer } from 'node:net';
 import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, inject } from 'vitest';
-import { createLogger } from '../infra/index.js';
-import { addToRegistry, nodePaths, startNode, type RunningNode } from '../node-agent/host/node/index.js';
-import { writeBinding } from '../node-agent/host/sync/index.js';
-import { findWorkspace } from '../node-agent/adapters/workspace/index.js';
-import { until } from './helpers/until.js';
-import { runMain } from './helpers/host.js';
-import { callNode } from '../node-agent/host/rpc/client.js';
-import { makeWorkspace } from './helpers/workspace.js';
+import { createLogger } from '../../infra/index.js';
+import { addToRegistry, nodePaths, startNode, type RunningNode } from '../../node-agent/host/node/index.js';
+import { writeBinding } from '../../node-agent/host/sync/index.js';
+import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
+import { until } from '../helpers/until.js';
+import { runMain } from '../helpers/host.js';
+import { callNode } from '../../node-agent/host/rpc/client.js';
+import { makeWorkspace } from '../helpers/workspace.js';
 
 type Line = { ts: string; level: string; component: string; msg: string; [k: string]: unknown };
 

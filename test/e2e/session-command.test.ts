@@ -1,9 +1,9 @@
 // A session's socket runs the Nexus MCP tools' commands as the session it belongs to: the caller is its recorded
 // identity, never one the request names; and it runs those tools' commands only.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { postSessionCommand } from '../node-agent/cli/session-call.js';
-import { serveSession } from '../node-agent/cli/session-socket.js';
-import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { postSessionCommand } from '../../node-agent/cli/session-call.js';
+import { serveSession } from '../../node-agent/cli/session-socket.js';
+import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 
 let ws: TestWorkspace;
 let session: Awaited<ReturnType<typeof serveSession>>;

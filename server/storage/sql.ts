@@ -130,6 +130,21 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
       return rows.map((r) => ({ seq: Number(r.seq), op: r.op }));
     },
 
+    async readHistory(stream, afterSeq, uptoSeq, filter, limit, maxBytes): Promise<StoredOp[]> {
+      const params: unknown[] = [stream, afterSeq, limit, maxBytes, uptoSeq];
+      let where = '';
+      if (filter.only !== undefined) where += ` AND workspace = ANY($${params.push([...filter.only])}::text[])`;
+      // A row stored before the column was filled has none: it is nobody's to leave out.
+      if (filter.exclude !== undefined && filter.exclude.length > 0) where += ` AND coalesce(workspace, '') <> ALL($${params.push([...filter.exclude])}::text[])`;
+      const page = `SELECT seq, op FROM stream_ops WHERE stream = $1 AND seq > $2 AND seq <= $5${where} ORDER BY seq LIMIT $3`;
+      const rows = await db.query<{ seq: unknown; op: string }>(
+        `SELECT seq, op FROM (SELECT seq, op, sum(octet_length(op)) OVER (ORDER BY seq) AS cum FROM (${page}) p) w
+         WHERE cum <= $4 OR cum = octet_length(op) ORDER BY seq`,
+        params,
+      );
+      return rows.map((r) => ({ seq: Number(r.seq), op: r.op }));
+    },
+
     async heads() {
       const rows = await db.query<{ name: string; head: unknown }>('SELECT name, head FROM streams ORDER BY name');
       return rows.map((r) => ({ name: r.name, head: Number(r.head) }));

@@ -185,6 +185,7 @@ async function joinOnce(s: Seeded, url: string, joinMinOps: number | undefined):
       if (got.length > 0) break;
       await sleep(10);
     }
+    const received = performance.now() - t0;
     const author = { workspace: s.joining.workspace, origin: 'bench-joining-node', now: () => new Date(), signer: s.joining.signer, projections: PROJECTIONS };
     await run((db) =>
       db.transaction((tx) =>
@@ -193,10 +194,14 @@ async function joinOnce(s: Seeded, url: string, joinMinOps: number | undefined):
         ]),
       ),
     );
+    const appended = performance.now() - t0;
     client.kick();
     while ((await client.status()).outbox > 0) await sleep(10);
     out.answeredMs = performance.now() - t0;
-    progress(`join${joinMinOps === Infinity ? ' (in order)' : ''}: usable at ${(out.usableMs / 1000).toFixed(2)} s, a trusted thread answered at ${(out.answeredMs / 1000).toFixed(2)} s`);
+    progress(
+      `join${joinMinOps === Infinity ? ' (in order)' : ''}: usable at ${(out.usableMs / 1000).toFixed(2)} s; a trusted thread received at ${(received / 1000).toFixed(2)} s, ` +
+        `answered at ${(appended / 1000).toFixed(2)} s, the answer acknowledged at ${(out.answeredMs / 1000).toFixed(2)} s`,
+    );
     for (;;) {
       const st = await client.status();
       if (st.history === null || st.history.complete) break;

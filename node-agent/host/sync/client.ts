@@ -104,8 +104,10 @@ export type SyncClientOptions = {
  */
 export const JOIN_MIN_OPS = 10_000;
 /** Seqs per history request of the full pass, and requests of it asked for ahead of the one being stored. */
-const HISTORY_CHUNK = 2_000;
-const HISTORY_AHEAD = 2;
+const HISTORY_CHUNK = 1_000;
+const HISTORY_AHEAD = 3;
+/** Most history ops in one transaction. */
+const MAX_HISTORY_OPS_PER_STORE = 1_000;
 
 /**
  * Reconnect delays: from 200 ms, doubling, never past 10 s. A relay back after a restart is found
@@ -129,7 +131,10 @@ const MAX_OPS_PER_STORE = 2_000;
  * holds it. `history` for a page of history: how far its request is answered, and which pass it belongs to.
  */
 type WaitingPage = {
+  first: number;
   last: number;
+  /** Settles once `results` is set. */
+  checked: Promise<unknown>;
   ws: WebSocket | null;
   results: CheckedOp[] | null;
   taken: boolean;
@@ -507,38 +512,61 @@ export class SyncClient {
     // Backpressure: with enough pages waiting to be stored, stop reading the socket. The relay's
     // own send buffer then fills and it stops paging, so a long catch-up never sits in memory whole.
     const ws = this.ws;
-    const page: WaitingPage = { last, ws, results: null, taken: false, history };
-    const checked = texts.length === 0 ? Promise.resolve((page.results = [])) : (this.opts.check ?? checkOps)(texts).then((results) => (page.results = results));
+    const page: WaitingPage = { first, last, ws, results: null, taken: false, history, checked: Promise.resolve() };
+    page.checked = texts.length === 0 ? Promise.resolve((page.results = [])) : (this.opts.check ?? checkOps)(texts).then((results) => (page.results = results));
     this.waiting.push(page);
     if (this.waiting.length >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
+    // Each page adds one step, and each step stores one batch of the pages still waiting (not
+    // necessarily its own): so every page is stored, live ones first.
+    let current: WaitingPage | null = null;
     let upTo = last;
     this.ingest = this.ingest
       .then(async () => {
-        // Stored already, with the page before it.
-        if (page.taken) return;
-        await checked;
+        await page.checked;
         // PGlite runs in this thread and its queries settle as microtasks: pages stored back to back would
         // never let the event loop reach its I/O phase, so status, the dashboard and the relay's pings
         // would wait for the whole catch-up. One batch per event-loop turn.
         await nextTurn();
-        if (ws !== null && this.failedSockets.has(ws)) return;
-        const batch = this.batchFrom(page);
+        const pick = this.nextToStore();
+        if (pick === null) return;
+        current = pick;
+        await pick.checked;
+        const batch = this.batchFrom(pick);
+        for (const p of batch) this.waiting.splice(this.waiting.indexOf(p), 1);
         upTo = batch[batch.length - 1]!.last;
-        const results = batch.length === 1 ? page.results! : batch.flatMap((p) => p.results!);
-        if (page.history === null) await this.take(upTo, results);
+        const results = batch.length === 1 ? pick.results! : batch.flatMap((p) => p.results!);
+        if (pick.history === null) await this.take(upTo, results);
         else await this.takeHistory(batch[batch.length - 1]!.history!, results);
       })
       .catch((err: unknown) => {
-        if (ws !== null) this.failedSockets.add(ws);
-        const message = `storing the ${history === null ? 'page' : 'history page'} of seqs ${first}..${upTo} failed: ${String(err)}`;
-        if (ws === this.ws) this.fail(message);
+        const failed = current ?? page;
+        if (failed.ws !== null) this.failedSockets.add(failed.ws);
+        const message = `storing the ${failed.history === null ? 'page' : 'history page'} of seqs ${failed.first}..${upTo} failed: ${String(err)}`;
+        if (failed.ws === this.ws) this.fail(message);
         else this.setError(message, true);
       })
       .finally(() => {
-        const at = this.waiting.indexOf(page);
-        if (at >= 0) this.waiting.splice(at, 1);
         if (this.waiting.length <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
       });
+  }
+
+  /**
+   * The page to store next: the oldest live page once it is checked, before history that arrived
+   * earlier (the two move different marks, so their order between them does not matter, and a live op
+   * then never waits behind the background history); else the oldest page. Pages of a connection whose
+   * page failed are dropped: its cursor would move past the failed one.
+   */
+  private nextToStore(): WaitingPage | null {
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const p = this.waiting[i]!;
+      if (p.ws !== null && this.failedSockets.has(p.ws)) {
+        p.taken = true;
+        this.waiting.splice(i, 1);
+      }
+    }
+    const live = this.waiting.find((p) => !p.taken && p.history === null);
+    if (live !== undefined && live.results !== null) return live;
+    return this.waiting.find((p) => !p.taken) ?? null;
   }
 
   /**
@@ -549,9 +577,11 @@ export class SyncClient {
     const batch = [page];
     page.taken = true;
     let ops = page.results!.length;
+    // History goes in smaller transactions: a command (or a live page) waits for at most one of them.
+    const max = page.history === null ? MAX_OPS_PER_STORE : MAX_HISTORY_OPS_PER_STORE;
     for (let i = this.waiting.indexOf(page) + 1; i < this.waiting.length; i++) {
       const next = this.waiting[i]!;
-      if (next.ws !== page.ws || next.results === null || ops + next.results.length > MAX_OPS_PER_STORE) break;
+      if (next.ws !== page.ws || next.results === null || ops + next.results.length > max) break;
       // Live pages and each history pass move different marks: a batch holds one kind.
       if ((next.history === null) !== (page.history === null) || next.history?.priority !== page.history?.priority) break;
       next.taken = true;

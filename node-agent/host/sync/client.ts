@@ -104,10 +104,10 @@ export type SyncClientOptions = {
  */
 export const JOIN_MIN_OPS = 10_000;
 /** Seqs per history request of the full pass, and requests of it asked for ahead of the one being stored. */
-const HISTORY_CHUNK = 1_000;
+const HISTORY_CHUNK = 4_000;
 const HISTORY_AHEAD = 3;
 /** Most history ops in one transaction. */
-const MAX_HISTORY_OPS_PER_STORE = 1_000;
+const MAX_HISTORY_OPS_PER_STORE = 2_000;
 
 /**
  * Reconnect delays: from 200 ms, doubling, never past 10 s. A relay back after a restart is found

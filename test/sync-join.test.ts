@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkOps } from '../crypto/index.js';
 import { PROJECTIONS } from '../node-agent/capabilities/index.js';
+import { inertCounts } from '../node-agent/capabilities/threads/index.js';
 import { tables, type Db, type Store } from '../node-agent/adapters/store/index.js';
 import { SyncClient, type SyncStatus } from '../node-agent/host/sync/client.js';
 import { positionKey, readPosition } from '../node-agent/host/sync/state.js';
@@ -304,6 +305,43 @@ describe('joining a stream that holds many ops of other workspaces', () => {
     expect(await joiner.reverify()).toEqual({ ok: ids.size, bad: [] });
     peer.close();
     await joiner.stop();
+  });
+
+  it('ops of one thread split between the two passes fold as they do taken in order', async () => {
+    const token = await createStream(relay.url, 'split', OPERATOR);
+    const peer = await rawPeer(relay.url, 'split', token);
+    const trusted = new Forger();
+    const other = new Forger();
+    const before = unrelated(200);
+    // A thread of the untrusted workspace answered by the trusted one: the answer comes in the first pass,
+    // before the thread it answers; and a thread of the trusted one that the untrusted one writes into.
+    const theirs = other.thread('theirs');
+    const ours = trusted.thread('ours');
+    before.splice(50, 0, ...theirs.texts);
+    before.splice(300, 0, trusted.message(theirs.thread, theirs.thread, 'answered', 'answer'), ...ours.texts);
+    before.splice(350, 0, other.message(ours.thread, ours.thread, 'not yours to answer', 'answer'));
+    for (let i = 0; i < before.length; i += 400) await peer.push(before.slice(i, i + 400));
+    gate.release();
+    const joiner = new Joiner(await freshStore(), 'node-split', [trusted.workspace]);
+    const inOrder = new Joiner(await freshStore(), 'node-in-order', [trusted.workspace]);
+    await joiner.start(relay.url, 'split', token);
+    await inOrder.start(relay.url, 'split', token, Infinity);
+    await until('both to hold every op', async () => {
+      const [j, o] = await Promise.all([joiner.status(), inOrder.status()]);
+      return j.history?.complete && o.caught_up && o.cursor === before.length ? true : undefined;
+    });
+    expect((await inOrder.status()).history).toBeNull();
+    const folds = (n: Joiner) =>
+      n.run(async (db) => (await db.select().from(tables.operations).orderBy(tables.operations.id)).map((r) => ({ id: r.id, state: r.state, finished: r.finished, shown: r.shown })));
+    const [j, o] = await Promise.all([folds(joiner), folds(inOrder)]);
+    expect(j).toHaveLength(before.length / 2 - 1);
+    expect(j).toEqual(o);
+    const [ji, oi] = await Promise.all([joiner.run((db) => inertCounts(db)), inOrder.run((db) => inertCounts(db))]);
+    expect(ji).toEqual(oi);
+    expect(Object.values(ji).reduce((x, y) => x + y, 0)).toBeGreaterThan(0);
+    peer.close();
+    await joiner.stop();
+    await inOrder.stop();
   });
 
   it('a stream shorter than the join threshold is taken in order, as before: no history', async () => {

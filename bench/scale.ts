@@ -8,7 +8,8 @@
 // The simulated nodes fail over as the sync client does (next URL after a close, cursor kept, unacked
 // pushes sent again); test/sync-failover.test.ts checks the client itself. Judged like bench:sync
 // (median of runs, noise margin). The age rows (bench/scale-age.ts) measure a store after a long life.
-// BENCH_SCALE_ONLY=width or =age runs one set of rows. Knobs:
+// The join row (bench/scale-join.ts) measures a new node joining a long stream.
+// BENCH_SCALE_ONLY=width, =age or =join runs one set of rows. Knobs:
 //   BENCH_SCALE_STREAMS (100), BENCH_SCALE_PER_STREAM (10), BENCH_SCALE_RATE (1000 ops/s in total),
 //   BENCH_SCALE_SECS (10, steady phase), BENCH_SCALE_FAIL_SECS (5, after the kill), BENCH_SCALE_REPEATS (1),
 //   BENCH_DATABASE_URL or TEST_DATABASE_URL (PostgreSQL; the bench stops when none answers).
@@ -29,6 +30,7 @@ import { newOpId, newThreadId } from '../protocol/ids.js';
 import type { Op } from '../protocol/ops.js';
 import { SYNC_PROTOCOL, syncUrl } from '../protocol/sync.js';
 import { ageRows } from './scale-age.js';
+import { joinRows } from './scale-join.js';
 import { percentile } from './stats.js';
 import { rssBytes } from './sync-memory.js';
 import { targetsTable, type TargetRow } from './targets.js';
@@ -414,22 +416,27 @@ async function jetStreamRun(): Promise<{ p99: number | null; rssPerConn: number 
 const ONLY = process.env['BENCH_SCALE_ONLY'] ?? '';
 
 async function main(): Promise<void> {
-  if (ONLY !== '' && ONLY !== 'width' && ONLY !== 'age') throw new Error(`BENCH_SCALE_ONLY is width or age, not ${JSON.stringify(ONLY)}`);
+  if (ONLY !== '' && ONLY !== 'width' && ONLY !== 'age' && ONLY !== 'join') throw new Error(`BENCH_SCALE_ONLY is width, age or join, not ${JSON.stringify(ONLY)}`);
   const rows: TargetRow[] = [];
   const notes: string[] = [];
-  if (ONLY !== 'age') {
+  if (ONLY === '' || ONLY === 'width') {
     const width = await widthRows();
     if (width === null) return;
     rows.push(...width.rows);
     notes.push(...width.notes);
   }
-  if (ONLY !== 'width') {
+  if (ONLY === '' || ONLY === 'age') {
     const age = await ageRows();
     rows.push(...age.rows);
     notes.push(...age.notes);
   }
+  if (ONLY === '' || ONLY === 'join') {
+    const joined = await joinRows();
+    rows.push(...joined.rows);
+    notes.push(...joined.notes);
+  }
   const table = targetsTable(rows);
-  const what = ONLY === 'age' ? 'age rows' : `${STREAMS} streams x ${PER} nodes, ${RATE} ops/s offered`;
+  const what = ONLY === 'age' ? 'age rows' : ONLY === 'join' ? 'join rows' : `${STREAMS} streams x ${PER} nodes, ${RATE} ops/s offered`;
   process.stdout.write(`bench:scale ${new Date().toISOString()} load ${loadavg().map((x) => x.toFixed(1)).join(' ')} (${what})\n${notes.join('\n')}\n${table.text}\n`);
   process.exit(table.failed ? 1 : 0);
 }

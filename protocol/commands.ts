@@ -105,6 +105,23 @@ export const RotateResultSchema = z.object({
 export type RotateResult = z.infer<typeof RotateResultSchema>;
 
 /** How a workspace's sync is doing, as its node (or, with none, its store) knows it. */
+/** A joining node's background history, as `nxs sync status` shows it. */
+export const SyncHistorySchema = z.object({
+  /** The stream's head when this node joined: the live feed began after it, history is seqs 1..from. */
+  from: z.number().int(),
+  /** Every op of the stream with a seq at or below this is here (or was refused, and counted). */
+  through: z.number().int(),
+  /** Ops the history passes took in (stored, held or refused), the ones fetched first included. */
+  fetched: z.number().int(),
+  /** The workspaces whose ops were fetched first: this one and the ones it trusts. */
+  priority: z.array(z.string()),
+  /** Every op of `priority` up to `from` is here: the workspace is usable. */
+  priority_complete: z.boolean(),
+  /** The whole history is here. */
+  complete: z.boolean(),
+});
+export type SyncHistory = z.infer<typeof SyncHistorySchema>;
+
 export const SyncReportSchema = z.union([
   // Unbound, ops still arrive by local delivery (two workspaces on one node): inert ones are counted too.
   z.object({ bound: z.literal(false), inert: z.record(z.string(), z.number().int()).optional(), refusals_unsigned: z.record(z.string(), z.number().int()).optional() }),
@@ -140,6 +157,12 @@ export const SyncReportSchema = z.union([
     last_error: z.string().nullable(),
     refused: z.boolean().optional(),
     node_running: z.boolean().optional(),
+    /**
+     * Present once this node joined the stream with history in the background (null or absent: it took
+     * the whole backlog in order): the stream's history is seqs 1..`from`, every op at or below
+     * `through` is here, and the ops of `priority` (this workspace and the ones it trusts) came first.
+     */
+    history: SyncHistorySchema.nullable().optional(),
   }),
 ]);
 export type SyncReport = z.infer<typeof SyncReportSchema>;

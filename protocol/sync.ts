@@ -9,6 +9,16 @@ import { STORABLE_REASONS } from './storable.js';
  */
 export const SYNC_PROTOCOL = 2;
 
+/**
+ * What a relay can do beyond protocol 2, named in `welcome.features` (a relay that names none can do
+ * none of them; a node never asks an older relay for them). `history`: `hello.join` starts the live
+ * feed at the head, and `fetch` frames are answered with `history` frames, filtered by author
+ * workspace when asked. Older nodes never send either, and never see a `history` frame.
+ */
+export const SYNC_FEATURES = ['history'] as const;
+/** A feature a relay may name in `welcome`. */
+export type SyncFeature = (typeof SYNC_FEATURES)[number];
+
 /** Where the sync socket lives on a relay. */
 export const SYNC_PATH = '/v1/sync';
 
@@ -172,7 +182,12 @@ export function syncErrorOfClose(close: number): SyncErrorCode | null {
 
 // ---- node -> relay
 
-/** The first frame a node sends: which stream, with which token, and the last seq it already holds. */
+/**
+ * The first frame a node sends: which stream, with which token, and the last seq it already holds.
+ * `join` (relays with the `history` feature; older ones ignore it and page from `since`): when the stream
+ * holds at least this many ops past `since`, the node takes the live feed from the head on (`welcome`
+ * says where: `from`) and fetches what came before with `fetch` frames instead of the backlog.
+ */
 export const HelloSchema = z.object({
   type: z.literal('hello'),
   protocol: z.number().int(),
@@ -180,6 +195,23 @@ export const HelloSchema = z.object({
   token: z.string().max(512),
   node: NodeName,
   since: Seq,
+  join: Seq.optional(),
+});
+/** Most workspaces one `fetch` may name. */
+export const MAX_FETCH_WORKSPACES = 256;
+/**
+ * A request for history (relays with the `history` feature): the ops with `after` < seq <= `upto`, only
+ * those authored by `workspaces` when given, none authored by `exclude` when given. The relay answers
+ * with `history` frames echoing `id`, the last one `done`; requests are answered in the order they came,
+ * each beside the live feed.
+ */
+export const FetchSchema = z.object({
+  type: z.literal('fetch'),
+  id: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  after: Seq,
+  upto: Seq,
+  workspaces: z.array(WorkspaceId).max(MAX_FETCH_WORKSPACES).optional(),
+  exclude: z.array(WorkspaceId).max(MAX_FETCH_WORKSPACES).optional(),
 });
 /** Ops to append; `id` is the node's own batch number, echoed in the `ack`. */
 export const PushSchema = z.object({
@@ -202,7 +234,7 @@ export const PingSchema = z.object({ type: z.literal('ping'), t: z.number() });
 export const PongSchema = z.object({ type: z.literal('pong'), t: z.number() });
 
 /** Every frame a node may send. */
-export const FromNodeSchema = z.discriminatedUnion('type', [HelloSchema, PushSchema, PingSchema, PongSchema]);
+export const FromNodeSchema = z.discriminatedUnion('type', [HelloSchema, PushSchema, FetchSchema, PingSchema, PongSchema]);
 /** A frame from a node. */
 export type FromNode = z.infer<typeof FromNodeSchema>;
 
@@ -215,6 +247,10 @@ export const WelcomeSchema = z.object({
   stream: z.string(),
   head: Seq,
   limits: LimitsSchema,
+  /** What this relay can do beyond the protocol version ({@link SYNC_FEATURES}); absent on older relays. */
+  features: z.array(z.string()).optional(),
+  /** With `join`: the seq the live feed starts after (the head at hello); the node fetches 1..from as history. */
+  from: Seq.optional(),
 });
 /**
  * One op's fate in a push: the seq it has (a duplicate keeps the one it was first given). An op no store
@@ -243,6 +279,26 @@ export const OpsPageSchema = z.object({
   type: z.literal('ops'),
   ops: z.array(z.object({ seq: Seq, op: z.unknown() })),
 });
+/**
+ * Part of the answer to `fetch` `id`: ops in seq order, each as the exact text it was pushed as, and
+ * `through`, the seq up to which the request is answered (every matching op at or below it has been
+ * sent); `done` on the last frame of the request (then `through` is its `upto`).
+ */
+export const HistorySchema = z.object({
+  type: z.literal('history'),
+  id: z.number().int().min(0),
+  ops: z.array(z.object({ seq: Seq, op: WireOpSchema })),
+  through: Seq,
+  done: z.boolean(),
+});
+/** How a node reads a `history` frame: as {@link OpsPageSchema}, each op only as a JSON value. */
+export const HistoryPageSchema = z.object({
+  type: z.literal('history'),
+  id: z.number().int().min(0),
+  ops: z.array(z.object({ seq: Seq, op: z.unknown() })),
+  through: Seq,
+  done: z.boolean(),
+});
 /** Sent once, when the backlog up to the head at `hello` has been sent; live ops follow. */
 export const CaughtUpSchema = z.object({ type: z.literal('caught_up'), head: Seq });
 /** A coded refusal; the connection is closed with the code's close code right after. */
@@ -259,6 +315,7 @@ export const FromRelaySchema = z.discriminatedUnion('type', [
   WelcomeSchema,
   AckSchema,
   OpsSchema,
+  HistorySchema,
   CaughtUpSchema,
   ErrorFrameSchema,
   PingSchema,
@@ -269,8 +326,8 @@ export type FromRelay = z.infer<typeof FromRelaySchema>;
 
 // ---- HTTP
 
-/** `GET /v1/info`. `version` is the relay's package version (relays before it did not send one). */
-export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema, version: z.string().optional() });
+/** `GET /v1/info`. `version` is the relay's package version, `features` as in `welcome` (older relays sent neither). */
+export const RelayInfoSchema = z.object({ protocol: z.number().int(), sync_path: z.string(), limits: LimitsSchema, version: z.string().optional(), features: z.array(z.string()).optional() });
 /** `POST /v1/streams` body. */
 export const CreateStreamRequestSchema = z.object({ name: StreamName });
 /** `POST /v1/streams` answer, and `POST /v1/streams/:name/rotate-token`'s: the stream token is shown this once. */

@@ -9,7 +9,9 @@ import {
   StreamName,
   SYNC_PROTOCOL,
   syncCloseCode,
+  SYNC_FEATURES,
   type AckResultSchema,
+  type FetchSchema,
   type FromNode,
   type FromRelay,
   type HelloSchema,
@@ -20,6 +22,7 @@ import {
 import { isNexusError } from '../protocol/errors.js';
 import { checkStorable } from '../protocol/storable.js';
 import type { Logger } from '../infra/index.js';
+import { historyFrame } from './frames.js';
 import type { FeedConsumer, Hub, StreamFeed } from './hub.js';
 import type { ConnectionGauge, RelayMetrics } from './metrics.js';
 import type { StreamStore } from './storage/index.js';
@@ -36,7 +39,17 @@ export type ConnectionDeps = {
   log: Logger;
   /** A connection that has sent no hello this long after opening is closed as HELLO_TIMEOUT. */
   helloTimeoutMs: number;
+  /** Awaited before each read of history (a `fetch`): tests and benches hold the history here, never the live feed. */
+  historyGate?: HistoryGate;
 };
+
+/** What a history read is about to read: `workspaces` null for every author (but those in `exclude`). */
+export type HistoryRead = { stream: string; after: number; upto: number; workspaces: readonly string[] | null; exclude: readonly string[] };
+/** Holds a history read until it resolves. */
+export type HistoryGate = (read: HistoryRead) => Promise<void>;
+
+/** Fetches one connection may have queued before the socket stops being read. */
+const MAX_FETCHES_QUEUED = 8;
 
 /** Frames read ahead of the one being handled before the socket stops being read. */
 const MAX_QUEUED_FRAMES = 4;
@@ -68,13 +81,16 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
   private caughtUp = false;
   private pumping = false;
   private rewake = false;
-  /** Waiting for the consumer's send buffer to drain. */
-  private draining = false;
+  /** Sends (the live feed's, history's) waiting for the consumer's send buffer to drain. */
+  private draining = 0;
   private queue: Promise<void> = Promise.resolve();
   private queued = 0;
   /** Pushes handed to the group commit and not acknowledged yet; acks go out in push order, after this chain. */
   private pushesInFlight = 0;
   private acks: Promise<void> = Promise.resolve();
+  /** History requests, answered one after another beside the live feed. */
+  private history: Promise<void> = Promise.resolve();
+  private fetchesQueued = 0;
   private readonly pinger: NodeJS.Timeout;
   /** Runs out unless a hello arrives first; cleared by the first hello frame. */
   private helloTimer: NodeJS.Timeout | undefined;
@@ -196,6 +212,8 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
         return this.state === 'hello' ? this.hello(frame) : this.fail('BAD_FRAME', 'hello was already received');
       case 'push':
         return this.push(frame, text, (value as { ops: unknown[] }).ops);
+      case 'fetch':
+        return this.fetch(frame);
       case 'ping':
         return this.send({ type: 'pong', t: frame.t });
       case 'pong':
@@ -220,11 +238,13 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     this.released();
     this.stream = row.name;
     this.tokenHash = row.tokenHash;
-    this.cursor = h.since;
+    // A joining node takes the live feed from the head on and fetches what came before as history.
+    const join = h.join !== undefined && row.head > h.since && row.head - h.since >= h.join;
+    this.cursor = join ? row.head : h.since;
     this.welcomeHead = row.head;
-    this.send({ type: 'welcome', protocol: SYNC_PROTOCOL, stream: row.name, head: row.head, limits: this.deps.limits });
+    this.send({ type: 'welcome', protocol: SYNC_PROTOCOL, stream: row.name, head: row.head, limits: this.deps.limits, features: [...SYNC_FEATURES], ...(join ? { from: row.head } : {}) });
     this.log = this.log.child({ stream: row.name, node: h.node });
-    this.log.info('node connected', { since: h.since, head: row.head });
+    this.log.info('node connected', { since: h.since, head: row.head, ...(join ? { join: true } : {}) });
     this.wake();
   }
 
@@ -241,13 +261,13 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     }
     // An op no store can keep costs only itself: a coded result in the ack, never stored or sent on.
     const results: AckResult[] = new Array(p.ops.length);
-    const toAppend: Array<{ id: string; text: string }> = [];
+    const toAppend: Array<{ id: string; text: string; workspace: string }> = [];
     const slots: number[] = [];
     const refused: Record<string, number> = {};
     for (const [i, op] of p.ops.entries()) {
       const verdict = checkStorable(parsed[i]);
       if (verdict.ok) {
-        toAppend.push({ id: op.id, text: raw[i]! });
+        toAppend.push({ id: op.id, text: raw[i]!, workspace: op.workspace });
         slots.push(i);
       } else {
         results[i] = { op: op.id, seq: 0, duplicate: false, refused: verdict.reason };
@@ -284,9 +304,56 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       });
   }
 
-  /** Reads the socket again once frames and pushes in flight are below their bounds. */
+  /**
+   * A request for history: answered after the ones before it, in frames of at most a page each, sent only
+   * while the send buffer has room, so the live feed (its own pump) is never queued behind a long history.
+   */
+  private fetch(f: z.infer<typeof FetchSchema>): void {
+    this.fetchesQueued += 1;
+    if (this.fetchesQueued >= MAX_FETCHES_QUEUED && !this.ws.isPaused) this.ws.pause();
+    this.history = this.history
+      .then(() => this.answerFetch(f))
+      .catch((err: unknown) => {
+        if (isNexusError(err) && err.code === 'UNKNOWN_STREAM') return this.fail('UNKNOWN_STREAM', `stream ${this.stream ?? ''} was deleted`);
+        this.internal(err);
+      })
+      .finally(() => {
+        this.fetchesQueued -= 1;
+        this.resumeIfRoom();
+      });
+  }
+
+  private async answerFetch(f: z.infer<typeof FetchSchema>): Promise<void> {
+    const stream = this.stream!;
+    const { page_size, max_frame_bytes, max_op_bytes } = this.deps.limits;
+    const workspaces = f.workspaces ?? null;
+    const exclude = f.exclude ?? [];
+    const filter = { ...(workspaces === null ? {} : { only: workspaces }), exclude };
+    // Room for the frame's own text around the ops' texts.
+    const budget = max_frame_bytes - 64 * page_size - 256;
+    let after = f.after;
+    for (;;) {
+      if (this.state !== 'open') return;
+      await this.deps.historyGate?.({ stream, after, upto: f.upto, workspaces, exclude });
+      if (this.state !== 'open') return;
+      const rows = after >= f.upto ? [] : await this.deps.store.readHistory(stream, after, f.upto, filter, page_size, budget);
+      let bytes = 0;
+      for (const r of rows) bytes += Buffer.byteLength(r.op);
+      // The read stopped short of neither its limit nor its byte budget: nothing more matches up to `upto`.
+      const whole = rows.length === 0 || (rows.length < page_size && bytes + max_op_bytes <= budget);
+      const last = rows.length === 0 ? after : rows[rows.length - 1]!.seq;
+      const built = historyFrame(f.id, rows, max_frame_bytes, whole || last >= f.upto ? { through: Math.max(f.upto, after), done: true } : { through: last, done: false });
+      if (this.state !== 'open' || !(await this.room(built.frame.length))) return;
+      this.ws.send(built.frame, { binary: false });
+      if (built.count > 0) this.deps.metrics.sent(stream, built.count);
+      if (built.done) return;
+      after = built.last;
+    }
+  }
+
+  /** Reads the socket again once frames, pushes and fetches in flight are below their bounds. */
   private resumeIfRoom(): void {
-    if (this.ws.isPaused && this.queued <= 1 && this.pushesInFlight < MAX_PUSHES_IN_FLIGHT && this.state !== 'closed') this.ws.resume();
+    if (this.ws.isPaused && this.queued <= 1 && this.pushesInFlight < MAX_PUSHES_IN_FLIGHT && this.fetchesQueued < MAX_FETCHES_QUEUED && this.state !== 'closed') this.ws.resume();
   }
 
   private async pump(): Promise<void> {
@@ -327,7 +394,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
     const { send_buffer_bytes: cap, slow_consumer_ms } = this.deps.limits;
     const fits = () => this.ws.bufferedAmount === 0 || this.ws.bufferedAmount + bytes <= cap;
     const deadline = Date.now() + slow_consumer_ms;
-    this.draining = true;
+    this.draining += 1;
     try {
       while (this.state === 'open' && !fits()) {
         if (Date.now() >= deadline) {
@@ -337,7 +404,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
         await new Promise((resolve) => setTimeout(resolve, DRAIN_POLL_MS));
       }
     } finally {
-      this.draining = false;
+      this.draining -= 1;
     }
     return this.state === 'open';
   }
@@ -348,7 +415,7 @@ export class SyncConnection implements FeedConsumer, ConnectionGauge {
       this.pongDeadline = undefined;
       // Frames still being worked through mean it is not silent; a full send buffer (our ping
       // queued behind it) is SLOW_CONSUMER's call, not this one.
-      if (this.queued === 0 && this.pushesInFlight === 0 && !this.draining) this.fail('PING_TIMEOUT', `nothing arrived within ${this.deps.limits.ping_timeout_ms} ms of a ping`);
+      if (this.queued === 0 && this.pushesInFlight === 0 && this.draining === 0) this.fail('PING_TIMEOUT', `nothing arrived within ${this.deps.limits.ping_timeout_ms} ms of a ping`);
     }, this.deps.limits.ping_timeout_ms);
     this.send({ type: 'ping', t: Date.now() });
   }

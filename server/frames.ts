@@ -19,3 +19,25 @@ export function opsFrame(rows: readonly StoredOp[], maxBytes: number): OpsFrame 
   }
   return { frame: Buffer.from(`{"type":"ops","ops":[${parts.join(',')}]}`, 'utf8'), count: parts.length, last };
 }
+
+/**
+ * A `history` frame answering fetch `id`: as many leading rows as fit in `maxBytes`. When every row fits,
+ * the frame ends where `whole` says (the read's end: the request's `upto` and done, or the last row);
+ * otherwise at the last row that fits, not done.
+ */
+export function historyFrame(id: number, rows: readonly StoredOp[], maxBytes: number, whole: { through: number; done: boolean }): OpsFrame & { done: boolean } {
+  const parts: string[] = [];
+  let size = Buffer.byteLength(`{"type":"history","id":${id},"ops":[],"through":${Number.MAX_SAFE_INTEGER},"done":false}`);
+  let last = 0;
+  for (const row of rows) {
+    const part = `{"seq":${row.seq},"op":${row.op}}`;
+    const bytes = Buffer.byteLength(part) + 1;
+    if (parts.length > 0 && size + bytes > maxBytes) break;
+    parts.push(part);
+    size += bytes;
+    last = row.seq;
+  }
+  const end = parts.length === rows.length ? whole : { through: last, done: false };
+  const frame = `{"type":"history","id":${id},"ops":[${parts.join(',')}],"through":${end.through},"done":${end.done}}`;
+  return { frame: Buffer.from(frame, 'utf8'), count: parts.length, last: end.through, done: end.done };
+}

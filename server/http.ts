@@ -1,6 +1,6 @@
 // The relay's HTTP side (hono): health, readiness, metrics, info, and the operator's stream routes.
 import { Hono } from 'hono';
-import { SYNC_PATH, SYNC_PROTOCOL, type Limits } from '../protocol/sync.js';
+import { SYNC_FEATURES, SYNC_PATH, SYNC_PROTOCOL, type Limits } from '../protocol/sync.js';
 import { addAdminRoutes, bearer, fail, type AdminDeps } from './admin.js';
 import { tokenMatches } from './tokens.js';
 
@@ -51,7 +51,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
     return c.text(deps.metrics.render(heads), 200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' });
   });
 
-  app.get('/v1/info', (c) => c.json({ protocol: SYNC_PROTOCOL, sync_path: SYNC_PATH, limits: deps.limits, version: deps.version }));
+  app.get('/v1/info', (c) => c.json({ protocol: SYNC_PROTOCOL, sync_path: SYNC_PATH, limits: deps.limits, version: deps.version, features: [...SYNC_FEATURES] }));
 
   addAdminRoutes(app, deps);
 

@@ -3,6 +3,7 @@ export { main, DEFAULT_RELAY_PORT, type RelayIo } from './cli.js';
 export { createLogger, silentLogger as silentLog, type Logger, type LogLevel } from '../infra/index.js';
 export { defaultRelayDataDir, packageVersion } from './paths.js';
 export { startRelay, type Relay, type RelayOptions } from './relay.js';
+export type { HistoryGate, HistoryRead } from './connection.js';
 export {
   NOTIFY_CHANNEL,
   openPgliteStore,

@@ -15,6 +15,7 @@ import { packageVersion } from './paths.js';
 import { openPgliteStore, openPostgresStore, type StreamStore } from './storage/index.js';
 import { hashToken, newToken, tokenMatches } from './tokens.js';
 import { certificatePin, isLoopbackHost, plainTextWarning, type TlsMaterial } from './tls.js';
+import type { HistoryGate } from './connection.js';
 import { attachSyncServer, DEFAULT_HELLO_TIMEOUT_MS, DEFAULT_MAX_PENDING_PER_ADDRESS } from './ws.js';
 
 /** Options of {@link startRelay}. Exactly one of `dataDir` and `databaseUrl`. */
@@ -45,6 +46,11 @@ export type RelayOptions = {
   helloTimeoutMs?: number;
   /** Connections from one address that have not been admitted yet (no hello, or hello not answered) at most (default 64). */
   maxPendingPerAddress?: number;
+  /**
+   * Awaited before each read a `fetch` asks for (history for a joining node), never before the live feed:
+   * tests and benches hold a node's background history here.
+   */
+  historyGate?: HistoryGate;
   /** Called before a PGlite store is made in `dataDir` (a first start; it takes a while): the port is already held. */
   onCreatingStore?: (dataDir: string) => void;
 };
@@ -172,6 +178,7 @@ export async function startRelay(opts: RelayOptions): Promise<Relay> {
     const sync = attachSyncServer(server, {
       store, hub, limits, metrics, log,
       helloTimeoutMs: opts.helloTimeoutMs ?? DEFAULT_HELLO_TIMEOUT_MS,
+      ...(opts.historyGate === undefined ? {} : { historyGate: opts.historyGate }),
       maxPendingPerAddress: opts.maxPendingPerAddress ?? DEFAULT_MAX_PENDING_PER_ADDRESS,
     });
     const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host;

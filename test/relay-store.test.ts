@@ -114,6 +114,36 @@ describe.each(backends)('the $name stream store', (backend) => {
     expect(stored.slice(0, 3).map((s) => s.op)).toEqual(first.map((o) => o.text));
   });
 
+  test('reads history filtered by author workspace: only some (a few, or many), all but some, within a byte budget', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const ws = (i: number) => `w${String(i).padStart(25, '0')}`;
+    // 60 ops by 3 workspaces in turn; the workspace given, or read from the text, or none at all.
+    const ops: OpToAppend[] = [];
+    for (let i = 0; i < 60; i++) {
+      const id = newOpId();
+      const text = JSON.stringify({ id, workspace: ws(i % 3), body: { n: i } });
+      ops.push(i % 2 === 0 ? { id, text, workspace: ws(i % 3) } : { id, text });
+    }
+    ops.push(op());
+    await a.append(name, ops);
+    const seqsOf = (rows: Array<{ seq: number }>) => rows.map((r) => r.seq);
+    const by = (w: number) => ops.flatMap((_, i) => (i < 60 && i % 3 === w ? [i + 1] : []));
+    expect(seqsOf(await b.readHistory(name, 0, 61, { only: [ws(1)] }, 100, 1e6))).toEqual(by(1));
+    expect(seqsOf(await b.readHistory(name, 0, 61, { only: [ws(2), ws(0)] }, 5, 1e6))).toEqual([1, 3, 4, 6, 7]);
+    expect(seqsOf(await b.readHistory(name, 10, 30, { only: [ws(0)] }, 100, 1e6))).toEqual(by(0).filter((s) => s > 10 && s <= 30));
+    // Past a few workspaces the read takes another path, with the same answer.
+    const many = [ws(1), ...Array.from({ length: 20 }, (_, i) => ws(100 + i))];
+    expect(seqsOf(await b.readHistory(name, 0, 61, { only: many }, 100, 1e6))).toEqual(by(1));
+    // All but some: the op that names no workspace is nobody's to leave out.
+    expect(seqsOf(await b.readHistory(name, 0, 61, { exclude: [ws(0), ws(1)] }, 100, 1e6))).toEqual([...by(2), 61]);
+    expect(seqsOf(await b.readHistory(name, 0, 61, {}, 100, 1e6))).toHaveLength(61);
+    // A byte budget stops the page early, never before its first op.
+    const one = Buffer.byteLength(ops[0]!.text);
+    expect(await b.readHistory(name, 0, 61, {}, 100, 3 * one + 2)).toHaveLength(3);
+    expect(await b.readHistory(name, 0, 61, {}, 100, 1)).toHaveLength(1);
+  });
+
   test('stores texts with quotes, backslashes, dollars and non-ASCII byte for byte', async () => {
     const name = streamName();
     await a.createStream(name, 'h');

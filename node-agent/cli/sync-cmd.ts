@@ -1,6 +1,7 @@
 // `nxs sync ...`: bind this workspace to a relay stream, show how sync is doing, unbind.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import type { SyncHistory } from '../../protocol/commands.js';
 import { CertFingerprintSchema } from '../../protocol/sync.js';
 import { NexusError } from '../../protocol/errors.js';
 import { PENDING_LIMITS } from '../../protocol/storable.js';
@@ -143,11 +144,23 @@ async function status(io: Io, json: boolean): Promise<void> {
       ` · cursor ${String(report['cursor'])}${report['lag'] !== undefined ? ` · lag ${String(report['lag'])}` : ''} · outbox ${String(report['outbox'])}` +
       ` · rejected ${rejected.length === 0 ? '0' : rejected.map(([reason, n]) => `${reason} ${n}`).join(', ')}` +
       pendingWords(Number(report['pending'] ?? 0)) +
+      historyWords(report['history'] as SyncHistory | null | undefined) +
       inert +
       (report['last_error'] ? ` · last error: ${String(report['last_error'])}` : '') +
       (report['node_running'] ? '' : ' · no node serves this workspace, so nothing syncs') +
       '\n',
   );
+}
+
+/**
+ * A join's background history, when there is one: how far it is (seqs up to where the live feed began),
+ * and whether the ops of this workspace and the ones it trusts, fetched first, are all here.
+ */
+export function historyWords(h: SyncHistory | null | undefined): string {
+  if (h === null || h === undefined) return '';
+  const pct = h.from > 0 ? Math.floor((h.through * 100) / h.from) : 100;
+  const first = `${h.priority.length <= 1 ? 'this workspace' : `this workspace and ${h.priority.length - 1} trusted`}: ${h.priority_complete ? 'complete' : 'fetching'}`;
+  return h.complete ? ` · history complete (${h.from} ops before joining)` : ` · history ${h.through} of ${h.from} (${pct}%) in the background · ${first}`;
 }
 
 /**

@@ -3,7 +3,16 @@ import type { Workspace } from '../adapters/workspace/index.js';
 import { callNode } from '../host/rpc/client.js';
 import { untilStopped, type Io } from './io.js';
 
-export type Progress = { connected?: boolean; caught_up?: boolean; cursor?: number; head?: number; lag?: number; last_error?: string | null; refused?: boolean };
+export type Progress = {
+  connected?: boolean;
+  caught_up?: boolean;
+  cursor?: number;
+  head?: number;
+  lag?: number;
+  last_error?: string | null;
+  refused?: boolean;
+  history?: { from: number; through: number; complete: boolean } | null;
+};
 
 export type WatchOptions = {
   /** Rewrite one line in place (a terminal) instead of printing lines. */
@@ -56,7 +65,10 @@ export async function watchSync(io: Io, ws: Workspace, socket: string, opts: Wat
       const rate = rateOf(cursor, now);
       const pct = head > 0 ? Math.floor((cursor * 100) / head) : 100;
       const state = last.connected ? (done ? ' · caught up' : '') : ' · connecting';
-      const line = `sync: ${cursor} of ${head} ops (${pct}%)${rate > 0 ? ` · ${rate} ops/s` : ''}${state}${last.last_error ? ` · ${last.last_error}` : ''}`;
+      // A join: live from where it joined; the history before it comes in the background.
+      const h = last.history;
+      const history = h && !h.complete ? ` · history ${h.through} of ${h.from} in the background` : '';
+      const line = `sync: ${cursor} of ${head} ops (${pct}%)${rate > 0 ? ` · ${rate} ops/s` : ''}${state}${history}${last.last_error ? ` · ${last.last_error}` : ''}`;
       if (opts.tty) io.stderr(`\r${line}\x1b[K`);
       else if (line.replace(/ · \d+ ops\/s/, '') !== lastLine.replace(/ · \d+ ops\/s/, '') || (!done && now - lastPrint >= 5_000)) {
         io.stderr(line + '\n');

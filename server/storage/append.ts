@@ -38,7 +38,21 @@ function firstsOf(ops: readonly OpToAppend[]): { firsts: OpToAppend[]; firstInde
  * parameters saved nothing and cost a placeholder each): `(n, id, text)` with n counting from 1.
  */
 function valuesOf(fresh: readonly OpToAppend[]): string {
-  return fresh.map((op, i) => `(${i + 1},${literal(op.id)},${literal(op.text)})`).join(',');
+  return fresh.map((op, i) => `(${i + 1},${literal(op.id)},${workspaceLiteral(op)},${literal(op.text)})`).join(',');
+}
+
+/** The op's author workspace as a SQL literal: as given, else read from its text (NULL when it names none). */
+function workspaceLiteral(op: OpToAppend): string {
+  let ws = op.workspace;
+  if (ws === undefined) {
+    try {
+      const v = (JSON.parse(op.text) as { workspace?: unknown }).workspace;
+      ws = typeof v === 'string' ? v : null;
+    } catch {
+      ws = null;
+    }
+  }
+  return ws === null ? 'NULL' : literal(ws);
 }
 
 /** Seqs for the firsts (stored ones keep theirs, fresh ones follow head), then the outcome. */
@@ -84,17 +98,17 @@ export async function appendOps(db: SqlDb, stream: string, ops: readonly OpToApp
     if (!row) throw new NexusError('UNKNOWN_STREAM', `no stream ${stream}`);
     return { results: [], head: Number(row.head), rows: [] };
   }
-  const values = `(VALUES ${valuesOf(fresh)}) AS v(n, id, op)`;
+  const values = `(VALUES ${valuesOf(fresh)}) AS v(n, id, ws, op)`;
   const notify = onAppend ? [onAppend(name)] : [];
   const usual = [
-    `INSERT INTO stream_ops (stream, seq, op_id, op) SELECT ${name}, h.head + v.n, v.id, v.op FROM (SELECT head FROM streams WHERE name = ${name} FOR UPDATE) h, ${values}`,
+    `INSERT INTO stream_ops (stream, seq, op_id, workspace, op) SELECT ${name}, h.head + v.n, v.id, v.ws, v.op FROM (SELECT head FROM streams WHERE name = ${name} FOR UPDATE) h, ${values}`,
     `UPDATE streams SET head = head + ${fresh.length} WHERE name = ${name} RETURNING head`,
     ...notify,
   ].join(';\n');
   const careful = () => [
     `SELECT head FROM streams WHERE name = ${name} FOR UPDATE`,
-    `WITH ins AS (INSERT INTO stream_ops (stream, seq, op_id, op) SELECT ${name}, h.head + f.k, f.id, f.op FROM (SELECT head FROM streams WHERE name = ${name}) h, ` +
-      `(SELECT v.id, v.op, row_number() OVER (ORDER BY v.n) AS k FROM ${values} WHERE NOT EXISTS (SELECT 1 FROM stream_ops o WHERE o.stream = ${name} AND o.op_id = v.id)) f RETURNING 1) ` +
+    `WITH ins AS (INSERT INTO stream_ops (stream, seq, op_id, workspace, op) SELECT ${name}, h.head + f.k, f.id, f.ws, f.op FROM (SELECT head FROM streams WHERE name = ${name}) h, ` +
+      `(SELECT v.id, v.ws, v.op, row_number() OVER (ORDER BY v.n) AS k FROM ${values} WHERE NOT EXISTS (SELECT 1 FROM stream_ops o WHERE o.stream = ${name} AND o.op_id = v.id)) f RETURNING 1) ` +
       `UPDATE streams SET head = head + (SELECT count(*) FROM ins) WHERE name = ${name} RETURNING head`,
     `SELECT o.op_id, o.seq FROM ${values} JOIN stream_ops o ON o.stream = ${name} AND o.op_id = v.id`,
     ...notify,

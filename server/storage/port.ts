@@ -1,13 +1,19 @@
 // The StreamStore port: what the relay needs from storage, whatever database is behind it.
 
-/** An op to append: its id (for duplicate detection) and its exact JSON text. */
-export type OpToAppend = { readonly id: string; readonly text: string };
+/**
+ * An op to append: its id (for duplicate detection), its exact JSON text, and its author workspace (kept
+ * beside it for filtered history reads; read from the text when not given).
+ */
+export type OpToAppend = { readonly id: string; readonly text: string; readonly workspace?: string | null };
 
 /** One op's fate in an append. A duplicate reports the seq it was first given. */
 export type AppendResult = { op: string; seq: number; duplicate: boolean };
 
 /** A stored op: its seq and its exact JSON text, as it was pushed. */
 export type StoredOp = { seq: number; op: string };
+
+/** Which authors a history read keeps. */
+export type HistoryFilter = { readonly only?: readonly string[]; readonly exclude?: readonly string[] };
 
 /** A stream as stored. */
 export type StreamRow = { name: string; tokenHash: string; head: number };
@@ -36,6 +42,12 @@ export interface StreamStore {
   append(stream: string, ops: readonly OpToAppend[]): Promise<{ results: AppendResult[]; head: number; rows: StoredOp[] }>;
   /** Up to `limit` ops with seq > `afterSeq`, in seq order; with `maxBytes`, stops before exceeding it (always at least one op). */
   read(stream: string, afterSeq: number, limit: number, maxBytes?: number): Promise<StoredOp[]>;
+  /**
+   * History for a joining node: up to `limit` ops with `afterSeq` < seq <= `uptoSeq`, in seq order, only
+   * those whose author workspace is in `filter.only` when given and not in `filter.exclude` when given;
+   * stops before exceeding `maxBytes` of op text (always at least one op).
+   */
+  readHistory(stream: string, afterSeq: number, uptoSeq: number, filter: HistoryFilter, limit: number, maxBytes: number): Promise<StoredOp[]>;
   /** Every stream's head, for metrics. */
   heads(): Promise<Array<{ name: string; head: number }>>;
   /** Every stream, by name. */

@@ -49,6 +49,9 @@ export function quoteIdent(name: string): string {
   return `"${name}"`;
 }
 
+/** Up to this many workspaces, a filtered history read walks each one's index range on its own. */
+const LATERAL_WORKSPACES = 16;
+
 /** Fans commit notices out to in-process subscribers, per stream, and stream changes to whoever watches them. */
 export class CommitEmitter {
   private readonly listeners = new Map<string, Set<(head: number) => void>>();
@@ -127,6 +130,32 @@ export function sqlStreamStore(db: SqlDb, emitter: CommitEmitter, hooks: SqlStor
                WHERE cum <= $4 OR cum = octet_length(op) ORDER BY seq`,
               [stream, afterSeq, limit, maxBytes],
             );
+      return rows.map((r) => ({ seq: Number(r.seq), op: r.op }));
+    },
+
+    async readHistory(stream, afterSeq, uptoSeq, filter, limit, maxBytes): Promise<StoredOp[]> {
+      const params: unknown[] = [stream, afterSeq, limit, maxBytes, uptoSeq];
+      let page: string;
+      if (filter.only !== undefined && filter.only.length <= LATERAL_WORKSPACES) {
+        // A few workspaces: each one's next rows straight from the (stream, workspace, seq) index, merged.
+        // (With = ANY the planner read every matching row of the range and sorted them, for each page:
+        // 28 ms a page against 3 ms on a stream of 1,000,000 ops.)
+        page =
+          `SELECT s.seq, s.op FROM unnest($6::text[]) AS w(ws) CROSS JOIN LATERAL ` +
+          `(SELECT seq, op FROM stream_ops WHERE stream = $1 AND workspace = w.ws AND seq > $2 AND seq <= $5 ORDER BY seq LIMIT $3) s ORDER BY s.seq LIMIT $3`;
+        params.push([...filter.only]);
+      } else {
+        let where = '';
+        if (filter.only !== undefined) where += ` AND workspace = ANY($${params.push([...filter.only])}::text[])`;
+        // A row stored before the column was filled has none: it is nobody's to leave out.
+        if (filter.exclude !== undefined && filter.exclude.length > 0) where += ` AND coalesce(workspace, '') <> ALL($${params.push([...filter.exclude])}::text[])`;
+        page = `SELECT seq, op FROM stream_ops WHERE stream = $1 AND seq > $2 AND seq <= $5${where} ORDER BY seq LIMIT $3`;
+      }
+      const rows = await db.query<{ seq: unknown; op: string }>(
+        `SELECT seq, op FROM (SELECT seq, op, sum(octet_length(op)) OVER (ORDER BY seq) AS cum FROM (${page}) p) w
+         WHERE cum <= $4 OR cum = octet_length(op) ORDER BY seq`,
+        params,
+      );
       return rows.map((r) => ({ seq: Number(r.seq), op: r.op }));
     },
 

@@ -7,6 +7,7 @@ import { baseEnvironment } from '../../adapters/sessions/index.js';
 import { NODE_PURPOSE, openStore, type Store } from '../../adapters/store/index.js';
 import { findWorkspace, type Workspace } from '../../adapters/workspace/index.js';
 import { recover } from '../../capabilities/leases/index.js';
+import { listTrust } from '../../capabilities/trust/index.js';
 import type { Timers } from '../../kernel/index.js';
 import { hostFor, realDeps, type Host } from '../index.js';
 import { readBinding, SyncClient } from '../sync/index.js';
@@ -191,6 +192,8 @@ export class Served {
       },
       log: log.child({ component: 'sync', workspace: entry.workspace.id, stream: binding.stream }),
       check: this.opts.check,
+      // Joining a long stream, the ops of the workspaces trusted here come first, with this one's.
+      trusted: () => listTrust(entry.workspace.paths).map((t) => t.workspace),
     });
     await entry.sync.start();
     log.info(`syncs with stream ${binding.stream} at ${binding.relay}`, { workspace: entry.workspace.id, stream: binding.stream, relay: binding.relay });

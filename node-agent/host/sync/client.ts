@@ -7,6 +7,8 @@ import { checkOps, type CheckedOp, type OpSigner } from '../../../crypto/index.j
 import {
   DEFAULT_LIMITS,
   FromRelaySchema,
+  HistoryPageSchema,
+  MAX_FETCH_WORKSPACES,
   OpsPageSchema,
   rawElements,
   rawMember,
@@ -21,8 +23,21 @@ import type { Op } from '../../../protocol/ops.js';
 import type { Db } from '../../adapters/store/index.js';
 import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import { relayUrls, type Binding } from './binding.js';
-import { refusalLine, storePage } from './page.js';
-import { outbox, outboxSize, positionKey, readPosition, writePosition, type SyncPosition } from './state.js';
+import { refusalLine, storeHistory, storePage } from './page.js';
+import {
+  historyComplete,
+  historyReport,
+  outbox,
+  outboxSize,
+  positionKey,
+  priorityComplete,
+  readPosition,
+  writePosition,
+  type HistoryPosition,
+  type SyncPosition,
+} from './state.js';
+import type { SyncHistory } from '../../../protocol/commands.js';
+import type { WorkspaceId } from '../../../protocol/ids.js';
 import { relaySocketOptions, socketErrorWords } from './tls.js';
 
 export type SyncStatus = {
@@ -51,6 +66,8 @@ export type SyncStatus = {
   refusals_unsigned: Record<string, number>;
   last_error: string | null;
   refused: boolean;
+  /** A join's background history (null: this node took the stream's whole backlog in order). */
+  history: SyncHistory | null;
 };
 
 export type SyncClientOptions = {
@@ -72,7 +89,25 @@ export type SyncClientOptions = {
   window?: number;
   /** Opens and verifies received op texts (default: checkOps, on the process's shared verification threads). */
   check?: (raws: readonly string[]) => Promise<CheckedOp[]>;
+  /** The workspaces this one trusts: with it, their ops come first when joining a long stream. */
+  trusted?: () => readonly string[] | Promise<readonly string[]>;
+  /**
+   * A node new to a stream holding at least this many ops joins at its head and takes the history in the
+   * background (default {@link JOIN_MIN_OPS}; Infinity: always the whole backlog in order).
+   */
+  joinMinOps?: number;
 };
+
+/**
+ * From how many ops a new node joins a stream at its head instead of taking the backlog in order: about a
+ * second of verifying and storing, below which the backlog costs less than being partly there.
+ */
+export const JOIN_MIN_OPS = 10_000;
+/** Seqs per history request of the full pass, and requests of it asked for ahead of the one being stored. */
+const HISTORY_CHUNK = 4_000;
+const HISTORY_AHEAD = 3;
+/** Most history ops in one transaction. */
+const MAX_HISTORY_OPS_PER_STORE = 2_000;
 
 /**
  * Reconnect delays: from 200 ms, doubling, never past 10 s. A relay back after a restart is found
@@ -91,8 +126,20 @@ const MAX_WAITING_PAGES = 8;
  */
 const MAX_OPS_PER_STORE = 2_000;
 
-/** A received page on its way to the store; `results` once its signatures are checked, `taken` once a batch holds it. */
-type WaitingPage = { last: number; ws: WebSocket | null; results: CheckedOp[] | null; taken: boolean };
+/**
+ * A received page on its way to the store; `results` once its signatures are checked, `taken` once a batch
+ * holds it. `history` for a page of history: how far its request is answered, and which pass it belongs to.
+ */
+type WaitingPage = {
+  first: number;
+  last: number;
+  /** Settles once `results` is set. */
+  checked: Promise<unknown>;
+  ws: WebSocket | null;
+  results: CheckedOp[] | null;
+  taken: boolean;
+  history: { through: number; priority: boolean; done: boolean } | null;
+};
 
 /** Resolves in the check phase of the next event-loop turn, after its I/O phase. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -130,6 +177,14 @@ export class SyncClient {
   private outboxCount = 0;
   private reconnectTimer: NodeJS.Timeout | null = null;
   private silenceTimer: NodeJS.Timeout | null = null;
+  /** What the relay of this connection can do beyond the protocol (welcome's `features`). */
+  private features: readonly string[] = [];
+  /** History requests of this connection not answered in full yet. */
+  private readonly fetches = new Map<number, { priority: boolean; upto: number }>();
+  private nextFetch = 1;
+  /** On this connection: the priority pass was asked for; the full pass was asked for up to this seq. */
+  private priorityAsked = false;
+  private historyAsked = 0;
 
   private readonly key: string;
   /** The binding's relay URLs; `at` is the one in use. Every instance behind them serves the same stream. */
@@ -140,6 +195,10 @@ export class SyncClient {
     // One position for the stream whichever URL serves it: instances sharing a database give the same seqs.
     this.key = positionKey(opts.binding.relay, opts.binding.stream);
     this.urls = relayUrls(opts.binding);
+  }
+
+  private get joinMinOps(): number {
+    return this.opts.joinMinOps ?? JOIN_MIN_OPS;
   }
 
   private get url(): string {
@@ -196,7 +255,8 @@ export class SyncClient {
       relays: this.urls,
       stream: this.opts.binding.stream,
       connected: this.connected,
-      caught_up: this.caughtUp,
+      // Usable: the live feed is caught up and every op of this workspace and the ones it trusts is here.
+      caught_up: this.caughtUp && (this.position.history === undefined || priorityComplete(this.position.history)),
       cursor: this.position.cursor,
       head: Math.max(this.head, this.position.cursor),
       lag: Math.max(0, this.head - this.position.cursor),
@@ -210,6 +270,7 @@ export class SyncClient {
       refusals_unsigned: refusalsUnsigned,
       last_error: this.lastError,
       refused: this.refused,
+      history: historyReport(this.position.history),
     };
   }
 
@@ -236,7 +297,9 @@ export class SyncClient {
       // Pages of the previous connection may still be being stored: hello names the cursor they end at.
       void this.ingest.then(() => {
         if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
-        this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.opts.binding.stream, token: this.opts.binding.token, node: this.opts.origin, since: this.position.cursor });
+        // New to the stream: a long one is joined at its head, with its history fetched in the background.
+        const join = this.position.cursor === 0 && this.position.history === undefined && Number.isFinite(this.joinMinOps) ? { join: this.joinMinOps } : {};
+        this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.opts.binding.stream, token: this.opts.binding.token, node: this.opts.origin, since: this.position.cursor, ...join });
       });
     });
     ws.on('message', (data, isBinary) => {
@@ -250,6 +313,9 @@ export class SyncClient {
       this.connected = false;
       this.caughtUp = false;
       this.inFlight.clear();
+      this.fetches.clear();
+      this.priorityAsked = false;
+      this.historyAsked = 0;
       this.sentUpTo = this.position.acked;
       if (code !== 1000 && this.lastError === null) this.setError(`${url}: closed ${code} ${reason.toString()}`.trim());
       this.nextUrl();
@@ -330,7 +396,9 @@ export class SyncClient {
     } catch {
       return this.fail('the relay sent a frame that is not JSON');
     }
-    if (typeof json === 'object' && json !== null && (json as { type?: unknown }).type === 'ops') return this.onOps(text, json);
+    const type = typeof json === 'object' && json !== null ? (json as { type?: unknown }).type : undefined;
+    if (type === 'ops') return this.onOps(text, json);
+    if (type === 'history') return this.onHistory(text, json);
     const parsed = FromRelaySchema.safeParse(json);
     if (!parsed.success) return this.fail(`the relay sent an invalid frame: ${parsed.error.issues[0]?.message ?? ''}`);
     const frame = parsed.data;
@@ -340,11 +408,15 @@ export class SyncClient {
         this.attempt = 0;
         this.limits = frame.limits;
         this.head = frame.head;
+        this.features = frame.features ?? [];
+        if (frame.from !== undefined && this.position.cursor === 0 && this.position.history === undefined) this.joined(frame.from);
         if (frame.head < (this.position.acked_seq ?? 0)) this.resume(frame.head, `the relay's head ${frame.head} is below seq ${this.position.acked_seq}, which it acknowledged for an op of ours`);
         void this.pump();
+        this.startHistory();
         break;
       case 'ops':
-        break; // handled by onOps
+      case 'history':
+        break; // handled by onOps and onHistory
       case 'caught_up': {
         this.head = Math.max(this.head, frame.head);
         const epoch = this.epoch;
@@ -398,44 +470,103 @@ export class SyncClient {
     if (!parsed.success) return this.fail(`the relay sent an invalid ops frame: ${parsed.error.issues[0]?.message ?? ''}`);
     const rows = parsed.data.ops;
     if (rows.length === 0) return;
-    const texts = rawElements(rawMember(text, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
-    if (!texts || texts.length !== rows.length || texts.some((t) => t === undefined)) return this.fail('the op texts could not be located in an ops frame');
-    const first = rows[0]!.seq;
+    const texts = this.opTexts(text, rows.length);
+    if (texts === null) return this.fail('the op texts could not be located in an ops frame');
     const last = rows[rows.length - 1]!.seq;
     this.head = Math.max(this.head, last);
+    this.enqueue(texts, rows[0]!.seq, last, null);
+  }
+
+  /**
+   * A `history` frame: a page of a join's background history (or the end of a request, with no ops),
+   * checked and stored like a page of the live feed, in arrival order with it, but moving the history's
+   * marks instead of the cursor. A request answered in full makes room for the next.
+   */
+  private onHistory(text: string, json: unknown): void {
+    const parsed = HistoryPageSchema.safeParse(json);
+    if (!parsed.success) return this.fail(`the relay sent an invalid history frame: ${parsed.error.issues[0]?.message ?? ''}`);
+    const { id, ops: rows, through, done } = parsed.data;
+    const request = this.fetches.get(id);
+    if (request === undefined) return this.fail(`the relay sent history for request ${id}, which this node did not make`);
+    const texts = rows.length === 0 ? [] : this.opTexts(text, rows.length);
+    if (texts === null) return this.fail('the op texts could not be located in a history frame');
+    if (rows.some((r) => r.seq > request.upto) || through > request.upto) return this.fail(`the relay sent history past seq ${request.upto}, which request ${id} asked for`);
+    if (done) this.fetches.delete(id);
+    this.enqueue(texts, rows[0]?.seq ?? through, rows[rows.length - 1]?.seq ?? through, { through: done ? request.upto : through, priority: request.priority, done });
+    // The full pass keeps a request or two asked for ahead of the one being stored.
+    if (done && !request.priority) this.askHistory();
+  }
+
+  /** The exact text of each op of an `ops` or `history` frame, or null when they cannot be located. */
+  private opTexts(text: string, count: number): string[] | null {
+    const texts = rawElements(rawMember(text, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
+    if (!texts || texts.length !== count || texts.some((t) => t === undefined)) return null;
+    return texts as string[];
+  }
+
+  /**
+   * Checks a page's op texts at once on a worker thread, while earlier pages are still being stored, and
+   * stores it in arrival order. A bad op costs only itself, never the page or the connection.
+   */
+  private enqueue(texts: string[], first: number, last: number, history: WaitingPage['history']): void {
     // Backpressure: with enough pages waiting to be stored, stop reading the socket. The relay's
     // own send buffer then fills and it stops paging, so a long catch-up never sits in memory whole.
     const ws = this.ws;
-    const page: WaitingPage = { last, ws, results: null, taken: false };
-    const checked = (this.opts.check ?? checkOps)(texts as string[]).then((results) => (page.results = results));
+    const page: WaitingPage = { first, last, ws, results: null, taken: false, history, checked: Promise.resolve() };
+    page.checked = texts.length === 0 ? Promise.resolve((page.results = [])) : (this.opts.check ?? checkOps)(texts).then((results) => (page.results = results));
     this.waiting.push(page);
     if (this.waiting.length >= MAX_WAITING_PAGES && ws && !ws.isPaused) ws.pause();
+    // Each page adds one step, and each step stores one batch of the pages still waiting (not
+    // necessarily its own): so every page is stored, live ones first.
+    let current: WaitingPage | null = null;
     let upTo = last;
     this.ingest = this.ingest
       .then(async () => {
-        // Stored already, with the page before it.
-        if (page.taken) return;
-        await checked;
+        await page.checked;
         // PGlite runs in this thread and its queries settle as microtasks: pages stored back to back would
         // never let the event loop reach its I/O phase, so status, the dashboard and the relay's pings
         // would wait for the whole catch-up. One batch per event-loop turn.
         await nextTurn();
-        if (ws !== null && this.failedSockets.has(ws)) return;
-        const batch = this.batchFrom(page);
+        const pick = this.nextToStore();
+        if (pick === null) return;
+        current = pick;
+        await pick.checked;
+        const batch = this.batchFrom(pick);
+        for (const p of batch) this.waiting.splice(this.waiting.indexOf(p), 1);
         upTo = batch[batch.length - 1]!.last;
-        await this.take(upTo, batch.length === 1 ? page.results! : batch.flatMap((p) => p.results!));
+        const results = batch.length === 1 ? pick.results! : batch.flatMap((p) => p.results!);
+        if (pick.history === null) await this.take(upTo, results);
+        else await this.takeHistory(batch[batch.length - 1]!.history!, results);
       })
       .catch((err: unknown) => {
-        if (ws !== null) this.failedSockets.add(ws);
-        const message = `storing the page of seqs ${first}..${upTo} failed: ${String(err)}`;
-        if (ws === this.ws) this.fail(message);
+        const failed = current ?? page;
+        if (failed.ws !== null) this.failedSockets.add(failed.ws);
+        const message = `storing the ${failed.history === null ? 'page' : 'history page'} of seqs ${failed.first}..${upTo} failed: ${String(err)}`;
+        if (failed.ws === this.ws) this.fail(message);
         else this.setError(message, true);
       })
       .finally(() => {
-        const at = this.waiting.indexOf(page);
-        if (at >= 0) this.waiting.splice(at, 1);
         if (this.waiting.length <= MAX_WAITING_PAGES / 2 && ws?.isPaused) ws.resume();
       });
+  }
+
+  /**
+   * The page to store next: the oldest live page once it is checked, before history that arrived
+   * earlier (the two move different marks, so their order between them does not matter, and a live op
+   * then never waits behind the background history); else the oldest page. Pages of a connection whose
+   * page failed are dropped: its cursor would move past the failed one.
+   */
+  private nextToStore(): WaitingPage | null {
+    for (let i = this.waiting.length - 1; i >= 0; i--) {
+      const p = this.waiting[i]!;
+      if (p.ws !== null && this.failedSockets.has(p.ws)) {
+        p.taken = true;
+        this.waiting.splice(i, 1);
+      }
+    }
+    const live = this.waiting.find((p) => !p.taken && p.history === null);
+    if (live !== undefined && live.results !== null) return live;
+    return this.waiting.find((p) => !p.taken) ?? null;
   }
 
   /**
@@ -446,9 +577,13 @@ export class SyncClient {
     const batch = [page];
     page.taken = true;
     let ops = page.results!.length;
+    // History goes in smaller transactions: a command (or a live page) waits for at most one of them.
+    const max = page.history === null ? MAX_OPS_PER_STORE : MAX_HISTORY_OPS_PER_STORE;
     for (let i = this.waiting.indexOf(page) + 1; i < this.waiting.length; i++) {
       const next = this.waiting[i]!;
-      if (next.ws !== page.ws || next.results === null || ops + next.results.length > MAX_OPS_PER_STORE) break;
+      if (next.ws !== page.ws || next.results === null || ops + next.results.length > max) break;
+      // Live pages and each history pass move different marks: a batch holds one kind.
+      if ((next.history === null) !== (page.history === null) || next.history?.priority !== page.history?.priority) break;
       next.taken = true;
       batch.push(next);
       ops += next.results.length;
@@ -471,6 +606,112 @@ export class SyncClient {
     if (this.received % 10_000 < checked.length) {
       this.opts.log.info(`${this.received} ops taken in, cursor ${this.position.cursor} of ${this.head}`, { received: this.received, cursor: this.position.cursor, head: this.head });
     }
+  }
+
+  /**
+   * Stores checked ops of the history and moves the mark of their pass to `end.through`, in one
+   * transaction. The priority pass ending makes the workspace usable; the full pass ending, complete.
+   */
+  private async takeHistory(end: { through: number; priority: boolean }, checked: CheckedOp[]): Promise<void> {
+    const before = this.position;
+    const move = (h: HistoryPosition): HistoryPosition => {
+      if (!end.priority) return { ...h, through: Math.max(h.through, end.through) };
+      const through = Math.max(h.priority_through, end.through);
+      return through >= h.from ? { ...h, priority_through: through, priority_done: [...h.priority] } : { ...h, priority_through: through };
+    };
+    const { next, report } = await this.opts.run((db) => storeHistory(db, this.key, before, move, checked, this.opts.projections));
+    // The live cursor and the outbox mark are not the history's to move.
+    this.position = { ...next, cursor: this.position.cursor, acked: this.position.acked, acked_seq: this.position.acked_seq ?? 0 };
+    this.progressed();
+    if (report.fresh.length > 0) this.opts.onIngested?.(report.fresh);
+    const line = refusalLine(report);
+    if (line !== null) this.opts.log.warn(line, { refused: report.refusals.length - report.held, held: report.held });
+    if (report.released > 0) this.opts.log.info(`${report.released} pending op(s) taken in after a key rotation`, { released: report.released });
+    const h = next.history!;
+    if (!priorityComplete(before.history!) && priorityComplete(h)) {
+      this.opts.log.info(`the ops of this workspace and the ones it trusts are here (to seq ${h.from}); the rest of the history follows in the background`, { from: h.from, fetched: h.fetched });
+    }
+    if (!historyComplete(before.history!) && historyComplete(h)) {
+      this.opts.log.info(`the stream's history is here: every op to seq ${h.from}`, { from: h.from, fetched: h.fetched });
+    } else if (!end.priority && Math.floor(h.through / 10_000) > Math.floor(before.history!.through / 10_000)) {
+      this.opts.log.info(`history: ${h.through} of ${h.from} seqs here`, { through: h.through, from: h.from });
+    }
+    if (end.priority && priorityComplete(h)) this.askHistory();
+  }
+
+  /**
+   * The relay started the live feed after seq `from` for this new node: the history is fetched in the
+   * background, so the position says so before any page of the live feed is stored (in the ingest queue,
+   * where those pages go after it).
+   */
+  private joined(from: number): void {
+    this.position = { ...this.position, cursor: from, history: { from, priority: [], priority_done: [], priority_through: 0, through: 0, fetched: 0 } };
+    this.opts.log.info(`joined the stream at seq ${from}: live from here; the ops of this workspace and the ones it trusts come first, the rest of the history in the background`, { from });
+    this.ingest = this.ingest
+      .then(async () => {
+        const pos = this.position;
+        await this.opts.run((db) => writePosition(db, this.key, pos));
+      })
+      .catch((err: unknown) => this.setError(`storing the sync position failed: ${String(err)}`));
+  }
+
+  /**
+   * On a new connection with history still to fetch: settles which workspaces come first (this one and
+   * the ones it trusts now; a workspace trusted since the priority pass began starts it again, and ops
+   * already here are not stored twice), then asks for the history. After the pages in the ingest queue.
+   */
+  private startHistory(): void {
+    const epoch = this.epoch;
+    this.ingest = this.ingest
+      .then(async () => {
+        const h = this.position.history;
+        if (this.epoch !== epoch || h === undefined || historyComplete(h)) return;
+        if (!this.features.includes('history')) {
+          this.opts.log.warn(`this relay serves no history: the stream's ops before seq ${h.from} are not fetched until a relay that does answers`, { from: h.from });
+          return;
+        }
+        const wanted = [...new Set([...(this.opts.workspace === undefined ? [] : [this.opts.workspace]), ...((await this.opts.trusted?.()) ?? [])])].sort();
+        if (wanted.some((w) => !h.priority.includes(w))) {
+          // Everything up to the full pass's mark is here already: the new ones are fetched from there.
+          this.position = { ...this.position, history: { ...h, priority: wanted, priority_through: h.through } };
+          const pos = this.position;
+          await this.opts.run((db) => writePosition(db, this.key, pos));
+        }
+        if (this.epoch === epoch) this.askHistory();
+      })
+      .catch((err: unknown) => this.setError(`starting the history failed: ${String(err)}`));
+  }
+
+  /**
+   * Asks for what the history still needs on this connection: the priority pass (the ops of this workspace
+   * and the ones it trusts, in one request), then the full pass in requests of HISTORY_CHUNK seqs, a few
+   * ahead of the one being stored, so the live feed never waits behind more than those.
+   */
+  private askHistory(): void {
+    const h = this.position.history;
+    if (h === undefined || !this.connected || historyComplete(h)) return;
+    const fetch = (after: number, upto: number, filter: { workspaces: string[] } | { exclude: string[] }) => {
+      const id = this.nextFetch++;
+      this.fetches.set(id, { priority: 'workspaces' in filter, upto });
+      const named = 'workspaces' in filter ? { workspaces: filter.workspaces as WorkspaceId[] } : filter.exclude.length > 0 ? { exclude: filter.exclude as WorkspaceId[] } : {};
+      this.send({ type: 'fetch', id, after, upto, ...named });
+    };
+    // Past MAX_FETCH_WORKSPACES trusted workspaces, the full pass alone completes them.
+    const rest = h.priority.filter((w) => !h.priority_done.includes(w));
+    if (rest.length > 0 && rest.length <= MAX_FETCH_WORKSPACES && !priorityComplete(h)) {
+      if (!this.priorityAsked) fetch(Math.max(h.priority_through, h.through), h.from, { workspaces: rest });
+      this.priorityAsked = true;
+      return;
+    }
+    // The full pass leaves out the workspaces whose ops are all here already.
+    const exclude = h.priority_done.length <= MAX_FETCH_WORKSPACES ? h.priority_done : [];
+    let next = Math.max(this.historyAsked, h.through);
+    while (next < h.from && [...this.fetches.values()].filter((f) => !f.priority).length < HISTORY_AHEAD) {
+      const upto = Math.min(h.from, next + HISTORY_CHUNK);
+      fetch(next, upto, { exclude });
+      next = upto;
+    }
+    this.historyAsked = next;
   }
 
   /** A relay that refuses single ops of a push (ops no store could keep) says so per op: each one is logged. */

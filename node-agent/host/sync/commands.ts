@@ -4,7 +4,7 @@ import type { WorkspaceContext } from '../../capabilities/context.js';
 import { inertCounts, refusalRepeats } from '../../capabilities/threads/index.js';
 import { pendingCount, type Handlers } from '../../kernel/index.js';
 import { readBinding, relayUrls } from './binding.js';
-import { outboxSize, positionKey, readPosition } from './state.js';
+import { historyReport, outboxSize, positionKey, readPosition } from './state.js';
 
 export const directSyncHandlers: Handlers<WorkspaceContext, 'sync.status' | 'sync.reload'> = {
   'sync.status': async ({ deps }) => {
@@ -25,6 +25,7 @@ export const directSyncHandlers: Handlers<WorkspaceContext, 'sync.status' | 'syn
       refusals_unsigned: await refusalRepeats(deps.db),
       last_error: null,
       node_running: false,
+      history: historyReport(pos.history),
     };
   },
   'sync.reload': async ({ deps }) => {

@@ -3,7 +3,7 @@
 // is counted by reason and skipped, so one op can never hold the cursor back.
 import type { CheckedOp } from '../../../crypto/index.js';
 import { ingestChecked, type Exec, type IngestReport, type Projection } from '../../kernel/index.js';
-import { writePosition, type SyncPosition } from './state.js';
+import { writePosition, type HistoryPosition, type SyncPosition } from './state.js';
 
 export type StoredPage = { next: SyncPosition; report: IngestReport };
 
@@ -24,6 +24,30 @@ export async function storePage(
     const rejected = { ...position.rejected };
     for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
     const next = { ...position, cursor: Math.max(lastSeq, position.cursor), rejected };
+    await writePosition(tx, key, next);
+    return { next, report };
+  });
+}
+
+/**
+ * Takes in checked ops of the stream's history (a join's background pass) and writes the position with
+ * its history moved by `move`, in one transaction; the live cursor is left where it is. Ops already
+ * here are dropped by id, so ops fetched twice (first, then in the full pass) are stored once.
+ */
+export async function storeHistory(
+  db: { transaction<T>(fn: (tx: Exec) => Promise<T>): Promise<T> },
+  key: string,
+  position: SyncPosition,
+  move: (h: HistoryPosition) => HistoryPosition,
+  checked: readonly CheckedOp[],
+  projections: readonly Projection[],
+): Promise<StoredPage> {
+  return db.transaction(async (tx) => {
+    const report = await ingestChecked(tx, checked, { projections });
+    const rejected = { ...position.rejected };
+    for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
+    const moved = move(position.history!);
+    const next: SyncPosition = { ...position, rejected, history: { ...moved, fetched: moved.fetched + checked.length } };
     await writePosition(tx, key, next);
     return { next, report };
   });

@@ -157,6 +157,8 @@ export class SyncClient {
   /** performance.now() of the last frame heard, and of the ping that is waiting for an answer (or null). */
   private heardAt = 0;
   private pingedAt: number | null = null;
+  /** performance.now() when this connection's hello went out; null until it has. */
+  private helloAt: number | null = null;
 
   private readonly key: string;
   /** The binding's relay URLs; `at` is the one in use. Every instance behind them serves the same stream. */
@@ -261,11 +263,13 @@ export class SyncClient {
     ws.on('open', () => {
       this.heardAt = performance.now();
       this.pingedAt = null;
+      this.helloAt = null;
       this.watch(ws, this.liveness.quietMs);
       // Pages of the previous connection may still be being stored: hello names the cursor they end at.
       void this.ingest.then(() => {
         if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
         this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.opts.binding.stream, token: this.opts.binding.token, node: this.opts.origin, since: this.position.cursor });
+        this.helloAt = performance.now();
       });
     });
     ws.on('message', (data, isBinary) => {
@@ -337,15 +341,24 @@ export class SyncClient {
   /**
    * Quiet for `quietMs`: ping. No frame within `answerMs` of the ping: the connection is dead (the host may
    * be gone without a word), so it is cut and the next URL tried. While this client has stopped reading
-   * the socket (pages waiting to be stored), its quiet is its own and counts for nothing.
+   * the socket (pages waiting to be stored), or has not yet said hello (the last connection's pages are
+   * still being stored), its quiet is its own and counts for nothing. Before the welcome no ping is sent
+   * (the relay takes nothing before hello): the hello is the probe, and no answer to it within both
+   * spans cuts the connection.
    */
   private checkAlive(ws: WebSocket): void {
     if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
     const { quietMs, answerMs } = this.liveness;
     const now = performance.now();
-    if (ws.isPaused) {
+    if (ws.isPaused || this.helloAt === null) {
       this.pingedAt = null;
       return this.watch(ws, quietMs);
+    }
+    if (!this.connected) {
+      const waited = now - Math.max(this.helloAt, this.heardAt);
+      if (waited < quietMs + answerMs) return this.watch(ws, quietMs + answerMs - waited);
+      this.setError(`${this.url}: no answer to hello within ${quietMs + answerMs} ms`, true);
+      return void ws.terminate();
     }
     if (this.pingedAt !== null && this.heardAt < this.pingedAt) {
       if (now - this.pingedAt < answerMs) return this.watch(ws, answerMs - (now - this.pingedAt));

@@ -328,14 +328,17 @@ async function relayRun(r: number): Promise<RelayRun> {
     real = await startRealClients(urls, tokens.slice(0, REAL).map((token, s) => ({ stream: `s${s}`, token })));
     progress(`run ${r + 1}: ${REAL} real sync clients connected to the first instance`);
 
-    // Steady phase: each stream's first member (on instance A) pushes its share of RATE.
+    // Steady phase: each stream's first member (on instance A) pushes its share of RATE; on the real
+    // clients' streams, the second member (on instance B).
     const streamOf = new Map<string, number>();
     const pushOne = (i: number) => {
       const s = i % STREAMS;
       const op = makeOp(i, `scale-origin-${s}`);
       streamOf.set(op.id, s);
       tally.sent(op.id);
-      members[s * PER]!.push(op);
+      // A real client's stream is fed through the instance that survives (its second member is there), so
+      // its first op after the kill waits on nothing but its own move; the others through the one killed.
+      members[s * PER + (s < REAL && PER > 1 ? 1 : 0)]!.push(op);
     };
     const steady = Math.round(RATE * SECS);
     await offer(steady, RATE, pushOne);

@@ -3,9 +3,9 @@
 // a real PGlite store, bound to both relay instances' URLs. Started by the bench with one JSON argument
 // `{ urls, nodes: [{ stream, token }], dir }`; prints `{"ready": true}` once every client is connected
 // through the first URL. Stdin lines: `mark` (the bench is about to kill an instance: the event-loop delay
-// is measured from here), `report` (prints `{"first": [...], "loop": {...}}`: for each client, the wall
-// time in ms of the first ops page it received after it moved to the second URL, or null; and this
-// process's event-loop delay since `mark`). It stops its clients and exits when stdin ends.
+// is measured from here), `report` (prints `{"first": [...], "movedAt": [...], "loop": {...}}`: for each
+// client, the wall time in ms of the first ops page it received after it moved to the second URL, or
+// null, and of its attempt at that URL; and this process's event-loop delay since `mark`). It stops its clients and exits when stdin ends.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -31,9 +31,8 @@ async function main(): Promise<void> {
   /** Per client: moved to the second URL (the instance that survives), and its first page after that. */
   const moved: boolean[] = cfg.nodes.map(() => false);
   const first: Array<number | null> = cfg.nodes.map(() => null);
-  /** When each moved (its attempt at the second URL), and when it was first seen connected there (polled). */
+  /** When each moved (its attempt at the second URL). */
   const movedAt: Array<number | null> = cfg.nodes.map(() => null);
-  const connectedAt: Array<number | null> = cfg.nodes.map(() => null);
   for (const [i, n] of cfg.nodes.entries()) {
     const dir = join(cfg.dir, `node-${i}`);
     await createStore(dir, home);
@@ -79,14 +78,6 @@ async function main(): Promise<void> {
   }
   say({ ready: true });
 
-  // After `mark`: polls the clients' status until each is connected through the second URL.
-  const watch = async () => {
-    while (connectedAt.some((t) => t === null)) {
-      const all = await Promise.all(clients.map((c) => c.status()));
-      for (const [i, st] of all.entries()) if (connectedAt[i] === null && st.connected && st.relay === cfg.urls[1]) connectedAt[i] = wall();
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
   process.stdin.setEncoding('utf8');
   let buf = '';
   process.stdin.on('data', (chunk: string) => {
@@ -95,10 +86,8 @@ async function main(): Promise<void> {
     while ((nl = buf.indexOf('\n')) >= 0) {
       const cmd = buf.slice(0, nl).trim();
       buf = buf.slice(nl + 1);
-      if (cmd === 'mark') {
-        loop.reset();
-        void watch();
-      } else if (cmd === 'report') say({ first, movedAt, connectedAt, loop: { max: loop.max / 1e6, p99: loop.percentile(99) / 1e6, mean: loop.mean / 1e6 } });
+      if (cmd === 'mark') loop.reset();
+      else if (cmd === 'report') say({ first, movedAt, loop: { max: loop.max / 1e6, p99: loop.percentile(99) / 1e6, mean: loop.mean / 1e6 } });
     }
   });
   process.stdin.on('end', () => {

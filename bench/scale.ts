@@ -372,10 +372,10 @@ async function relayRun(r: number): Promise<RelayRun> {
     const failoverMs = moved && done && lost === 0 && doubled === 0 ? moves.at(-1)! : null;
     // The real clients: from the kill to each one's first page from the surviving instance.
     real.send('report');
-    const report = (await real.line()) as { first: Array<number | null>; movedAt: Array<number | null>; connectedAt: Array<number | null>; loop: { max: number; p99: number } };
+    const report = (await real.line()) as { first: Array<number | null>; movedAt: Array<number | null>; loop: { max: number; p99: number } };
     const killedWall = performance.timeOrigin + killedAt;
     const since = (ts: Array<number | null>) => ts.map((t) => (t === null ? 'n/a' : (t - killedWall).toFixed(0))).join('/');
-    progress(`run ${r + 1}: real sync clients after the kill, ms: moved ${since(report.movedAt)}; connected (polled) ${since(report.connectedAt)}; first op ${since(report.first)}`);
+    progress(`run ${r + 1}: real sync clients after the kill, ms: closed and moved ${since(report.movedAt)}; first op ${since(report.first)}`);
     const realMoves = report.first.filter((t): t is number => t !== null).map((t) => t - killedWall).sort((x, y) => x - y);
     const realMs = realMoves.length === REAL ? realMoves.at(-1)! : null;
     const note =

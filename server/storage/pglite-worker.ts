@@ -26,6 +26,28 @@ type Sql = Pick<PGlite, 'query' | 'exec'>;
 type Statement = { op: 'query'; text: string; params?: unknown[] } | { op: 'exec'; script: string };
 type OpenTx = { steps: Promise<unknown>; end: number | null; rolledBack: boolean; tx?: Transaction; commit?: () => void; rollback?: (err: Error) => void };
 
+/**
+ * WAL past the last checkpoint that has the thread checkpoint. PGlite runs PostgreSQL as a single user with no
+ * checkpointer, and a single-user backend never checkpoints on its own however much it writes (max_wal_size
+ * counts only under a postmaster): a relay checkpointed at close and never before, so pg_wal grew with
+ * every op it took in, and a relay killed after a day of appends replayed all of them at its next start.
+ */
+export const CHECKPOINT_WAL_BYTES = 64 * 2 ** 20;
+/**
+ * How often the WAL is looked at: after this many bytes of statement text (op texts, almost all of it) or
+ * this many statements, whichever comes first, rather than after every append. An append writes a few
+ * times its text in WAL (the row, its indexes, whole pages after a checkpoint), so the WAL overshoots the
+ * bound by some tens of MB at most.
+ */
+export const WAL_CHECK_TEXT_BYTES = 4 * 2 ** 20;
+export const WAL_CHECK_STATEMENTS = 1_000;
+
+/** A WAL position (`16/B374D848`) as a number of bytes: exact up to 2^53. */
+function walBytes(lsn: string): number {
+  const [hi, lo] = lsn.split('/');
+  return parseInt(hi!, 16) * 2 ** 32 + parseInt(lo!, 16);
+}
+
 const port = parentPort;
 if (port !== null) serve(port, workerData as ThreadData);
 
@@ -63,7 +85,31 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
   };
   const job = (id: number, fn: () => Promise<unknown>) => void run(fn).then((v) => ok(id, v), (e: unknown) => fail(id, e));
 
+  // Statement text and statements since the WAL was last looked at. The look is a job of its own, queued
+  // behind the statement that crossed the mark: after it commits, or after the transaction it belongs to.
+  let textSince = 0;
+  let statementsSince = 0;
+  const wrote = (text: string) => {
+    textSince += text.length;
+    statementsSince++;
+    if (textSince < WAL_CHECK_TEXT_BYTES && statementsSince < WAL_CHECK_STATEMENTS) return;
+    textSince = 0;
+    statementsSince = 0;
+    void run(async () => {
+      if (pg === null) return;
+      try {
+        const [row] = (await pg.query<{ now: string; redo: string }>('SELECT pg_current_wal_insert_lsn()::text AS now, redo_lsn::text AS redo FROM pg_control_checkpoint()')).rows;
+        if (row && walBytes(row.now) - walBytes(row.redo) >= CHECKPOINT_WAL_BYTES) await pg.exec('CHECKPOINT');
+      } catch {
+        // Nothing is lost: the WAL is looked at again after the next mark.
+      }
+    });
+  };
+
   port.on('message', (m: ThreadRequest) => {
+    if (m.op === 'query' || m.op === 'exec') wrote(m.op === 'query' ? m.text : m.script);
+    else if (m.op === 'execOr') wrote(m.script);
+    else if (m.op === 'fallback' && m.script !== null) wrote(m.script);
     if (m.op === 'query' || m.op === 'exec' || m.op === 'commit' || m.op === 'rollback') {
       if (m.tx === undefined) {
         if (m.op === 'query' || m.op === 'exec') job(m.id, () => statement(db(), m));

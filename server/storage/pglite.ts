@@ -21,9 +21,11 @@ export type PgliteStoreOptions = {
  * process ends. Its default shared_buffers (128 MB) lets a relay grow by that much as catch-ups walk a
  * large stream; 16 MB keeps the hot tail of every stream (appends and live reads touch only the last
  * pages) and leaves older pages to the OS page cache, which gives memory back. work_mem bounds the
- * paged read's window sort (500 ops, well under 1 MB); the relay makes no temporary tables.
+ * paged read's window sort (500 ops, well under 1 MB); the relay makes no temporary tables. The database
+ * thread checkpoints every 64 MB of WAL (pglite-worker.ts); max_wal_size and min_wal_size bound the
+ * segments a checkpoint keeps for reuse.
  */
-const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=1MB', 'temp_buffers=1MB'];
+const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=1MB', 'temp_buffers=1MB', 'max_wal_size=64MB', 'min_wal_size=32MB'];
 
 /**
  * Opens (creating on first use) the PGlite store in `dataDir`, migrated. PGlite has no lock of its

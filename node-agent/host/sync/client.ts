@@ -1,6 +1,7 @@
 // The node's sync client for one workspace: pushes its outbox, takes in the stream, and keeps going
-// across disconnects (backoff with jitter; unacknowledged ops are pushed again after every reconnect),
-// moving to the binding's next relay URL when one cannot be reached.
+// across disconnects, moving to the binding's next relay URL at once when one closes or cannot be reached
+// (backoff with jitter only once every URL has failed in turn; unacknowledged ops are pushed again after
+// every reconnect). A relay that goes silent is asked with a ping and dropped when it does not answer.
 import WebSocket from 'ws';
 import { backoffDelay, type Logger } from '../../../infra/index.js';
 import { checkOps, type CheckedOp, type OpSigner } from '../../../crypto/index.js';
@@ -96,7 +97,29 @@ export type SyncClientOptions = {
    * background (default {@link JOIN_MIN_OPS}; Infinity: always the whole backlog in order).
    */
   joinMinOps?: number;
+  /** How a silent connection is found dead (default {@link LIVENESS}). */
+  liveness?: Liveness;
 };
+
+/** A connection quiet for `quietMs` is sent a ping; one that then says nothing for `answerMs` is cut. */
+export type Liveness = { quietMs: number; answerMs: number };
+
+/**
+ * A relay host that vanishes without closing (partitioned, powered off) sends no RST: without a probe of
+ * our own the relay's 20 s pings would be all we wait on. Probing after 5 s of quiet finds it gone within
+ * 10 s; a busy relay speaks often enough that the probe costs nothing.
+ */
+export const LIVENESS: Liveness = { quietMs: 5_000, answerMs: 5_000 };
+
+/**
+ * The delay before the connection attempt that follows `failures` failed or closed ones in a row (from 1)
+ * over `urls` URLs: none while some URL of the current pass is still untried, so a node whose instance
+ * died goes to the next one at once; after each full pass that failed, the backoff grows one step.
+ */
+export function reconnectDelay(failures: number, urls: number, random: () => number = Math.random): number {
+  if (failures % urls !== 0) return 0;
+  return backoffDelay(failures / urls - 1, RECONNECT_BACKOFF, random);
+}
 
 /**
  * From how many ops a new node joins a stream at its head instead of taking the backlog in order: about a
@@ -150,7 +173,8 @@ export class SyncClient {
   private refused = false;
   private connected = false;
   private caughtUp = false;
-  private attempt = 0;
+  /** Connections that closed or failed in a row since the last welcome. */
+  private failures = 0;
   private limits: Limits = DEFAULT_LIMITS;
   private head = 0;
   private position: SyncPosition = { cursor: 0, acked: 0, rejected: {} };
@@ -176,7 +200,6 @@ export class SyncClient {
   private readonly failedSockets = new WeakSet<WebSocket>();
   private outboxCount = 0;
   private reconnectTimer: NodeJS.Timeout | null = null;
-  private silenceTimer: NodeJS.Timeout | null = null;
   /** What the relay of this connection can do beyond the protocol (welcome's `features`). */
   private features: readonly string[] = [];
   /** History requests of this connection not answered in full yet. */
@@ -185,6 +208,12 @@ export class SyncClient {
   /** On this connection: the priority pass was asked for; the full pass was asked for up to this seq. */
   private priorityAsked = false;
   private historyAsked = 0;
+  private livenessTimer: NodeJS.Timeout | null = null;
+  /** performance.now() of the last frame heard, and of the ping that is waiting for an answer (or null). */
+  private heardAt = 0;
+  private pingedAt: number | null = null;
+  /** performance.now() when this connection's hello went out; null until it has. */
+  private helloAt: number | null = null;
 
   private readonly key: string;
   /** The binding's relay URLs; `at` is the one in use. Every instance behind them serves the same stream. */
@@ -214,7 +243,7 @@ export class SyncClient {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
-    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    if (this.livenessTimer) clearTimeout(this.livenessTimer);
     await this.goodbye();
     await this.ingest;
   }
@@ -293,22 +322,27 @@ export class SyncClient {
     const ws = new WebSocket(syncUrl(url), { maxPayload: 64 * 1024 * 1024, handshakeTimeout: 10_000, ...tls });
     this.ws = ws;
     ws.on('open', () => {
-      this.armSilence();
+      this.heardAt = performance.now();
+      this.pingedAt = null;
+      this.helloAt = null;
+      this.watch(ws, this.liveness.quietMs);
       // Pages of the previous connection may still be being stored: hello names the cursor they end at.
       void this.ingest.then(() => {
         if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
         // New to the stream: a long one is joined at its head, with its history fetched in the background.
         const join = this.position.cursor === 0 && this.position.history === undefined && Number.isFinite(this.joinMinOps) ? { join: this.joinMinOps } : {};
         this.send({ type: 'hello', protocol: SYNC_PROTOCOL, stream: this.opts.binding.stream, token: this.opts.binding.token, node: this.opts.origin, since: this.position.cursor, ...join });
+        this.helloAt = performance.now();
       });
     });
     ws.on('message', (data, isBinary) => {
-      this.armSilence();
+      this.heardAt = performance.now();
       if (isBinary) return this.fail('the relay sent a binary frame');
       this.onFrame(data.toString());
     });
     ws.on('close', (code, reason) => {
       if (this.ws !== ws) return;
+      if (this.livenessTimer) clearTimeout(this.livenessTimer);
       this.epoch++;
       this.connected = false;
       this.caughtUp = false;
@@ -359,11 +393,50 @@ export class SyncClient {
       .catch((err: unknown) => this.setError(`storing the sync position failed: ${String(err)}`));
   }
 
-  /** A connection that has said nothing for two ping intervals is dead: drop it and reconnect. */
-  private armSilence(): void {
-    if (this.silenceTimer) clearTimeout(this.silenceTimer);
-    this.silenceTimer = setTimeout(() => this.ws?.terminate(), this.limits.ping_interval_ms + this.limits.ping_timeout_ms + 5_000);
-    this.silenceTimer.unref();
+  private get liveness(): Liveness {
+    return this.opts.liveness ?? LIVENESS;
+  }
+
+  private watch(ws: WebSocket, ms: number): void {
+    if (this.livenessTimer) clearTimeout(this.livenessTimer);
+    // The check waits for the I/O phase after the timer: a loop that lagged reads what arrived first.
+    this.livenessTimer = setTimeout(() => setImmediate(() => this.checkAlive(ws)), Math.max(1, ms));
+    this.livenessTimer.unref();
+  }
+
+  /**
+   * Quiet for `quietMs`: ping. No frame within `answerMs` of the ping: the connection is dead (the host may
+   * be gone without a word), so it is cut and the next URL tried. While this client has stopped reading
+   * the socket (pages waiting to be stored), or has not yet said hello (the last connection's pages are
+   * still being stored), its quiet is its own and counts for nothing. Before the welcome no ping is sent
+   * (the relay takes nothing before hello): the hello is the probe, and no answer to it within both
+   * spans cuts the connection.
+   */
+  private checkAlive(ws: WebSocket): void {
+    if (this.ws !== ws || ws.readyState !== WebSocket.OPEN) return;
+    const { quietMs, answerMs } = this.liveness;
+    const now = performance.now();
+    if (ws.isPaused || this.helloAt === null) {
+      this.pingedAt = null;
+      return this.watch(ws, quietMs);
+    }
+    if (!this.connected) {
+      const waited = now - Math.max(this.helloAt, this.heardAt);
+      if (waited < quietMs + answerMs) return this.watch(ws, quietMs + answerMs - waited);
+      this.setError(`${this.url}: no answer to hello within ${quietMs + answerMs} ms`, true);
+      return void ws.terminate();
+    }
+    if (this.pingedAt !== null && this.heardAt < this.pingedAt) {
+      if (now - this.pingedAt < answerMs) return this.watch(ws, answerMs - (now - this.pingedAt));
+      this.setError(`${this.url}: no answer to a ping within ${answerMs} ms`, true);
+      return void ws.terminate();
+    }
+    this.pingedAt = null;
+    const quiet = now - this.heardAt;
+    if (quiet < quietMs) return this.watch(ws, quietMs - quiet);
+    this.pingedAt = now;
+    this.send({ type: 'ping', t: Date.now() });
+    this.watch(ws, answerMs);
   }
 
   /**
@@ -377,9 +450,10 @@ export class SyncClient {
 
   private scheduleReconnect(): void {
     if (this.stopped || this.refused) return;
-    // The backoff grows once per round of every URL: a node whose relay died tries the others at once.
-    const delay = backoffDelay(Math.floor(this.attempt / this.urls.length), RECONNECT_BACKOFF);
-    this.attempt++;
+    this.failures++;
+    const delay = reconnectDelay(this.failures, this.urls.length);
+    if (this.opts.log.enabled('debug')) this.opts.log.debug(`connecting to ${this.url} in ${delay} ms`, { relay: this.url, delay_ms: delay, failures: this.failures });
+    if (delay === 0) return this.connect();
     this.reconnectTimer = setTimeout(() => this.connect(), delay);
     this.reconnectTimer.unref();
   }
@@ -405,7 +479,7 @@ export class SyncClient {
     switch (frame.type) {
       case 'welcome':
         this.connected = true;
-        this.attempt = 0;
+        this.failures = 0;
         this.limits = frame.limits;
         this.head = frame.head;
         this.features = frame.features ?? [];

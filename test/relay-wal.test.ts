@@ -1,0 +1,50 @@
+// The relay's PGlite store checkpoints its write-ahead log: PGlite runs no checkpointer, so without one of
+// its own a relay kept every byte of WAL it wrote until it closed, and a relay killed after a long run
+// replayed all of it at its next start. Here ~200 MB of ops go through the store in appends as the relay
+// makes them; pg_wal must stay near the 64 MB mark, whatever was written since the store opened.
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { openPgliteStore, silentLog, type OpToAppend } from '../server/index.js';
+
+const base = mkdtempSync(join(tmpdir(), 'nexus-relay-wal-'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+const MB = 2 ** 20;
+
+function walBytes(pgdata: string): number {
+  const dir = join(pgdata, 'pg_wal');
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((e) => e.isFile())
+    .reduce((n, e) => n + statSync(join(dir, e.name)).size, 0);
+}
+
+describe('the write-ahead log of the relay PGlite store', () => {
+  it('is checkpointed as ops are appended: after ~200 MB of ops, pg_wal stays under twice the 64 MB mark', async () => {
+    const store = await openPgliteStore({ dataDir: base, log: silentLog });
+    try {
+      await store.createStream('team', 'hash');
+      // Ops of 8 kB that do not compress (PostgreSQL would store a repeated text in a few bytes), in
+      // appends of 50 ops, then single-op appends as a quiet stream gets them.
+      const op = (i: number): OpToAppend => ({ id: `op-${i}`, text: JSON.stringify({ id: `op-${i}`, pad: randomBytes(6 * 1024).toString('base64') }) });
+      let n = 0;
+      let bytes = 0;
+      while (bytes < 190 * MB) {
+        const ops = Array.from({ length: 50 }, () => op(n++));
+        bytes += ops.reduce((s, o) => s + o.text.length, 0);
+        await store.append('team', ops);
+      }
+      for (let i = 0; i < 1_200; i++) {
+        const one = op(n++);
+        bytes += one.text.length;
+        await store.append('team', [one]);
+      }
+      expect(bytes).toBeGreaterThan(190 * MB);
+      expect(walBytes(join(base, 'pgdata'))).toBeLessThan(128 * MB);
+    } finally {
+      await store.close();
+    }
+  }, 300_000);
+});

@@ -236,7 +236,14 @@ describe('a relay on PGlite', () => {
     for (const batches of sent) batches[3]!.push(shared), batches[11]!.push(shared);
     // No push waits for the ack of the one before.
     for (const [n, node] of pushers.entries()) for (const [i, ops] of sent[n]!.entries()) node.send({ type: 'push', id: i + 1, ops });
-    const acks = await Promise.all(pushers.map(async (node) => Promise.all(Array.from({ length: 15 }, () => node.expect('ack')))));
+    // Each node's acks are taken one after another, in the order they arrived: fifteen waits at once would
+    // each take the first ack still untaken when its own timer fires, in whatever order the timers fire.
+    const acksOf = async (node: TestNode) => {
+      const list: Frame[] = [];
+      for (let i = 0; i < 15; i++) list.push(await node.expect('ack'));
+      return list;
+    };
+    const acks = await Promise.all(pushers.map(acksOf));
     for (const list of acks) expect(list.map((a) => a['id'])).toEqual(Array.from({ length: 15 }, (_, i) => i + 1));
     const results = acks.flat().flatMap((a) => a['results'] as Array<{ op: string; seq: number; duplicate: boolean }>);
     const total = 3 * 15 * 10 + 1;

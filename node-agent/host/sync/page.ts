@@ -7,6 +7,13 @@ import { writePosition, type HistoryPosition, type SyncPosition } from './state.
 
 export type StoredPage = { next: SyncPosition; report: IngestReport };
 
+/** `counts` with `more` added, reason by reason. */
+function addCounts(counts: Readonly<Record<string, number>>, more: Readonly<Record<string, number>>): Record<string, number> {
+  const sum = { ...counts };
+  for (const [reason, n] of Object.entries(more)) sum[reason] = (sum[reason] ?? 0) + n;
+  return sum;
+}
+
 /**
  * Takes in a page of checked ops whose last stream seq is `lastSeq` and writes the position with the
  * cursor past it, in one transaction: a crash never skips or re-counts. Refusals add to `position.rejected`.
@@ -21,8 +28,7 @@ export async function storePage(
 ): Promise<StoredPage> {
   return db.transaction(async (tx) => {
     const report = await ingestChecked(tx, checked, { projections });
-    const rejected = { ...position.rejected };
-    for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
+    const rejected = addCounts(position.rejected, report.rejected);
     const next = { ...position, cursor: Math.max(lastSeq, position.cursor), rejected };
     await writePosition(tx, key, next);
     return { next, report };
@@ -44,8 +50,7 @@ export async function storeHistory(
 ): Promise<StoredPage> {
   return db.transaction(async (tx) => {
     const report = await ingestChecked(tx, checked, { projections });
-    const rejected = { ...position.rejected };
-    for (const [reason, n] of Object.entries(report.rejected)) rejected[reason] = (rejected[reason] ?? 0) + n;
+    const rejected = addCounts(position.rejected, report.rejected);
     const moved = move(position.history!);
     const next: SyncPosition = { ...position, rejected, history: { ...moved, fetched: moved.fetched + checked.length } };
     await writePosition(tx, key, next);

@@ -226,6 +226,34 @@ describe.each(backends)('the $name stream store', (backend) => {
     off();
   });
 
+  // A transaction that NOTIFYs holds a database-wide lock from before its commit is flushed until it
+  // ends, so appends carrying their own NOTIFY would commit one at a time across every stream.
+  (backend.name === 'PostgreSQL' ? test : it.skip)('PostgreSQL: an append commits without a NOTIFY in its transaction; the notice is sent after it', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const heard: number[] = [];
+    const off = b.subscribe(name, (head) => heard.push(head));
+    // Every statement text the stores send, as sent (the real driver runs each one).
+    const sent: string[] = [];
+    const original = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      sent.push(typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string } | undefined)?.text ?? ''));
+      return Reflect.apply(original, this, args) as never;
+    } as typeof original;
+    try {
+      await a.append(name, [op(), op()]);
+      await expect.poll(() => heard.at(-1), { timeout: 5_000 }).toBe(2);
+    } finally {
+      pg.Client.prototype.query = original;
+      off();
+    }
+    const append = sent.findIndex((t) => t.includes('INSERT INTO stream_ops'));
+    expect(append).toBeGreaterThanOrEqual(0);
+    expect(sent[append]).not.toContain('pg_notify');
+    const notify = sent.findIndex((t) => t.includes('pg_notify') && t.includes(`${name}:2`));
+    expect(notify).toBeGreaterThan(append);
+  });
+
   // PGlite serves one process, so nobody commits behind its back: nothing for a poll to catch there.
   (backend.name === 'PostgreSQL' ? test : it.skip)('PostgreSQL: the poll catches a commit whose NOTIFY never came', async () => {
     const name = streamName();

@@ -161,7 +161,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
       `SELECT pg_notify('${NOTIFY_CHANNEL}', p) FROM unnest(ARRAY[${payloads.map(sqlLiteral).join(',')}]::text[]) AS p`,
       'COMMIT',
     ].join(';\n');
-    pool
+    // On the LISTEN connection, idle but for notifications: from the pool, a notice would wait behind
+    // every append queued for a connection.
+    (listener ?? pool)
       .query(script)
       .catch((err: Error) => opts.log.warn('postgres NOTIFY failed; the poll covers', { error: err.message }))
       .finally(() => {

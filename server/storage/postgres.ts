@@ -143,9 +143,9 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
 
   // Commit notices go out after the append committed, not in its transaction: PostgreSQL serializes the
   // commits of transactions that NOTIFY (a database-wide lock from before the commit record is flushed
-  // until the commit ends), so with the NOTIFY inside, appends to different streams took turns at the
-  // disk flush one by one instead of sharing it, and under a steady load from many streams they queued
-  // behind each other. The notices of every stream that committed meanwhile go in one transaction of
+  // until the commit ends), so with the NOTIFY inside, the appends of every stream committed one at a
+  // time, each holding the others up for its flush and for any moment its backend was off the CPU; on a
+  // busy machine they queued behind each other. The notices of every stream that committed meanwhile go in one transaction of
   // their own, one at a time, committed without waiting for the flush (they write no data). A notice
   // lost with a crash between the two is what the poll covers.
   const notices = new Map<string, number>();
@@ -155,17 +155,17 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
     noticing = true;
     const payloads = [...notices].map(([stream, head]) => `${stream}:${head}`);
     notices.clear();
+    // One implicit transaction (no BEGIN: a failure rolls it all back and never leaves the LISTEN
+    // connection inside a transaction, where it would hear nothing).
     const script = [
-      'BEGIN',
       'SET LOCAL synchronous_commit TO off',
       `SELECT pg_notify('${NOTIFY_CHANNEL}', p) FROM unnest(ARRAY[${payloads.map(sqlLiteral).join(',')}]::text[]) AS p`,
-      'COMMIT',
     ].join(';\n');
     // On the LISTEN connection, idle but for notifications: from the pool, a notice would wait behind
     // every append queued for a connection.
     (listener ?? pool)
       .query(script)
-      .catch((err: Error) => opts.log.warn('postgres NOTIFY failed; the poll covers', { error: err.message }))
+      .catch((err: Error) => void (closed || opts.log.warn('postgres NOTIFY failed; the poll covers', { error: err.message })))
       .finally(() => {
         noticing = false;
         sendNotices();

@@ -2,7 +2,7 @@
 // simulated nodes (1,000 sockets on one event loop) never delay them: each is the node's own SyncClient on
 // a real PGlite store, bound to both relay instances' URLs. Started by the bench with one JSON argument
 // `{ urls, nodes: [{ stream, token }], dir }`; prints `{"ready": true}` once every client is connected
-// through the first URL. Stdin lines: `mark` (the bench is about to kill an instance: the event-loop delay
+// through the first URL and caught up. Stdin lines: `mark` (the bench is about to kill an instance: the event-loop delay
 // is measured from here), `report` (prints `{"first": [...], "movedAt": [...], "loop": {...}}`: for each
 // client, the wall time in ms of the first ops page it received after it moved to the second URL, or
 // null, and of its attempt at that URL; and this process's event-loop delay since `mark`). It stops its clients and exits when stdin ends.
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   }
   for (;;) {
     const all = await Promise.all(clients.map((c) => c.status()));
-    if (all.every((s) => s.connected && s.relay === cfg.urls[0])) break;
+    if (all.every((s) => s.connected && s.relay === cfg.urls[0] && s.caught_up && s.lag === 0)) break;
     await new Promise((r) => setTimeout(r, 100));
   }
   say({ ready: true });

@@ -100,18 +100,28 @@ class Tally {
   readonly sentAt = new Map<string, number>();
   readonly seen = new Map<string, Uint8Array>();
   readonly lat: number[] = [];
+  /** The same samples split by where the member is: on the instance the op was pushed to, or the other. */
+  readonly latSame: number[] = [];
+  readonly latOther: number[] = [];
+  /** The instance (URL) each op was pushed to. */
+  readonly via = new Map<string, string>();
   measuring = true;
   constructor(readonly members: number) {}
-  sent(id: string): void {
+  sent(id: string, url?: string): void {
     this.sentAt.set(id, performance.now());
     this.seen.set(id, new Uint8Array(this.members));
+    if (url !== undefined) this.via.set(id, url);
   }
-  receipt(member: number, id: string, t: number): void {
+  receipt(member: number, id: string, t: number, url?: string): void {
     const row = this.seen.get(id);
     if (!row) return;
     row[member]!++;
     const s = this.sentAt.get(id);
-    if (this.measuring && s !== undefined && row[member] === 1) this.lat.push(t - s);
+    if (this.measuring && s !== undefined && row[member] === 1) {
+      this.lat.push(t - s);
+      const via = this.via.get(id);
+      if (via !== undefined && url !== undefined) (via === url ? this.latSame : this.latOther).push(t - s);
+    }
   }
   /** Ops some member of their stream has not seen, and (member, op) pairs seen more than once. */
   count(streamOf: (id: string) => number): { lost: number; doubled: number; complete: boolean } {
@@ -173,7 +183,7 @@ class Member {
           for (const e of f['ops'] as Array<{ seq: number; op: { id: string } }>) {
             if (e.seq <= this.cursor) continue;
             this.cursor = e.seq;
-            this.tally.receipt(this.index, e.op.id, t);
+            this.tally.receipt(this.index, e.op.id, t, this.url);
           }
         } else if (f.type === 'ack') this.unacked.delete(f['id'] as number);
         else if (f.type === 'ping') ws.send(JSON.stringify({ type: 'pong', t: f['t'] }));
@@ -327,9 +337,6 @@ async function relayRun(r: number): Promise<RelayRun> {
     const after = (rssBytes(a.child.pid!) ?? 0) + (rssBytes(b.child.pid!) ?? 0);
     const rssPerConn = (after - before) / members.length;
     progress(`run ${r + 1}: ${members.length} nodes on ${STREAMS} streams; relay RSS +${((after - before) / 2 ** 20).toFixed(1)} MiB`);
-    real = await startRealClients(urls, tokens.slice(0, REAL).map((token, s) => ({ stream: `s${s}`, token })));
-    progress(`run ${r + 1}: ${REAL} real sync clients connected to the first instance`);
-
     // Steady phase: each stream's first member (on instance A) pushes its share of RATE; on the real
     // clients' streams, the second member (on instance B).
     const streamOf = new Map<string, number>();
@@ -337,17 +344,31 @@ async function relayRun(r: number): Promise<RelayRun> {
       const s = i % STREAMS;
       const op = makeOp(i, `scale-origin-${s}`);
       streamOf.set(op.id, s);
-      tally.sent(op.id);
       // A real client's stream is fed through the instance that survives (its second member is there), so
       // its first op after the kill waits on nothing but its own move; the others through the one killed.
-      members[s * PER + (s < REAL && PER > 1 ? 1 : 0)]!.push(op);
+      const pusher = members[s * PER + (s < REAL && PER > 1 ? 1 : 0)]!;
+      tally.sent(op.id, pusher.url);
+      pusher.push(op);
     };
     const steady = Math.round(RATE * SECS);
+    const steadyLag = monitorEventLoopDelay({ resolution: 10 });
+    steadyLag.enable();
     await offer(steady, RATE, pushOne);
     await until('every steady op at every member', 60_000, () => tally.count((id) => streamOf.get(id)!).complete);
+    steadyLag.disable();
     const steadyCount = tally.count((id) => streamOf.get(id)!);
     const p99 = steadyCount.complete ? percentile([...tally.lat].sort((x, y) => x - y), 99) : null;
     tally.measuring = false;
+    const pct = (xs: number[], p: number) => (xs.length === 0 ? 'n/a' : percentile([...xs].sort((x, y) => x - y), p).toFixed(1));
+    progress(
+      `run ${r + 1}: steady fan-out ms: all p50 ${pct(tally.lat, 50)} p99 ${pct(tally.lat, 99)}; members on the pushing instance (${tally.latSame.length}) p50 ${pct(tally.latSame, 50)} p99 ${pct(tally.latSame, 99)}; ` +
+        `on the other (${tally.latOther.length}) p50 ${pct(tally.latOther, 50)} p99 ${pct(tally.latOther, 99)}; the bench's own loop delay max ${(steadyLag.max / 1e6).toFixed(0)} ms, p99 ${(steadyLag.percentile(99) / 1e6).toFixed(0)} ms, mean ${(steadyLag.mean / 1e6).toFixed(1)} ms`,
+    );
+
+    // The real sync clients start only now: their process (PGlite stores taking every op) was the
+    // busiest on the machine, and JetStream's fan-out is measured without it.
+    real = await startRealClients(urls, tokens.slice(0, REAL).map((token, s) => ({ stream: `s${s}`, token })));
+    progress(`run ${r + 1}: ${REAL} real sync clients connected to the first instance and caught up`);
 
     // Failover phase: instance A dies without a goodbye while ops keep coming.
     const onA = members.filter((m) => m.url === a.url);
@@ -459,6 +480,8 @@ async function jetStreamRun(): Promise<{ p99: number | null; rssPerConn: number 
     const js = admin.jetstream({ timeout: 30_000 });
     const streamOf = new Map<string, number>();
     const count = Math.round(RATE * SECS);
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
     await offer(count, RATE, (i) => {
       const s = i % STREAMS;
       const op = makeOp(i, `scale-origin-${s}`);
@@ -467,6 +490,8 @@ async function jetStreamRun(): Promise<{ p99: number | null; rssPerConn: number 
       void js.publish(`scale.${RUN}.s${s}`, op.text, { msgID: op.id });
     });
     const complete = await until('every JetStream op at every consumer', 60_000, () => tally.count((id) => streamOf.get(id)!).complete);
+    lag.disable();
+    progress(`JetStream: fan-out p50 ${tally.lat.length > 0 ? percentile([...tally.lat].sort((x, y) => x - y), 50).toFixed(1) : 'n/a'} ms; the bench's own loop delay max ${(lag.max / 1e6).toFixed(0)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms, mean ${(lag.mean / 1e6).toFixed(1)} ms`);
     await jsm.streams.delete(stream).catch(() => undefined);
     const p99 = complete ? percentile([...tally.lat].sort((x, y) => x - y), 99) : null;
     progress(`JetStream: fan-out p99 ${p99?.toFixed(1) ?? 'n/a'} ms; nats-server RSS +${((after - before) / 2 ** 20).toFixed(1)} MiB for ${ids.length} consumers`);

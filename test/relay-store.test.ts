@@ -226,6 +226,42 @@ describe.each(backends)('the $name stream store', (backend) => {
     off();
   });
 
+  // A transaction that NOTIFYs holds a database-wide lock from before its commit is flushed until it
+  // ends, so appends carrying their own NOTIFY would commit one at a time across every stream. The
+  // notice goes after the commit, on the connection that listens (from the pool it would wait behind
+  // every append queued for a connection).
+  (backend.name === 'PostgreSQL' ? test : it.skip)('PostgreSQL: an append commits without a NOTIFY in its transaction; the notice follows on the LISTEN connection', async () => {
+    const name = streamName();
+    await a.createStream(name, 'h');
+    const heard: number[] = [];
+    const off = b.subscribe(name, (head) => heard.push(head));
+    // Every statement text a store sends, with the connection it went on (the real driver runs each one).
+    const sent: Array<{ client: pg.Client; text: string }> = [];
+    const original = pg.Client.prototype.query;
+    pg.Client.prototype.query = function (this: pg.Client, ...args: unknown[]) {
+      sent.push({ client: this, text: typeof args[0] === 'string' ? args[0] : ((args[0] as { text?: string } | undefined)?.text ?? '') });
+      return Reflect.apply(original, this, args) as never;
+    } as typeof original;
+    let c: StreamStore | undefined;
+    try {
+      c = await openPostgresStore({ url: PG_URL!, schema: pgSchema, log: silentLog, pollMs: 60_000 });
+      await c.append(name, [op(), op()]);
+      await expect.poll(() => heard.at(-1), { timeout: 5_000 }).toBe(2);
+    } finally {
+      pg.Client.prototype.query = original;
+      off();
+      await c?.close();
+    }
+    const listening = sent.find((s) => s.text.startsWith('LISTEN '))?.client;
+    expect(listening).toBeDefined();
+    const append = sent.findIndex((s) => s.text.includes('INSERT INTO stream_ops'));
+    expect(append).toBeGreaterThanOrEqual(0);
+    expect(sent[append]!.text).not.toContain('pg_notify');
+    const notify = sent.findIndex((s) => s.text.includes('pg_notify') && s.text.includes(`${name}:2`));
+    expect(notify).toBeGreaterThan(append);
+    expect(sent[notify]!.client).toBe(listening);
+  });
+
   // PGlite serves one process, so nobody commits behind its back: nothing for a poll to catch there.
   (backend.name === 'PostgreSQL' ? test : it.skip)('PostgreSQL: the poll catches a commit whose NOTIFY never came', async () => {
     const name = streamName();

@@ -1,7 +1,7 @@
 // The StreamStore on PostgreSQL: a pg Pool, with LISTEN/NOTIFY (and a short poll) so several relays serve one stream.
 import pg from 'pg';
 import { NexusError } from '../../protocol/errors.js';
-import type { Logger } from '../../infra/index.js';
+import { sqlLiteral, type Logger } from '../../infra/index.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
 import { CommitEmitter, execOrInTurn, migrate, quoteIdent, sqlStreamStore, type Sql, type SqlDb } from './sql.js';
@@ -141,11 +141,44 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
   }, opts.pollMs ?? 500);
   poll.unref();
 
-  return sqlStreamStore(db, emitter, {
+  // Commit notices go out after the append committed, not in its transaction: PostgreSQL serializes the
+  // commits of transactions that NOTIFY (a database-wide lock from before the commit record is flushed
+  // until the commit ends), so with the NOTIFY inside, the appends of every stream committed one at a
+  // time, each holding the others up for its flush and for any moment its backend was off the CPU; on a
+  // busy machine they queued behind each other. The notices of every stream that committed meanwhile go in one transaction of
+  // their own, one at a time, committed without waiting for the flush (they write no data). A notice
+  // lost with a crash between the two is what the poll covers.
+  const notices = new Map<string, number>();
+  let noticing = false;
+  const sendNotices = (): void => {
+    if (noticing || notices.size === 0 || closed) return;
+    noticing = true;
+    const payloads = [...notices].map(([stream, head]) => `${stream}:${head}`);
+    notices.clear();
+    // One implicit transaction (no BEGIN: a failure rolls it all back and never leaves the LISTEN
+    // connection inside a transaction, where it would hear nothing).
+    const script = [
+      'SET LOCAL synchronous_commit TO off',
+      `SELECT pg_notify('${NOTIFY_CHANNEL}', p) FROM unnest(ARRAY[${payloads.map(sqlLiteral).join(',')}]::text[]) AS p`,
+    ].join(';\n');
+    // On the LISTEN connection, idle but for notifications: from the pool, a notice would wait behind
+    // every append queued for a connection.
+    (listener ?? pool)
+      .query(script)
+      .catch((err: Error) => void (closed || opts.log.warn('postgres NOTIFY failed; the poll covers', { error: err.message })))
+      .finally(() => {
+        noticing = false;
+        sendNotices();
+      });
+  };
+  const notice = (stream: string, head: number): void => {
+    notices.set(stream, Math.max(head, notices.get(stream) ?? 0));
+    sendNotices();
+  };
+
+  const store = sqlStreamStore(db, emitter, {
     kind: 'postgres',
     appendDepth: 1,
-    // Delivered only if the transaction commits, and to every listener (this instance's too).
-    onAppend: (streamLiteral) => `SELECT pg_notify('${NOTIFY_CHANNEL}', ${streamLiteral} || ':' || (SELECT head FROM streams WHERE name = ${streamLiteral}))`,
     onChange: async (tx, stream) => {
       await tx.query('SELECT pg_notify($1, $2)', [NOTIFY_CHANNEL, `${stream}:changed`]);
     },
@@ -158,4 +191,12 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Str
       await pool.end();
     },
   });
+  return {
+    ...store,
+    async append(stream, ops) {
+      const out = await store.append(stream, ops);
+      if (out.rows.length > 0) notice(stream, out.head);
+      return out;
+    },
+  };
 }

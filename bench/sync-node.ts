@@ -39,6 +39,9 @@ async function main(): Promise<void> {
     binding: { relay: env('BENCH_NODE_RELAY'), stream: env('BENCH_NODE_STREAM'), token: env('BENCH_NODE_TOKEN'), bound_at: new Date().toISOString() },
     origin: 'bench-reader',
     projections: PROJECTIONS,
+    // The row times taking a whole backlog in order: a node new to a stream this long would join at its
+    // head instead and take the history in the background (bench:scale's join rows time that).
+    joinMinOps: Infinity,
     run,
     log: createLogger({ component: 'sync', sink: (line) => process.stderr.write(`sync-node: ${line}`) }),
     onIngested: (ops) => {

@@ -222,9 +222,12 @@ export function uiApp(o: UiAppOptions): Hono {
 
   app.get('/w/:ws/t/:thread', (c) => threadPage(c, c.req.param('ws'), c.req.param('thread'), {}));
 
+  // The reply and Done forms carry a message's text at most.
+  const messageFormLimit = bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('413: the form is larger than a message may be\n', 413) });
+
   app.post(
     '/w/:ws/t/:thread/reply',
-    bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('413: the form is larger than a message may be\n', 413) }),
+    messageFormLimit,
     async (c) => {
       const ws = c.req.param('ws');
       const thread = c.req.param('thread');
@@ -248,7 +251,7 @@ export function uiApp(o: UiAppOptions): Hono {
   // nxc done <thread>, as the person the reply form names: Done sits beside Reply and posts the same form, text aside.
   app.post(
     '/w/:ws/t/:thread/done',
-    bodyLimit({ maxSize: MAX_FORM_BYTES, onError: (c) => c.text('413: the form is larger than a message may be\n', 413) }),
+    messageFormLimit,
     async (c) => {
       const ws = c.req.param('ws');
       const thread = c.req.param('thread');

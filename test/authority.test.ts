@@ -24,7 +24,7 @@ import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
 import { ulid } from 'ulidx';
 import { newMessageId } from '../protocol/ids.js';
 import { Forger } from './helpers/forge.js';
-import { deliver, takeIn } from './helpers/deliver.js';
+import { deliver, exchange, takeIn } from './helpers/deliver.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -312,15 +312,7 @@ describe('workspaces taking in forged ops', () => {
     await Promise.all([a, b].map((w) => w?.cleanup()));
   });
 
-  /** Lets both sides exchange everything until nobody runs. */
-  async function settle(): Promise<void> {
-    for (let i = 0; i < 4; i++) {
-      await deliver(a, b);
-      await b.waitIdle();
-      await deliver(b, a);
-      await a.waitIdle();
-    }
-  }
+  const settle = () => exchange(a, b, 4);
 
   it('a forged reopen of a thread B’s persona answered starts no second turn there', async () => {
     const sent = await a.nxc(['send', `${b.id}/coder`, '--subject', 'review', 'please review', '--json']);

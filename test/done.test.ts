@@ -2,7 +2,7 @@
 // other and taken only from the workspace that opened the operation; after it the root awaits nobody, on
 // either side, and nothing was posted or woken. The default `nxc status` counts what still awaits a person.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deliver } from './helpers/deliver.js';
+import { deliver, exchange } from './helpers/deliver.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 
 const ALICE = { NXC_ACTOR: 'alice' };
@@ -93,15 +93,7 @@ describe('nxc done across two workspaces', () => {
     await Promise.all([a, b].map((w) => w?.cleanup()));
   });
 
-  /** Both sides exchange everything until nobody runs. */
-  async function settle(): Promise<void> {
-    for (let i = 0; i < 3; i++) {
-      await deliver(a, b);
-      await b.waitIdle();
-      await deliver(b, a);
-      await a.waitIdle();
-    }
-  }
+  const settle = () => exchange(a, b, 3);
 
   it('a follow-up to a persona of another workspace is reported as sent there, not as a skipped step (exit 0)', async () => {
     const sent = await a.nxc(['send', `${b.id}/coder`, '--subject', 'review', '--json', 'please review'], { env: ALICE });

@@ -36,3 +36,13 @@ export async function ownTexts(from: TestWorkspace): Promise<string[]> {
 export async function deliver(from: TestWorkspace, to: TestWorkspace): Promise<TakenIn> {
   return takeIn(to, await ownTexts(from));
 }
+
+/** Both sides exchange everything, `rounds` times over, each waiting until nothing runs, until the two are settled. */
+export async function exchange(a: TestWorkspace, b: TestWorkspace, rounds: number): Promise<void> {
+  for (let i = 0; i < rounds; i++) {
+    await deliver(a, b);
+    await b.waitIdle();
+    await deliver(b, a);
+    await a.waitIdle();
+  }
+}

@@ -12,6 +12,7 @@ import { MAX_LAMPORT, type StorableReason } from '../protocol/storable.js';
 import { rawElements, rawMember, RelayInfoSchema, SYNC_ERROR_TABLE, SYNC_PROTOCOL, syncUrl, type Limits, type SyncErrorCode } from '../protocol/sync.js';
 import { addressInUse } from '../launcher/ports.js';
 import { createLogger, main, openPgliteStore, silentLog, startRelay, type Relay } from '../server/index.js';
+import { unusedPort } from './helpers/ports.js';
 
 type Frame = { type: string; [k: string]: unknown };
 const REPO_ROOT = join(fileURLToPath(import.meta.url), '..', '..');
@@ -488,15 +489,6 @@ async function nxsRelay(env: NodeJS.ProcessEnv, ...argv: string[]) {
   return { code, out, err, json };
 }
 
-/** A port nothing listens on right now (taken from the OS, then let go). */
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', () => r()));
-  const port = (srv.address() as AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
-
 describe('nxs relay stream list | delete | rotate-token (the operator)', () => {
   it('lists streams with head and connections, replaces a token (evicting its nodes), deletes a stream (evicting its nodes)', async () => {
     const env = { NEXUS_RELAY_TOKEN: operator };
@@ -555,7 +547,7 @@ describe('nxs relay stream list | delete | rotate-token (the operator)', () => {
   });
 
   it('waits for a relay that is still starting instead of failing at once', async () => {
-    const port = await freePort();
+    const port = await unusedPort();
     const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-'));
     dirs.push(dir);
     cpSync(template, dir, { recursive: true });

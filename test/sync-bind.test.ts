@@ -12,6 +12,7 @@ import { pendingWords } from '../node-agent/cli/sync-cmd.js';
 import { connectCause, refusalCode } from '../node-agent/cli/sync-probe.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
+import { unusedPort } from './helpers/ports.js';
 
 const OPERATOR = 'operator-token-for-the-bind-tests';
 const base = mkdtempSync(join(tmpdir(), 'nexus-bind-'));
@@ -19,15 +20,6 @@ let relay: Relay;
 let token: string;
 let ws: TestWorkspace;
 let notNexus: HttpServer;
-
-/** A loopback port nothing listens on (taken from the OS, then let go). */
-async function closedPort(): Promise<number> {
-  const s = createServer().listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 async function bound(): Promise<boolean> {
   const r = await ws.nxs(['sync', 'status', '--json']);
@@ -55,7 +47,7 @@ afterAll(async () => {
 
 describe('nxs sync bind refuses what cannot work, and binds nothing', () => {
   it('a relay that does not answer is RELAY_UNREACHABLE (exit 1), naming the URL and the cause', async () => {
-    const url = `http://127.0.0.1:${await closedPort()}`;
+    const url = `http://127.0.0.1:${await unusedPort()}`;
     const r = await ws.nxs(['sync', 'bind', url, '--stream', 'team', '--token', token, '--json']);
     expect(r.code).toBe(1);
     expect(r.json.error.code).toBe('RELAY_UNREACHABLE');
@@ -106,7 +98,7 @@ describe('nxs sync bind refuses what cannot work, and binds nothing', () => {
 
 describe('nxs sync bind binds', () => {
   it('with --offline when the relay does not answer, and says so', async () => {
-    const url = `http://127.0.0.1:${await closedPort()}`;
+    const url = `http://127.0.0.1:${await unusedPort()}`;
     const r = await ws.nxs(['sync', 'bind', url, '--stream', 'team', '--token', token, '--offline']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('bound OFFLINE');
@@ -116,8 +108,8 @@ describe('nxs sync bind binds', () => {
   });
 
   it('with several relay URLs (a comma list and a repeated one): asked in turn, all kept in the binding', async () => {
-    const down = `http://127.0.0.1:${await closedPort()}`;
-    const other = `http://127.0.0.1:${await closedPort()}`;
+    const down = `http://127.0.0.1:${await unusedPort()}`;
+    const other = `http://127.0.0.1:${await unusedPort()}`;
     const r = await ws.nxs(['sync', 'bind', `${down},${relay.url}`, other, '--stream', 'team', '--token', token, '--json']);
     expect(r.code, r.stdout + r.stderr).toBe(0);
     expect(r.json).toMatchObject({ bound: true, reachable: true, relay: down, relays: [down, relay.url, other], answered_by: relay.url });
@@ -129,7 +121,7 @@ describe('nxs sync bind binds', () => {
   it('again, over a binding: says what it replaced, in text and in --json', async () => {
     const first = await ws.nxs(['sync', 'bind', relay.url, '--stream', 'team', '--token', token, '--json']);
     expect(first.json.replaced).toBeNull();
-    const down = `http://127.0.0.1:${await closedPort()}`;
+    const down = `http://127.0.0.1:${await unusedPort()}`;
     const text = await ws.nxs(['sync', 'bind', down, '--stream', 'team', '--token', token, '--offline']);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toContain(`replaced the binding to stream team at ${relay.url}`);

@@ -11,15 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compose, entrypoint, flagValue, portMapping } from '../helpers/compose.js';
 import { until } from '../helpers/until.js';
 import { REPO, runCli } from '../helpers/workspace.js';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
+import { unusedPort } from '../helpers/ports.js';
 
 const node = compose.services['node']!;
 let home: string;
@@ -32,7 +24,7 @@ beforeAll(async () => {
   home = mkdtempSync(join(tmpdir(), 'nexus-compose-node-'));
   // The container's ports, as the compose file publishes them, each moved to a free one here.
   const containerPorts = new Map<string, string>();
-  for (const p of node.ports!) containerPorts.set(String(portMapping(p).containerPort), String(await freePort()));
+  for (const p of node.ports!) containerPorts.set(String(portMapping(p).containerPort), String(await unusedPort()));
   const argv = node.command!.map((word) => containerPorts.get(word) ?? word);
   uiPort = Number(flagValue(argv, '--ui-port'));
   metricsPort = Number(flagValue(argv, '--metrics-port'));

@@ -15,19 +15,12 @@ import { runMain } from '../helpers/host.js';
 import { callNode } from '../../node-agent/host/rpc/client.js';
 import { until } from '../helpers/until.js';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
+import { unusedPort } from '../helpers/ports.js';
 
 /** The value of one series in a Prometheus text, or undefined when it is not there. */
 function sample(text: string, series: string): number | undefined {
   const line = text.split('\n').find((l) => l.startsWith(series + ' '));
   return line === undefined ? undefined : Number(line.slice(series.length + 1));
-}
-
-async function deadPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
 }
 
 describe("the node's health and metrics", () => {
@@ -44,7 +37,7 @@ describe("the node's health and metrics", () => {
     const workspace = findWorkspace(ws.root, {});
     id = workspace.id;
     // Bound to a relay nobody runs: what it writes waits in the outbox.
-    writeBinding(workspace.paths, { relay: `http://127.0.0.1:${await deadPort()}`, stream: 'watched', token: 'nxr_x', bound_at: new Date().toISOString() });
+    writeBinding(workspace.paths, { relay: `http://127.0.0.1:${await unusedPort()}`, stream: 'watched', token: 'nxr_x', bound_at: new Date().toISOString() });
     addToRegistry(nodePaths(home), id, ws.root);
     node = await startNode({ home, ui: false, log: silentLogger });
   });

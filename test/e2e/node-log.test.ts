@@ -1,6 +1,5 @@
 // The node reports through the shared logger: JSON lines of the relay's shape, with the node's own
 // lines, each sync client's and the dashboard's told apart by `component` and carrying their workspace.
-import { createServer } from 'node:net';
 import { existsSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, inject } from 'vitest';
@@ -12,17 +11,9 @@ import { until } from '../helpers/until.js';
 import { runMain } from '../helpers/host.js';
 import { callNode } from '../../node-agent/host/rpc/client.js';
 import { makeWorkspace } from '../helpers/workspace.js';
+import { unusedPort } from '../helpers/ports.js';
 
 type Line = { ts: string; level: string; component: string; msg: string; [k: string]: unknown };
-
-/** A loopback port nobody listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as { port: number }).port;
-  await new Promise<void>((r) => srv.close(() => r()));
-  return port;
-}
 
 describe('the node log', () => {
   let node: RunningNode | null = null;
@@ -36,7 +27,7 @@ describe('the node log', () => {
     mkdirSync(home, { recursive: true });
     if (!existsSync(join(home, 'cache'))) symlinkSync(join(inject('nexusHome'), 'cache'), join(home, 'cache'));
     const workspace = findWorkspace(ws.root, {});
-    writeBinding(workspace.paths, { relay: `http://127.0.0.1:${await deadPort()}`, stream: 'logged', token: 'nxr_x', bound_at: new Date().toISOString() });
+    writeBinding(workspace.paths, { relay: `http://127.0.0.1:${await unusedPort()}`, stream: 'logged', token: 'nxr_x', bound_at: new Date().toISOString() });
     addToRegistry(nodePaths(home), workspace.id, ws.root);
 
     const raw: string[] = [];

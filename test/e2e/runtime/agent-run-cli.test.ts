@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RUN_NOT_COMPLETED_EXIT, RunStateFileSchema } from '../../../protocol/runs.js';
 import { startFakeProvider, type FakeProvider } from '../../helpers/fake-provider/index.js';
 import { makeWorkspace, runCli, type TestWorkspace } from '../../helpers/workspace.js';
+import { unusedPort } from '../../helpers/ports.js';
 
 let fake: FakeProvider;
 let ws: TestWorkspace;
@@ -101,15 +102,6 @@ describe('nxs agent run', () => {
   });
 });
 
-/** A loopback port nothing listens on: one the system just gave out and that was closed again. */
-async function closedPort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as AddressInfo).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
-}
-
 describe('nxs agent run (the built CLI): a provider failure names the base URL it tried, coded, and never the key', () => {
   // A key that would show if any message carried it; the provider below even sends it back.
   const KEY = 'sk-nexus-test-secret-7f3a9c';
@@ -153,7 +145,7 @@ describe('nxs agent run (the built CLI): a provider failure names the base URL i
   }
 
   it.each(['openai', 'anthropic'] as const)('%s: a closed loopback port is PROVIDER_UNREACHABLE, naming the URL on stderr and in --json', async (provider) => {
-    const url = `http://127.0.0.1:${await closedPort()}${provider === 'openai' ? '/v1' : ''}`;
+    const url = `http://127.0.0.1:${await unusedPort()}${provider === 'openai' ? '/v1' : ''}`;
     declare(`closed-${provider}`, 'budget:\n  retries: 0\n', `runtime:\n  builtin: { provider: ${provider}, base_url: "${url}" }\n`);
     expectNamed(await run(`closed-${provider}`), url, 'PROVIDER_UNREACHABLE');
   });

@@ -17,6 +17,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/helpers/global-setup.ts'],
+    setupFiles: ['test/helpers/worker-setup.ts'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',

@@ -1,15 +1,11 @@
 // Checks the working-copy handover record against real git repositories in temporary folders.
-import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DIRTY_NOTE, describeWorkingCopy, readWorkingCopy } from '../node-agent/adapters/git/index.js';
 import { WorkingCopySchema, type WorkingCopy } from '../protocol/working-copy.js';
-import { gitEnv } from './helpers/git-env.js';
-
-const execFileAsync = promisify(execFile);
+import { gitEnv, runTestGit } from './helpers/git-env.js';
 
 // Its own identity (a submodule clone has no repository config of its own), and no calling hook's GIT_DIR.
 const testEnv = gitEnv();
@@ -29,17 +25,12 @@ async function tempDir(): Promise<string> {
 
 /** Runs git in `cwd`; signing is off so a global signing setup cannot break the fixtures. */
 async function git(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await execFileAsync('git', ['-c', 'commit.gpgsign=false', ...args], {
-    cwd,
-    env: testEnv,
-  });
-  return stdout;
+  return runTestGit(cwd, ['-c', 'commit.gpgsign=false', ...args], { env: testEnv });
 }
 
 /** Like `git`, but with optional locks off so the helper itself never refreshes the index. */
 async function gitQuiet(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await execFileAsync('git', args, { cwd, env: { ...testEnv, GIT_OPTIONAL_LOCKS: '0' } });
-  return stdout;
+  return runTestGit(cwd, args, { env: { ...testEnv, GIT_OPTIONAL_LOCKS: '0' } });
 }
 
 async function initRepo(dir: string): Promise<void> {

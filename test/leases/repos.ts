@@ -1,13 +1,9 @@
 // Real git repositories in temporary folders for the mover's tests, and a byte-exact picture of a work tree.
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmod, lstat, mkdir, mkdtemp, readdir, readFile, readlink, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { promisify } from 'node:util';
-import { gitEnv } from '../helpers/git-env.js';
-
-const run = promisify(execFile);
+import { gitEnv, runTestGit } from '../helpers/git-env.js';
 
 // Its own identity (CI has no global one), and no calling hook's GIT_DIR.
 const env = gitEnv({ ...process.env, LC_ALL: 'C' });
@@ -20,8 +16,7 @@ export async function cleanupRepos(): Promise<void> {
 
 /** Runs git as a person would; signing off so a global signing setup cannot break the fixtures. */
 export async function git(cwd: string, ...args: string[]): Promise<string> {
-  const { stdout } = await run('git', ['-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', ...args], { cwd, env, maxBuffer: 256 * 1024 * 1024 });
-  return stdout;
+  return runTestGit(cwd, ['-c', 'commit.gpgsign=false', '-c', 'core.hooksPath=/dev/null', ...args], { env, maxBuffer: 256 * 1024 * 1024 });
 }
 
 /** Like `git`, but resolves with the exit code instead of throwing (conflicts are the point of some fixtures). */

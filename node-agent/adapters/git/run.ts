@@ -99,7 +99,7 @@ export type GitOutcome = GitRun & {
 };
 
 /** Runs `git <args>` in `cwd` and resolves with how it ended, whatever that was: the caller decides what a failure means. */
-export function spawnGit(cwd: string, args: readonly string[], opts: RunGitOptions = {}): Promise<GitOutcome> {
+export async function spawnGit(cwd: string, args: readonly string[], opts: RunGitOptions = {}): Promise<GitOutcome> {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of REPOSITORY_LOCAL_ENV) delete env[name];
   for (const name of PROGRAM_ENV) delete env[name];
@@ -114,18 +114,18 @@ export function spawnGit(cwd: string, args: readonly string[], opts: RunGitOptio
   Object.assign(env, opts.env);
   const timeout = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const okCodes = new Set([0, ...(opts.okCodes ?? [])]);
-  return runFile({ file: 'git', args: [...FIXED_CONFIG, ...driverOverrides(cwd, env), ...args], cwd, env, timeoutMs: timeout, maxBuffer: MAX_BUFFER, ...(opts.input === undefined ? {} : { input: Buffer.from(opts.input) }) }).then((r) => {
-    const code = r.exitCode ?? -1;
-    return {
-      stdout: r.stdout.toString('utf8'),
-      raw: r.stdout,
-      stderr: r.stderr.toString('utf8'),
-      code,
-      ok: !r.killed && r.errorCode === undefined && okCodes.has(code),
-      spawnCode: r.errorCode,
-      killed: r.killed,
-    };
-  });
+  const drivers = await driverOverrides(cwd, env);
+  const r = await runFile({ file: 'git', args: [...FIXED_CONFIG, ...drivers, ...args], cwd, env, timeoutMs: timeout, maxBuffer: MAX_BUFFER, ...(opts.input === undefined ? {} : { input: Buffer.from(opts.input) }) });
+  const code = r.exitCode ?? -1;
+  return {
+    stdout: r.stdout.toString('utf8'),
+    raw: r.stdout,
+    stderr: r.stderr.toString('utf8'),
+    code,
+    ok: !r.killed && r.errorCode === undefined && okCodes.has(code),
+    spawnCode: r.errorCode,
+    killed: r.killed,
+  };
 }
 
 /**

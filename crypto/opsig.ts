@@ -56,8 +56,19 @@ export function opSigner(privateKey: KeyObject): OpSigner {
   return { key: publicKeyText(privateKey), privateKey };
 }
 
+/** The base64url alphabet, in order: a character's index is the six bits it stands for. */
+const BASE64URL = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+const BASE64URL_ONLY = /^[A-Za-z0-9_-]*$/;
+
 /** True when `text` is the canonical unpadded base64url of exactly `bytes` bytes. */
-function canonicalBase64url(text: string, bytes: number): boolean {
+export function canonicalBase64url(text: string, bytes: number): boolean {
+  // Text of the alphabet alone and of the one length `bytes` encode to decodes to `bytes` bytes; it is
+  // their own encoding exactly when the bits its last character carries past them are zero. Decided
+  // without decoding (every op's key and signature are checked so): anything else is decoded and encoded again.
+  const spare = (6 - ((bytes * 8) % 6)) % 6;
+  if (text.length === Math.ceil((bytes * 8) / 6) && BASE64URL_ONLY.test(text)) {
+    return text.length === 0 || BASE64URL.indexOf(text[text.length - 1]!) % (1 << spare) === 0;
+  }
   const raw = Buffer.from(text, 'base64url');
   return raw.length === bytes && raw.toString('base64url') === text;
 }

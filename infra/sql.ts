@@ -24,6 +24,8 @@ export function sqlInteger(n: number): string {
 
 /** Characters COPY's text format escapes: the backslash, and the tab, newline and carriage return that delimit. */
 const COPY_SPECIAL = /[\\\t\n\r]/g;
+/** What a value must be looked at for: a character COPY escapes, or a NUL it cannot carry. Most values hold none. */
+const COPY_UNPLAIN = /[\\\t\n\r\u0000]/;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 /**
@@ -37,6 +39,7 @@ export function copyRow(values: ReadonlyArray<string | number | null | undefined
     if (i > 0) row += '\t';
     if (v === null || v === undefined) row += '\\N';
     else if (typeof v === 'number') row += sqlInteger(v);
+    else if (!COPY_UNPLAIN.test(v)) row += v;
     else {
       if (v.includes('\u0000')) throw new TypeError('COPY data cannot hold U+0000');
       row += v.replace(COPY_SPECIAL, (c) => COPY_ESCAPES[c]!);

@@ -451,6 +451,64 @@ export function rawMember(text: string, key: string): string | undefined {
   return found;
 }
 
+/** The name of the member whose quoted key starts at `i` and ends at `keyEnd`. */
+function memberName(text: string, i: number, keyEnd: number): string {
+  const quoted = text.slice(i, keyEnd);
+  return quoted.includes('\\') ? (JSON.parse(quoted) as string) : quoted.slice(1, -1);
+}
+
+/**
+ * For the JSON object in `text`: the exact text of member `member` of each element of its array member
+ * `key` (undefined for an element that is no object or has no such member), or undefined when `text` is
+ * not an object or its `key` is missing or no array. The same as
+ * `rawElements(rawMember(text, key) ?? '')?.map((el) => rawMember(el, member))`, in one pass over the
+ * text instead of three: how a node finds the op texts of a page of 500.
+ */
+export function rawMemberOfElements(text: string, key: string, member: string): Array<string | undefined> | undefined {
+  let i = skipWs(text, 0);
+  if (text.charCodeAt(i) !== OPEN_BRACE) return undefined;
+  let found: Array<string | undefined> | undefined;
+  i = skipWs(text, i + 1);
+  while (text.charCodeAt(i) === QUOTE) {
+    const keyEnd = skipValue(text, i);
+    const name = memberName(text, i, keyEnd);
+    let at = skipWs(text, skipWs(text, keyEnd) + 1); // past the colon
+    if (name !== key) at = skipValue(text, at);
+    else if (text.charCodeAt(at) !== OPEN_BRACKET) {
+      found = undefined;
+      at = skipValue(text, at);
+    } else {
+      // The array, element by element; of each element that is an object, its members one by one.
+      found = [];
+      at = skipWs(text, at + 1);
+      while (at < text.length && text.charCodeAt(at) !== CLOSE_BRACKET) {
+        let value: string | undefined;
+        if (text.charCodeAt(at) !== OPEN_BRACE) at = skipValue(text, at);
+        else {
+          at = skipWs(text, at + 1);
+          while (text.charCodeAt(at) === QUOTE) {
+            const end = skipValue(text, at);
+            const inner = memberName(text, at, end);
+            const start = skipWs(text, skipWs(text, end) + 1);
+            at = skipValue(text, start);
+            if (inner === member) value = text.slice(start, at);
+            at = skipWs(text, at);
+            if (text.charCodeAt(at) === 0x2c) at = skipWs(text, at + 1);
+          }
+          at++; // the element's closing brace
+        }
+        found.push(value);
+        at = skipWs(text, at);
+        if (text.charCodeAt(at) === 0x2c) at = skipWs(text, at + 1);
+      }
+      at++; // the closing bracket
+    }
+    i = skipWs(text, at);
+    if (text.charCodeAt(i) === 0x2c) i = skipWs(text, i + 1);
+  }
+  return found;
+}
+
 /** The exact texts of the elements of the JSON array in `text`, or undefined when it is not an array. */
 export function rawElements(text: string): string[] | undefined {
   let i = skipWs(text, 0);

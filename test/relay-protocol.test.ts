@@ -2,7 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { newOpId, newThreadId } from '../protocol/ids.js';
-import { FromNodeSchema, isPlainOp, isPlainPush, rawElements, rawMember, SignedOpSchema, SYNC_ERROR_CODES, SYNC_ERROR_TABLE, syncErrorOfClose, syncUrl, WireOpSchema } from '../protocol/sync.js';
+import { FromNodeSchema, isPlainOp, isPlainPush, rawElements, rawMember, rawMemberOfElements, SignedOpSchema, SYNC_ERROR_CODES, SYNC_ERROR_TABLE, syncErrorOfClose, syncUrl, WireOpSchema } from '../protocol/sync.js';
 
 /** JSON.stringify with arbitrary (valid) whitespace between tokens. */
 function spaced(value: unknown, pad: string[]): string {
@@ -37,6 +37,36 @@ describe('exact op texts', () => {
     expect(rawElements('[ 2 , {"a":"]\\""} ]')).toEqual(['2', '{"a":"]\\""}']);
     expect(rawMember('[1]', 'ops')).toBeUndefined();
     expect(rawElements('{}')).toBeUndefined();
+  });
+
+  it('rawMemberOfElements finds in one pass what rawElements and rawMember find in three', () => {
+    const threePasses = (text: string) => rawElements(rawMember(text, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
+    const pad = fc.array(fc.constantFrom('', ' ', '\n', '\t ', '\r\n'), { minLength: 1, maxLength: 5 });
+    // Rows as a page holds them, and rows that are not: no object, no op, a repeated or escaped member name.
+    const row = fc.oneof(
+      fc.record({ seq: fc.nat(), op: fc.jsonValue() }),
+      fc.jsonValue(),
+      fc.dictionary(fc.constantFrom('op', 'seq', 'o\u0070', 'x', '"op"'), fc.jsonValue()),
+    );
+    const frame = fc.oneof(
+      fc.record({ type: fc.constant('ops'), ops: fc.array(row, { maxLength: 6 }) }),
+      fc.dictionary(fc.constantFrom('ops', 'type', 'o\u0070s', 'op'), fc.oneof(fc.array(row, { maxLength: 4 }), fc.jsonValue())),
+      fc.jsonValue(),
+    );
+    fc.assert(
+      fc.property(frame, pad, (value, ws) => {
+        const text = spaced(value, ws);
+        expect(rawMemberOfElements(text, 'ops', 'op')).toEqual(threePasses(text));
+      }),
+      { numRuns: 500 },
+    );
+    // Repeated keys: the last one, at both levels, as JSON.parse keeps; escaped names read as names.
+    const text = '{"ops":[{"op":1}], "o\\u0070s" : [ {"op":{"a":"]\\""},"o\\u0070":[2]} , 3, {"seq":1} , {} ] }';
+    expect(rawMemberOfElements(text, 'ops', 'op')).toEqual(['[2]', undefined, undefined, undefined]);
+    expect(rawMemberOfElements(text, 'ops', 'op')).toEqual(threePasses(text));
+    expect(rawMemberOfElements('{"ops":[{"op":1}],"ops":5}', 'ops', 'op')).toBeUndefined();
+    expect(rawMemberOfElements('[1]', 'ops', 'op')).toBeUndefined();
+    expect(rawMemberOfElements('{"type":"ops"}', 'ops', 'op')).toBeUndefined();
   });
 });
 

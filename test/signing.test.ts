@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
 import { undoMigrationsAfter } from './helpers/migrations.js';
 import { checkOps, checkOpsSync, openOp, opSigner, signOp, workspaceOfKey, type OpSigner } from '../crypto/index.js';
+import { canonicalBase64url } from '../crypto/opsig.js';
 import { commitNextKey, NEXT_KEY_FILE, readWorkspaceKey, writeNextKey } from '../node-agent/adapters/keys/index.js';
 import { WORKSPACE_OPERATION, type Op } from '../protocol/ops.js';
 import { newOpId, newThreadId } from '../protocol/ids.js';
@@ -523,5 +524,55 @@ describe('mutated signed texts (fast-check)', () => {
       }),
       { numRuns: 200 },
     );
+  });
+});
+
+describe('canonical base64url of keys and signatures', () => {
+  /** The definition: decoded, the text is `bytes` bytes and encodes back to itself. */
+  const byDecoding = (text: string, bytes: number) => {
+    const raw = Buffer.from(text, 'base64url');
+    return raw.length === bytes && raw.toString('base64url') === text;
+  };
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+  it('is decided as decoding and encoding again decides it, whatever the text', () => {
+    for (const bytes of [32, 64, 1, 2, 3, 0]) {
+      const length = Math.ceil((bytes * 8) / 6);
+      for (const last of alphabet) {
+        const text = 'A'.repeat(Math.max(0, length - 1)) + (length > 0 ? last : '');
+        expect(canonicalBase64url(text, bytes), `${bytes} bytes ending ${last}`).toBe(byDecoding(text, bytes));
+      }
+    }
+    const texts = fc.oneof(
+      fc.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      fc.stringMatching(/^[A-Za-z0-9_-]{86}$/),
+      fc.string({ maxLength: 90 }),
+      fc.stringMatching(/^[A-Za-z0-9_+/=-]{40,90}$/),
+    );
+    fc.assert(
+      fc.property(texts, fc.constantFrom(32, 64), (text, bytes) => {
+        expect(canonicalBase64url(text, bytes)).toBe(byDecoding(text, bytes));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('an op whose key or signature ends in bits that decoding drops is refused, though the signature verifies', () => {
+    const signer = opSigner(generateKeyPairSync('ed25519').privateKey);
+    const thread = newThreadId();
+    const op = { id: newOpId(), workspace: workspaceOfKey(signer.key)!, origin: 'host-1', lamport: 1, ts: '2025-05-01T10:00:00.000Z', kind: 'x.custom', operation: thread, thread, session: null, body: {}, key: signer.key } as unknown as Op;
+    const { raw, sig } = signOp(op, signer);
+    expect(checkOpsSync([raw])[0]!.ok).toBe(true);
+    // A signature's last character carries 2 bits of its 64 bytes and 4 that decoding drops: flip one of those.
+    const last = alphabet.indexOf(sig.at(-1)!);
+    const loose = sig.slice(0, -1) + alphabet[last ^ 1]!;
+    expect(Buffer.from(loose, 'base64url')).toEqual(Buffer.from(sig, 'base64url'));
+    const [bad] = checkOpsSync([raw.replace(sig, loose)]);
+    expect(bad).toMatchObject({ ok: false, reason: 'malformed', why: 'the signature is not canonical base64url' });
+    // A key's last character carries 4 bits of its 32 bytes and 2 that decoding drops.
+    const keyLast = alphabet.indexOf(signer.key.at(-1)!);
+    const looseKey = signer.key.slice(0, -1) + alphabet[keyLast ^ 1]!;
+    const forged = signOp({ ...op, key: looseKey } as Op, { key: looseKey, privateKey: signer.privateKey }).raw;
+    expect(checkOpsSync([forged])[0]).toMatchObject({ ok: false, reason: 'malformed', why: 'the key is not canonical base64url' });
   });
 });

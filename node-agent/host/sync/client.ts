@@ -11,8 +11,7 @@ import {
   HistoryPageSchema,
   MAX_FETCH_WORKSPACES,
   OpsPageSchema,
-  rawElements,
-  rawMember,
+  rawMemberOfElements,
   SYNC_ERROR_TABLE,
   SYNC_PROTOCOL,
   syncUrl,
@@ -573,7 +572,7 @@ export class SyncClient {
 
   /** The exact text of each op of an `ops` or `history` frame, or null when they cannot be located. */
   private opTexts(text: string, count: number): string[] | null {
-    const texts = rawElements(rawMember(text, 'ops') ?? '')?.map((el) => rawMember(el, 'op'));
+    const texts = rawMemberOfElements(text, 'ops', 'op');
     if (!texts || texts.length !== count || texts.some((t) => t === undefined)) return null;
     return texts as string[];
   }

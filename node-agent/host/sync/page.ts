@@ -14,25 +14,24 @@ function addCounts(counts: Readonly<Record<string, number>>, more: Readonly<Reco
   return sum;
 }
 
+type Db = { transaction<T>(fn: (tx: Exec) => Promise<T>): Promise<T> };
+
+/** Takes in `checked` and writes the position `advance` makes of `position`, refusals added, in one transaction. */
+function storeChecked(db: Db, key: string, position: SyncPosition, checked: readonly CheckedOp[], projections: readonly Projection[], advance: (p: SyncPosition) => SyncPosition): Promise<StoredPage> {
+  return db.transaction(async (tx) => {
+    const report = await ingestChecked(tx, checked, { projections });
+    const next = { ...advance(position), rejected: addCounts(position.rejected, report.rejected) };
+    await writePosition(tx, key, next);
+    return { next, report };
+  });
+}
+
 /**
  * Takes in a page of checked ops whose last stream seq is `lastSeq` and writes the position with the
  * cursor past it, in one transaction: a crash never skips or re-counts. Refusals add to `position.rejected`.
  */
-export async function storePage(
-  db: { transaction<T>(fn: (tx: Exec) => Promise<T>): Promise<T> },
-  key: string,
-  position: SyncPosition,
-  lastSeq: number,
-  checked: readonly CheckedOp[],
-  projections: readonly Projection[],
-): Promise<StoredPage> {
-  return db.transaction(async (tx) => {
-    const report = await ingestChecked(tx, checked, { projections });
-    const rejected = addCounts(position.rejected, report.rejected);
-    const next = { ...position, cursor: Math.max(lastSeq, position.cursor), rejected };
-    await writePosition(tx, key, next);
-    return { next, report };
-  });
+export function storePage(db: Db, key: string, position: SyncPosition, lastSeq: number, checked: readonly CheckedOp[], projections: readonly Projection[]): Promise<StoredPage> {
+  return storeChecked(db, key, position, checked, projections, (p) => ({ ...p, cursor: Math.max(lastSeq, p.cursor) }));
 }
 
 /**
@@ -40,21 +39,17 @@ export async function storePage(
  * its history moved by `move`, in one transaction; the live cursor is left where it is. Ops already
  * here are dropped by id, so ops fetched twice (first, then in the full pass) are stored once.
  */
-export async function storeHistory(
-  db: { transaction<T>(fn: (tx: Exec) => Promise<T>): Promise<T> },
+export function storeHistory(
+  db: Db,
   key: string,
   position: SyncPosition,
   move: (h: HistoryPosition) => HistoryPosition,
   checked: readonly CheckedOp[],
   projections: readonly Projection[],
 ): Promise<StoredPage> {
-  return db.transaction(async (tx) => {
-    const report = await ingestChecked(tx, checked, { projections });
-    const rejected = addCounts(position.rejected, report.rejected);
-    const moved = move(position.history!);
-    const next: SyncPosition = { ...position, rejected, history: { ...moved, fetched: moved.fetched + checked.length } };
-    await writePosition(tx, key, next);
-    return { next, report };
+  return storeChecked(db, key, position, checked, projections, (p) => {
+    const moved = move(p.history!);
+    return { ...p, history: { ...moved, fetched: moved.fetched + checked.length } };
   });
 }
 

@@ -297,7 +297,14 @@ describe.skipIf(CHROMIUM === undefined)('the dashboard in a browser', () => {
       const bound = await a.nxs(['sync', 'bind', relay.url, '--stream', 'ui-test', '--token', token, '--json']);
       expect(bound.code, bound.stdout + bound.stderr).toBe(0);
       await go('/sync');
-      await page.locator(`section[data-workspace="${a.id}"] [data-sync=ok]`).waitFor({ timeout: 60_000 });
+      // When the node never reports the relay, its own sync log says why: it is kept in memory, not on disk.
+      await page
+        .locator(`section[data-workspace="${a.id}"] [data-sync=ok]`)
+        .waitFor({ timeout: 60_000 })
+        .catch((err: unknown) => {
+          const sync = nodeLog.filter((l) => l.includes('sync')).slice(-40);
+          throw new Error(`${String(err)}\nthe node's sync log:\n${sync.join('\n')}`);
+        });
       await shot('sync');
 
       await go('/');

@@ -1,19 +1,27 @@
-// A build step (`npm run build`, so `npm install` too): ships a migrated store template inside the
-// package, dist/store-template-<schema>, so that no user's first `nxs init` waits for PGlite's initdb.
-// Its files are writable by their owner alone (a template anybody could change would be copied into
-// every store); one left otherwise by an older build is made again.
+// A build step (`npm run build`, so `npm install` too): ships the empty databases every store and
+// relay starts from inside the package, so that no user's first `nxs init` or `nxs relay serve` waits
+// for PGlite's initdb: dist/store-template-<schema> (a migrated workspace store) and
+// dist/relay-template-<version> (an empty relay database). Their files are writable by their owner
+// alone (a template anybody could change would be copied into every store); one left otherwise by an
+// older build is made again.
 import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { makeTemplate, packagedTemplateDir, templateProblem } from '../node-agent/adapters/store/index.js';
+import { makeRelayTemplate, packagedRelayTemplateDir } from '../server/index.js';
 
-const dir = packagedTemplateDir();
-// A template of an older schema is never used again.
-for (const name of readdirSync(dirname(dir))) {
-  if (/^store-template-[0-9a-f]+$/.test(name) && name !== basename(dir)) rmSync(join(dirname(dir), name), { recursive: true, force: true });
-}
-if (!existsSync(join(dir, 'PG_VERSION')) || templateProblem(dir, { shared: true }) !== null) {
-  process.stderr.write('preparing the store template shipped in dist/ (once per schema change: PGlite creates and migrates a database)...\n');
+/** Makes the template at `dir` with `make` when it is missing or fails its check, saying so. */
+async function ensure(what: string, dir: string, make: () => Promise<string>): Promise<void> {
+  if (existsSync(join(dir, 'PG_VERSION')) && templateProblem(dir, { shared: true }) === null) return;
+  process.stderr.write(`preparing the ${what} template shipped in dist/ (once per change: PGlite creates a database)...\n`);
   const started = Date.now();
-  await makeTemplate(dir, { shared: true });
-  process.stderr.write(`store template ready in ${Math.round((Date.now() - started) / 1000)} s: ${dir}\n`);
+  await make();
+  process.stderr.write(`${what} template ready in ${Math.round((Date.now() - started) / 1000)} s: ${dir}\n`);
 }
+
+const store = packagedTemplateDir();
+// A template of an older schema is never used again.
+for (const name of readdirSync(dirname(store))) {
+  if (/^store-template-[0-9a-f]+$/.test(name) && name !== basename(store)) rmSync(join(dirname(store), name), { recursive: true, force: true });
+}
+await ensure('store', store, () => makeTemplate(store, { shared: true }));
+await ensure('relay', packagedRelayTemplateDir(), () => makeRelayTemplate());

@@ -5,8 +5,10 @@ export { defaultRelayDataDir, packageVersion } from './paths.js';
 export { startRelay, type Relay, type RelayOptions } from './relay.js';
 export type { HistoryGate, HistoryRead } from './connection.js';
 export {
+  makeRelayTemplate,
   NOTIFY_CHANNEL,
   openPgliteStore,
+  packagedRelayTemplateDir,
   openPostgresStore,
   type AppendResult,
   type OpToAppend,

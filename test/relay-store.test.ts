@@ -1,12 +1,12 @@
 // The relay's StreamStore suite, run against PGlite and PostgreSQL alike.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId } from '../protocol/ids.js';
-import { openPgliteStore, openPostgresStore, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
+import { openPgliteStore, openPostgresStore, packagedRelayTemplateDir, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
 import { modes, notPrivate } from './helpers/file-modes.js';
 
 const PG_URL = process.env['TEST_DATABASE_URL'];
@@ -321,11 +321,18 @@ describe.each(backends)('the $name stream store', (backend) => {
 
 
 describe('the PGlite relay data folder', () => {
-  it('is created private: folders 0700, files 0600, and stays so after ops were written', async () => {
+  /** The databases in a relay's data folder: initdb makes three (template0, template1, postgres); the packaged template keeps one. */
+  const databases = (dir: string) => readdirSync(join(dir, 'pgdata', 'base')).length;
+
+  it('is made by initdb, not copied, from a template others could have changed: private (folders 0700, files 0600), and stays so after ops were written', async () => {
     const parent = mkdtempSync(join(tmpdir(), 'nexus-relay-perms-'));
+    const template = join(parent, 'template');
+    cpSync(packagedRelayTemplateDir(), template, { recursive: true });
+    chmodSync(join(template, 'postgresql.conf'), 0o666);
     const dir = join(parent, 'relay', 'data');
     try {
-      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog, template });
+      expect(databases(dir)).toBe(3);
       try {
         expect(modes(dir).size).toBeGreaterThan(100);
         expect(notPrivate(dir)).toEqual([]);
@@ -337,6 +344,24 @@ describe('the PGlite relay data folder', () => {
       expect(notPrivate(dir)).toEqual([]);
     } finally {
       rmSync(parent, { recursive: true, force: true });
+    }
+  });
+
+  it('is copied from the packaged template on first use, private, and serves at once', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'nexus-relay-template-')), 'data');
+    try {
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      try {
+        expect(databases(dir)).toBe(1);
+        expect(notPrivate(dir)).toEqual([]);
+        await store.createStream('copied', 'h');
+        expect((await store.append('copied', [op(), op()])).results.map((r) => r.seq)).toEqual([1, 2]);
+      } finally {
+        await store.close();
+      }
+      expect(notPrivate(dir)).toEqual([]);
+    } finally {
+      rmSync(dirname(dir), { recursive: true, force: true });
     }
   });
 
@@ -362,7 +387,7 @@ describe('the PGlite relay data folder', () => {
 });
 
 describe('the PGlite relay data folder lock', () => {
-  // One folder for both cases: creating a PGlite data folder (initdb) takes seconds.
+  // One folder for both cases.
   let dir: string;
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'nexus-relay-lock-'));

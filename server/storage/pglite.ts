@@ -1,9 +1,12 @@
 // The StreamStore on PGlite: one data directory, held by this process alone under a file lock.
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { basename, dirname, join } from 'node:path';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { acquireLock, chooseWasmTier, describeOwner, makePrivateDir, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
+import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, dropTemplateDatabases, makeDataTemplate, makePrivateDir, packageRoot, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
 import { PgliteThread } from './pglite-thread.js';
 import { CommitEmitter, migrate, sqlStreamStore } from './sql.js';
 
@@ -14,7 +17,77 @@ export type PgliteStoreOptions = {
   log: Logger;
   /** How long to wait while another live process holds the folder (default 5 s: a relay still closing). */
   lockWaitMs?: number;
+  /**
+   * What a new database is copied from: the package's template by default ({@link packagedRelayTemplateDir});
+   * null (or a template that fails its check) makes it with PostgreSQL's initdb instead.
+   */
+  template?: string | null;
 };
+
+/** How the relay's template is made: a change here, or another PGlite, makes it again. */
+const TEMPLATE_FORMAT = 'initdb, template databases dropped';
+
+/** The PGlite version this process runs, which decides the data folder's format. */
+function pgliteVersion(): string {
+  let dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      const { name, version } = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; version?: string };
+      if (name === '@electric-sql/pglite') return String(version);
+    }
+    const up = dirname(dir);
+    if (up === dir) return 'unknown';
+    dir = up;
+  }
+}
+
+/**
+ * Where the package ships an empty relay database, made at build time (`npm run build`). A relay's
+ * first start copies it instead of running initdb: milliseconds of disk against seconds of CPU
+ * (10-15 s on a slow 2-core machine). The relay's migrations run at every open, so it holds none.
+ */
+export function packagedRelayTemplateDir(): string {
+  const version = createHash('sha256').update(`${pgliteVersion()} ${TEMPLATE_FORMAT}`).digest('hex').slice(0, 16);
+  return join(packageRoot(), 'dist', `relay-template-${version}`);
+}
+
+/** Makes the packaged relay template (a build step), removing those of older versions. */
+export async function makeRelayTemplate(dir = packagedRelayTemplateDir()): Promise<string> {
+  for (const name of readdirSync(dirname(dir))) {
+    if (/^relay-template-[0-9a-f]+$/.test(name) && name !== basename(dir)) rmSync(join(dirname(dir), name), { recursive: true, force: true });
+  }
+  return makeDataTemplate(dir, {
+    shared: true,
+    build: async (tmp) => {
+      const { PGlite } = await import('@electric-sql/pglite');
+      const pg = await PGlite.create({ dataDir: tmp });
+      try {
+        await dropTemplateDatabases(pg);
+      } finally {
+        await pg.close();
+      }
+    },
+  });
+}
+
+/**
+ * Copies a usable template to `target` when there is no database there yet; else leaves it to PGlite
+ * (an existing database is opened, a missing one made by initdb).
+ */
+function seedFromTemplate(target: string, template: string | null, log: Logger): void {
+  if (template === null || existsSync(target)) return;
+  const problem = templateProblem(template, { shared: true });
+  if (problem !== null) {
+    log.debug('relay template not used: the database is made by initdb', { template, problem });
+    return;
+  }
+  try {
+    copyTemplate(template, target);
+  } catch (err) {
+    log.debug('relay template could not be copied: the database is made by initdb', { template, error: userMessage(err) });
+  }
+}
 
 /**
  * PGlite's WebAssembly heap only grows: every buffer page it ever touched stays resident until the
@@ -47,6 +120,7 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
   try {
     // The relay runs for hours and takes in backlogs: V8's optimised code pays (see infra/wasm.ts).
     chooseWasmTier(true);
+    seedFromTemplate(target, opts.template === undefined ? packagedRelayTemplateDir() : opts.template, opts.log);
     // Every call fails from then on, and /readyz says so; the log says why.
     const broken = (err: Error) => opts.log.error('the relay store failed: every storage call fails until the relay restarts', { dir: opts.dataDir, error: err.message });
     pg = await withPrivateUmask(() => PgliteThread.open(target, PGLITE_SETTINGS, broken));

@@ -3,11 +3,13 @@ import { PGlite } from '@electric-sql/pglite';
 import { drizzle, type PgliteDatabase } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { acquireLock, chooseWasmTier, describeOwner, makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { existsSync, readFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, dropTemplateDatabases, makeDataTemplate, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
+
+export { templateProblem };
 import { drizzleClient } from './driver.js';
 import { runCommitHooks } from './commit-hooks.js';
 import * as schema from './schema.js';
@@ -112,15 +114,6 @@ const START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB',
 /** What a node records as its purpose when it holds a store. */
 export const NODE_PURPOSE = 'the node';
 
-async function withDirLock<T>(target: string, waitMs: number, fn: () => Promise<T>): Promise<T> {
-  const release = await acquireStoreLock(target, { waitMs, purpose: 'making the store template' });
-  try {
-    return await fn();
-  } finally {
-    release();
-  }
-}
-
 /** Where the package ships a migrated template, made at build time (`npm run build`). */
 export function packagedTemplateDir(): string {
   return join(packageRoot(), 'dist', `store-template-${schemaVersion()}`);
@@ -137,63 +130,25 @@ export function storeTemplateReady(home = nexusHome()): boolean {
 }
 
 /**
- * Why the template at `dir` must not be copied, or null. Whatever is in a template ends up in every
- * store made from it (one line in its postgresql.conf breaks them all), so nobody but its owner may
- * have been able to change it: only plain files and folders, none writable by group or others, all
- * owned by this user; a `shared` (packaged) template may also be owned by root or by whoever owns
- * the installed package.
- */
-export function templateProblem(dir: string, opts: { shared: boolean }): string | null {
-  if (!existsSync(join(dir, 'PG_VERSION'))) return `${dir} holds no store`;
-  const uid = process.getuid?.();
-  if (uid === undefined) return null; // no POSIX owners and modes to go by
-  const owners = new Set([uid]);
-  if (opts.shared) {
-    owners.add(0);
-    owners.add(statSync(join(packageRoot(), 'package.json')).uid);
-  }
-  return treeProblem(dir, owners);
-}
-
-/**
  * Makes a migrated, empty store at `dir` (initdb and every migration: the slow part), unless a
  * usable one is there. One that fails {@link templateProblem} is removed and made again. A `shared`
  * template (the one the package ships) is readable by everybody and writable by its owner; any other
  * is private, in a private folder.
  */
 export async function makeTemplate(dir: string, opts: { shared?: boolean } = {}): Promise<string> {
-  const shared = opts.shared ?? false;
-  const modes = shared ? SHARED_MODES : PRIVATE_MODES;
-  if (!shared) makePrivateDir(dirname(dir));
-  const usable = () => existsSync(join(dir, 'PG_VERSION')) && templateProblem(dir, { shared }) === null;
-  if (usable()) return dir;
-  return withDirLock(dir, 120_000, async () => {
-    if (usable()) return dir;
-    if (existsSync(dir)) {
+  return makeDataTemplate(dir, {
+    ...opts,
+    build: async (tmp) => {
+      const pg = await PGlite.create({ dataDir: tmp, startParams: START_PARAMS });
       try {
-        rmSync(dir, { recursive: true, force: true });
-      } catch (err) {
-        throw new NexusError('STORE_FAILED', `the store template at ${dir} cannot be trusted (${templateProblem(dir, { shared }) ?? 'half made'}) and could not be removed: ${String(err)}`, undefined, { cause: err });
+        await migrate(drizzle(drizzleClient(pg), { schema }), { migrationsFolder: migrationsFolder() });
+        // Without initdb's template databases every store is 25 MB and 439 files instead of 39 MB and 1,039,
+        // which every new workspace copies.
+        await dropTemplateDatabases(pg);
+      } finally {
+        await pg.close();
       }
-    }
-    const tmp = `${dir}.tmp-${process.pid}`;
-    rmSync(tmp, { recursive: true, force: true });
-    // Made under umask 077 so nothing is open to others while PGlite writes; then set to `modes`.
-    const pg = await withPrivateUmask(() => PGlite.create({ dataDir: tmp, startParams: START_PARAMS }));
-    try {
-      await withPrivateUmask(() => migrate(drizzle(drizzleClient(pg), { schema }), { migrationsFolder: migrationsFolder() }));
-      // initdb's template0 and template1 are there for CREATE DATABASE, which a store never runs: without
-      // them every store is 25 MB and 439 files instead of 39 MB and 1,039, which every new workspace copies.
-      await pg.exec("UPDATE pg_database SET datistemplate = false WHERE datname IN ('template0', 'template1')");
-      await pg.exec('DROP DATABASE template0');
-      await pg.exec('DROP DATABASE template1');
-      await pg.exec('CHECKPOINT');
-    } finally {
-      await pg.close();
-    }
-    tightenTree(tmp, modes);
-    renameSync(tmp, dir);
-    return dir;
+    },
   });
 }
 
@@ -216,18 +171,13 @@ export async function createStore(dir: string, home = nexusHome(), opts: { packa
   if (existsSync(dir)) throw new TypeError(`createStore: ${dir} already exists`);
   const packaged = opts.packaged ?? packagedTemplateDir();
   const template = await storeTemplate(home, packaged);
-  const tmp = `${dir}.tmp-${process.pid}`;
-  rmSync(tmp, { recursive: true, force: true });
   try {
-    cpSync(template, tmp, { recursive: true });
+    copyTemplate(template, dir);
   } catch (err) {
     // A packaged template this user may not read (installed by another user): make one under NEXUS_HOME.
-    rmSync(tmp, { recursive: true, force: true });
     if (template !== packaged) throw err;
-    cpSync(await makeTemplate(homeTemplateDir(home)), tmp, { recursive: true });
+    copyTemplate(await makeTemplate(homeTemplateDir(home)), dir);
   }
-  tightenTree(tmp, PRIVATE_MODES);
-  renameSync(tmp, dir);
 }
 
 /** WAL written since the last checkpoint beyond which a committed transaction checkpoints the store. */

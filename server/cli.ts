@@ -129,7 +129,7 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
     ...(helloTimeoutMs === undefined ? {} : { helloTimeoutMs }),
     ...(maxPendingPerAddress === undefined ? {} : { maxPendingPerAddress }),
     // The port is held by now; making the store is the slow part of a first start, so it is said.
-    onCreatingStore: (dir) => io.stderr(`creating the relay's store in ${dir} (first start: PGlite makes and migrates a database; this can take a minute)...\n`),
+    onCreatingStore: (dir) => io.stderr(`creating the relay's store in ${dir} (first start: a copy of the packaged empty database, or PGlite's initdb where there is none, which can take a minute)...\n`),
   });
   // A certificate renewed on disk is served from the next handshake on; a file that does not read keeps the old one.
   const unsubscribe =

@@ -1,6 +1,6 @@
 // Shared set-up for the runtime's tests: a real git working copy in a temp folder and a run wired to the fake provider.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { ulid } from 'ulidx';
@@ -24,18 +24,28 @@ export function git(root: string, ...args: string[]): string {
   return execFileSync('git', args, { cwd: root, env: gitEnv(), encoding: 'utf8' });
 }
 
+/** Repositories already made in this worker, by their files: a new one is a copy, not three more git processes. */
+const madeRepos = new Map<string, string>();
+
 /** A git repository with one commit and a .nxs/ folder git ignores, as a workspace has. */
 export function makeWorkingCopy(files: Record<string, string> = { 'README.md': '# demo\n' }): { root: string; cleanup: () => void } {
-  const root = mkdtempSync(path.join(tmpdir(), 'nxs-runtime-'));
-  git(root, 'init', '-q', '-b', 'main');
-  mkdirSync(path.join(root, '.nxs'));
-  writeFileSync(path.join(root, '.nxs', '.gitignore'), '*\n');
-  for (const [name, text] of Object.entries(files)) {
-    mkdirSync(path.dirname(path.join(root, name)), { recursive: true });
-    writeFileSync(path.join(root, name), text);
+  const key = JSON.stringify(Object.entries(files));
+  let made = madeRepos.get(key);
+  if (made === undefined || !existsSync(path.join(made, '.git'))) {
+    made = mkdtempSync(path.join(tmpdir(), 'nxs-runtime-made-'));
+    git(made, 'init', '-q', '-b', 'main');
+    mkdirSync(path.join(made, '.nxs'));
+    writeFileSync(path.join(made, '.nxs', '.gitignore'), '*\n');
+    for (const [name, text] of Object.entries(files)) {
+      mkdirSync(path.dirname(path.join(made, name)), { recursive: true });
+      writeFileSync(path.join(made, name), text);
+    }
+    git(made, 'add', '-A');
+    git(made, 'commit', '-q', '-m', 'start');
+    madeRepos.set(key, made);
   }
-  git(root, 'add', '-A');
-  git(root, 'commit', '-q', '-m', 'start');
+  const root = mkdtempSync(path.join(tmpdir(), 'nxs-runtime-'));
+  cpSync(made, root, { recursive: true });
   return { root, cleanup: () => rmSync(root, { recursive: true, force: true }) };
 }
 

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPgliteStore, silentLog, type OpToAppend } from '../server/index.js';
+import { writeUntilNewSegment } from './helpers/wal-segments.js';
 
 const base = mkdtempSync(join(tmpdir(), 'nexus-relay-wal-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -47,4 +48,21 @@ describe('the write-ahead log of the relay PGlite store', () => {
       await store.close();
     }
   }, 300_000);
+
+  it('makes a new segment without writing 16 MB of zeros first: an append that crossed into it did not stall on that', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-segment-'));
+    const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+    try {
+      await store.createStream('team', 'hash');
+      let n = 0;
+      const op = (): OpToAppend => ({ id: `seg-${n}`, text: JSON.stringify({ id: `seg-${n++}`, pad: randomBytes(6 * 1024).toString('base64') }) });
+      const fresh = await writeUntilNewSegment(join(dir, 'pgdata'), async () => void (await store.append('team', Array.from({ length: 50 }, op))));
+      expect(fresh.size).toBe(16 * MB);
+      // Zero-filled, it would hold all 16 MB on disk the moment it appeared.
+      expect(fresh.allocated).toBeLessThan(8 * MB);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createStore, openStore } from '../node-agent/adapters/store/index.js';
+import { writeUntilNewSegment } from './helpers/wal-segments.js';
 
 const base = mkdtempSync(join(tmpdir(), 'nexus-wal-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -46,4 +47,21 @@ describe('the write-ahead log of a workspace store', () => {
       await store.close();
     }
   }, 120_000);
+
+  it('makes a new segment without writing 16 MB of zeros first', async () => {
+    const dir = join(base, 'segments');
+    await createStore(dir, join(base, 'home'));
+    const store = await openStore(dir);
+    try {
+      // Rows of 8 kB stored as they are (no compression), as a node taking in a backlog writes them.
+      await store.pg.exec('CREATE TABLE filler (x text); ALTER TABLE filler ALTER COLUMN x SET STORAGE EXTERNAL');
+      const insert = "INSERT INTO filler SELECT (SELECT string_agg(md5(random()::text || g::text || r::text), '') FROM generate_series(1, 256) g) FROM generate_series(1, 50) r";
+      const fresh = await writeUntilNewSegment(dir, async () => void (await store.pg.exec(insert)));
+      expect(fresh.size).toBe(16 * MB);
+      // Zero-filled, it would hold all 16 MB on disk the moment it appeared.
+      expect(fresh.allocated).toBeLessThan(8 * MB);
+    } finally {
+      await store.close();
+    }
+  });
 });

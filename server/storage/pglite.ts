@@ -96,9 +96,11 @@ function seedFromTemplate(target: string, template: string | null, log: Logger):
  * pages) and leaves older pages to the OS page cache, which gives memory back. work_mem bounds the
  * paged read's window sort (500 ops, well under 1 MB); the relay makes no temporary tables. The database
  * thread checkpoints every 64 MB of WAL (pglite-worker.ts); max_wal_size and min_wal_size bound the
- * segments a checkpoint keeps for reuse.
+ * segments a checkpoint keeps for reuse. A new segment is not zero-filled first (wal_init_zero off): the
+ * 16 MB of zeros held the thread ~120 ms, and every push waiting behind it, each time the log crossed
+ * into a new segment (the slowest acks of a run at 1,000 pushes/s went from 66 ms to 18-37 ms).
  */
-const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=1MB', 'temp_buffers=1MB', 'max_wal_size=64MB', 'min_wal_size=32MB'];
+const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=1MB', 'temp_buffers=1MB', 'max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off'];
 
 /**
  * Opens (creating on first use) the PGlite store in `dataDir`, migrated. PGlite has no lock of its

@@ -124,7 +124,7 @@ async function main(): Promise<void> {
   const s = saved();
   const relayDir = join(home, 'relay');
   // Said only when it is true: a relay's first start creates its PGlite store, later starts open it.
-  say(existsSync(relayDir) ? 'starting the relay...' : 'starting the relay (its first start creates a PGlite store: up to half a minute on a busy machine)...');
+  say(existsSync(relayDir) ? 'starting the relay...' : 'starting the relay (its first start creates a PGlite store, a copy of the packaged empty one)...');
   const logFile = relayLogFile();
   const relay = await relayOn(relayDir, s.operator_token, port, logFile);
   const streamToken = await ensureStream(relay, s);

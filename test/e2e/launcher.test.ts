@@ -64,7 +64,7 @@ describe('npm start', () => {
       expect(relayPort).toBeGreaterThan(0);
       expect(relayPort).not.toBe(takenPort);
       expect(out).toMatch(/the relay's operator token \(shown this once; kept in .*launcher\.json\): \S{20,}/);
-      expect(out).toContain('its first start creates a PGlite store');
+      expect(out).toContain('its first start creates a PGlite store, a copy of the packaged empty one');
       // The dashboard is among the next steps; the relay's JSON lines are in their file, not in the walk-through.
       expect(out).toMatch(/dashboard: http:\/\/nxs-[0-9a-f]{20}\.localhost:\d+\/\?k=\S+/);
       expect(out).toContain(`relay log: ${join(home, 'relay.log')}`);

@@ -57,9 +57,14 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean; build:
     }
     const tmp = `${dir}.tmp-${process.pid}`;
     rmSync(tmp, { recursive: true, force: true });
-    await withPrivateUmask(() => opts.build(tmp));
-    tightenTree(tmp, modes);
-    renameSync(tmp, dir);
+    try {
+      await withPrivateUmask(() => opts.build(tmp));
+      tightenTree(tmp, modes);
+      renameSync(tmp, dir);
+    } catch (err) {
+      rmSync(tmp, { recursive: true, force: true });
+      throw err;
+    }
     return dir;
   } finally {
     release();

@@ -1,7 +1,10 @@
 // infra/: the shared logger (one JSON object per line, a threshold, a component, child fields, an injected clock) and the shared backoff.
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { backoffDelay, createLogger, parseLogLevel, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
+import { backoffDelay, createLogger, makeDataTemplate, parseLogLevel, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 
@@ -120,5 +123,25 @@ describe('NEXUS_WASM_TIERING', () => {
 
   it.each(['yes', 'ON', '1', 'of'])('%j is refused with USAGE, naming the variable and the values it takes', (value) => {
     expect(() => wasmTieringSetting({ [WASM_TIERING_VARIABLE]: value })).toThrow(expect.objectContaining({ code: 'USAGE', message: expect.stringContaining('NEXUS_WASM_TIERING must be "on" or "off"') }));
+  });
+});
+
+describe('a data template being made', () => {
+  it('that fails halfway leaves nothing behind: no template, no half-made folder, no lock', async () => {
+    const parent = mkdtempSync(join(tmpdir(), 'nexus-template-'));
+    const dir = join(parent, 'cache', 'template');
+    try {
+      const made = makeDataTemplate(dir, {
+        build: async (tmp) => {
+          mkdirSync(tmp);
+          writeFileSync(join(tmp, 'PG_VERSION'), '17\n');
+          throw new Error('initdb failed');
+        },
+      });
+      await expect(made).rejects.toThrow('initdb failed');
+      expect(readdirSync(join(parent, 'cache'))).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
   });
 });

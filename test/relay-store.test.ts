@@ -365,6 +365,20 @@ describe('the PGlite relay data folder', () => {
     }
   });
 
+  it('removes a copy a crashed relay left half made, and copies the template again', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'nexus-relay-template-')), 'data');
+    mkdirSync(join(dir, 'pgdata.tmp-999999', 'base'), { recursive: true });
+    writeFileSync(join(dir, 'pgdata.tmp-999999', 'PG_VERSION'), '17\n');
+    try {
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      await store.close();
+      expect(readdirSync(dir).filter((name) => name.startsWith('pgdata.tmp-'))).toEqual([]);
+      expect(databases(dir)).toBe(1);
+    } finally {
+      rmSync(dirname(dir), { recursive: true, force: true });
+    }
+  });
+
   it('tightens a folder left readable by others when it is opened', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-perms-'));
     try {

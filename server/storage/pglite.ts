@@ -76,7 +76,12 @@ export async function makeRelayTemplate(dir = packagedRelayTemplateDir()): Promi
  * (an existing database is opened, a missing one made by initdb).
  */
 function seedFromTemplate(target: string, template: string | null, log: Logger): void {
-  if (template === null || existsSync(target)) return;
+  if (existsSync(target)) return;
+  // A copy a crashed process left half made: nobody else copies here while this process holds the lock.
+  for (const name of readdirSync(dirname(target))) {
+    if (name.startsWith(`${basename(target)}.tmp-`)) rmSync(join(dirname(target), name), { recursive: true, force: true });
+  }
+  if (template === null) return;
   const problem = templateProblem(template, { shared: true });
   if (problem !== null) {
     log.debug('relay template not used: the database is made by initdb', { template, problem });

@@ -105,9 +105,15 @@ export async function rawPeer(relay: string, stream: string, token: string) {
       const id = next++;
       return new Promise((resolve, reject) => {
         if (closed !== null) return reject(new Error(`closed: ${closed}`));
-        acks.set(id, resolve);
+        // One close listener per push waiting for its ack, removed when the ack comes.
+        const onClose = () => reject(new Error(`closed: ${closed ?? ''}`));
+        ws.once('close', onClose);
+        acks.set(id, (results) => {
+          ws.off('close', onClose);
+          acks.delete(id);
+          resolve(results);
+        });
         ws.send(`{"type":"push","id":${id},"ops":[${texts.join(',')}]}`);
-        ws.once('close', () => reject(new Error(`closed: ${closed ?? ''}`)));
       });
     },
     close: () => ws.close(),

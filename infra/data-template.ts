@@ -3,8 +3,8 @@
 // package ships such templates in dist/ (made by `npm run build`), and a machine may make its own. A
 // template is copied into every folder made from it, so it is trusted only when nobody but its owner
 // could have changed it.
-import { cpSync, existsSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { cpSync, existsSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { NexusError } from '../protocol/errors.js';
 import { acquireLock, describeOwner } from './fs.js';
 import { packageRoot } from './package.js';
@@ -68,6 +68,18 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean; build:
     return dir;
   } finally {
     release();
+  }
+}
+
+/**
+ * Removes the templates of other versions beside `dir` (named as it is, `<name>-<hex hash>`): a template
+ * of an older schema or PGlite is never used again.
+ */
+export function removeOtherTemplates(dir: string): void {
+  const kind = basename(dir).replace(/-[0-9a-f]+$/, '');
+  const other = new RegExp(`^${kind}-[0-9a-f]+$`);
+  for (const name of readdirSync(dirname(dir))) {
+    if (other.test(name) && name !== basename(dir)) rmSync(join(dirname(dir), name), { recursive: true, force: true });
   }
 }
 

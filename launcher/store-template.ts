@@ -4,8 +4,9 @@
 // dist/relay-template-<version> (an empty relay database). Their files are writable by their owner
 // alone (a template anybody could change would be copied into every store); one left otherwise by an
 // older build is made again.
-import { existsSync, readdirSync, rmSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { removeOtherTemplates } from '../infra/index.js';
 import { makeTemplate, packagedTemplateDir, templateProblem } from '../node-agent/adapters/store/index.js';
 import { makeRelayTemplate, packagedRelayTemplateDir } from '../server/index.js';
 
@@ -19,9 +20,8 @@ async function ensure(what: string, dir: string, make: () => Promise<string>): P
 }
 
 const store = packagedTemplateDir();
-// A template of an older schema is never used again.
-for (const name of readdirSync(dirname(store))) {
-  if (/^store-template-[0-9a-f]+$/.test(name) && name !== basename(store)) rmSync(join(dirname(store), name), { recursive: true, force: true });
-}
+const relay = packagedRelayTemplateDir();
+removeOtherTemplates(store);
+removeOtherTemplates(relay);
 await ensure('store', store, () => makeTemplate(store, { shared: true }));
-await ensure('relay', packagedRelayTemplateDir(), () => makeRelayTemplate());
+await ensure('relay', relay, () => makeRelayTemplate(relay));

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { backoffDelay, createLogger, makeDataTemplate, parseLogLevel, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
+import { backoffDelay, createLogger, makeDataTemplate, parseLogLevel, removeOtherTemplates, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 
@@ -140,6 +140,19 @@ describe('a data template being made', () => {
       });
       await expect(made).rejects.toThrow('initdb failed');
       expect(readdirSync(join(parent, 'cache'))).toEqual([]);
+    } finally {
+      rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('templates of other versions', () => {
+  it('are removed beside a template of the same kind; other kinds and other names are left', () => {
+    const parent = mkdtempSync(join(tmpdir(), 'nexus-template-'));
+    try {
+      for (const name of ['relay-template-aa11', 'relay-template-bb22', 'store-template-cc33', 'relay-template-notes']) mkdirSync(join(parent, name));
+      removeOtherTemplates(join(parent, 'relay-template-aa11'));
+      expect(readdirSync(parent).sort()).toEqual(['relay-template-aa11', 'relay-template-notes', 'store-template-cc33']);
     } finally {
       rmSync(parent, { recursive: true, force: true });
     }

@@ -52,11 +52,8 @@ export function packagedRelayTemplateDir(): string {
   return join(packageRoot(), 'dist', `relay-template-${version}`);
 }
 
-/** Makes the packaged relay template (a build step), removing those of older versions. */
+/** Makes the packaged relay template (a build step). */
 export async function makeRelayTemplate(dir = packagedRelayTemplateDir()): Promise<string> {
-  for (const name of readdirSync(dirname(dir))) {
-    if (/^relay-template-[0-9a-f]+$/.test(name) && name !== basename(dir)) rmSync(join(dirname(dir), name), { recursive: true, force: true });
-  }
   return makeDataTemplate(dir, {
     shared: true,
     build: async (tmp) => {

@@ -8,11 +8,11 @@ import { basename, join } from 'node:path';
 import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, dropTemplateDatabases, makeDataTemplate, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
-
-export { templateProblem };
 import { drizzleClient } from './driver.js';
 import { runCommitHooks } from './commit-hooks.js';
 import * as schema from './schema.js';
+
+export { templateProblem };
 
 export type Db = PgliteDatabase<typeof schema>;
 

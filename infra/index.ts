@@ -8,5 +8,5 @@ export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
 export { packageRoot, packageVersion } from './package.js';
 export { copyRow, sqlInteger, sqlLiteral, sqlText } from './sql.js';
 export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest, type RunFileResult } from './spawner.js';
-export { copyTemplate, dropTemplateDatabases, makeTemplate as makeDataTemplate, removeOtherTemplates, templateProblem } from './data-template.js';
+export { copyTemplate, finishTemplate, makeTemplate as makeDataTemplate, removeOtherTemplates, templateProblem } from './data-template.js';
 export { chooseWasmTier, wasmTieringSetting, WASM_TIERING_VARIABLE } from './wasm.js';

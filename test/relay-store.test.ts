@@ -7,7 +7,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newOpId } from '../protocol/ids.js';
 import { openPgliteStore, openPostgresStore, packagedRelayTemplateDir, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
-import { modes, notPrivate } from './helpers/file-modes.js';
+import { allocatedBytes, modes, notPrivate } from './helpers/file-modes.js';
 
 const PG_URL = process.env['TEST_DATABASE_URL'];
 
@@ -347,13 +347,15 @@ describe('the PGlite relay data folder', () => {
     }
   });
 
-  it('is copied from the packaged template on first use, private, and serves at once', async () => {
+  it('is copied from the packaged template on first use, private, its WAL segment sparse, and serves at once', async () => {
     const dir = join(mkdtempSync(join(tmpdir(), 'nexus-relay-template-')), 'data');
     try {
       const store = await openPgliteStore({ dataDir: dir, log: silentLog });
       try {
         expect(databases(dir)).toBe(1);
         expect(notPrivate(dir)).toEqual([]);
+        // One 16 MB segment whose unwritten pages are holes: the whole folder takes less than that segment would.
+        expect(allocatedBytes(dir)).toBeLessThan(12 * 2 ** 20);
         await store.createStream('copied', 'h');
         expect((await store.append('copied', [op(), op()])).results.map((r) => r.seq)).toEqual([1, 2]);
       } finally {

@@ -1,13 +1,14 @@
 // The migrated store template ships in the package (dist/, made by `npm run build`): a new workspace on a
 // machine that never made one is a copy away, and nxs init says nothing about a slow first run.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { packagedTemplateDir, storeTemplate, storeTemplateReady } from '../node-agent/adapters/store/index.js';
+import { createStore, openStore, packagedTemplateDir, storeTemplate, storeTemplateReady } from '../node-agent/adapters/store/index.js';
 import { main as nxsMain } from '../node-agent/cli/nxs.js';
 import type { Io } from '../node-agent/cli/io.js';
 import { slowStep } from '../node-agent/cli/progress.js';
+import { allocatedBytes } from './helpers/file-modes.js';
 
 const base = mkdtempSync(join(tmpdir(), 'nexus-template-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
@@ -46,6 +47,28 @@ describe('the packaged store template', () => {
     expect(JSON.parse(out.stdout)).toMatchObject({ created: true, name: 'project' });
     expect(out.stderr).toBe('');
     expect(existsSync(join(home, 'cache'))).toBe(false);
+  });
+});
+
+describe('a store copied from the template', () => {
+  it('has one WAL segment, left sparse: the copy takes under 12 MB on disk where a whole segment alone is 16, and takes writes', async () => {
+    const dir = join(base, 'sparse-store');
+    await createStore(dir, join(base, 'sparse-home'));
+    const segments = readdirSync(join(dir, 'pg_wal')).filter((name) => /^[0-9A-F]{24}$/.test(name));
+    expect(segments).toHaveLength(1);
+    const segment = join(dir, 'pg_wal', segments[0]!);
+    expect(lstatSync(segment).size).toBe(16 * 2 ** 20);
+    expect(allocatedBytes(segment)).toBeLessThan(2 ** 20);
+    expect(allocatedBytes(dir)).toBeLessThan(12 * 2 ** 20);
+    let store = await openStore(dir);
+    await store.pg.exec('create table probe (n int); insert into probe values (41), (42)');
+    await store.close();
+    store = await openStore(dir);
+    try {
+      expect((await store.pg.query<{ n: number }>('select n from probe order by n')).rows).toEqual([{ n: 41 }, { n: 42 }]);
+    } finally {
+      await store.close();
+    }
   });
 });
 

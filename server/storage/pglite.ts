@@ -6,7 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, dropTemplateDatabases, makeDataTemplate, makePrivateDir, packageRoot, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
+import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
 import { PgliteThread } from './pglite-thread.js';
 import { CommitEmitter, migrate, sqlStreamStore } from './sql.js';
 
@@ -25,7 +25,7 @@ export type PgliteStoreOptions = {
 };
 
 /** How the relay's template is made: a change here, or another PGlite, makes it again. */
-const TEMPLATE_FORMAT = 'initdb, template databases dropped';
+const TEMPLATE_FORMAT = 'initdb, template databases dropped, one sparse WAL segment';
 
 /** The PGlite version this process runs, which decides the data folder's format. */
 function pgliteVersion(): string {
@@ -60,7 +60,7 @@ export async function makeRelayTemplate(dir = packagedRelayTemplateDir()): Promi
       const { PGlite } = await import('@electric-sql/pglite');
       const pg = await PGlite.create({ dataDir: tmp });
       try {
-        await dropTemplateDatabases(pg);
+        await finishTemplate(pg);
       } finally {
         await pg.close();
       }

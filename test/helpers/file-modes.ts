@@ -1,4 +1,5 @@
-// File modes under a folder, for the tests that check stores and data folders are private.
+// File modes under a folder, for the tests that check stores and data folders are private, and the room a
+// folder takes on disk.
 import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -22,4 +23,11 @@ export function modes(root: string): Map<string, string> {
 /** The entries whose mode is not private: folders 0700, files 0600. */
 export function notPrivate(root: string): string[] {
   return [...modes(root)].filter(([, m]) => m !== 'd700' && m !== 'f600').map(([p, m]) => `${m} ${p}`);
+}
+
+/** Bytes the tree at `root` takes on disk: allocated blocks, so a sparse file's holes count for nothing. */
+export function allocatedBytes(root: string): number {
+  const st = lstatSync(root);
+  if (!st.isDirectory()) return st.blocks * 512;
+  return readdirSync(root).reduce((sum, name) => sum + allocatedBytes(join(root, name)), st.blocks * 512);
 }

@@ -5,7 +5,7 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, dropTemplateDatabases, makeDataTemplate, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
@@ -31,7 +31,7 @@ function migrationsFolder(): string {
 }
 
 /** How a template is made, beyond its migrations: a change here makes every template again. */
-const TEMPLATE_FORMAT = 'no-template-databases';
+const TEMPLATE_FORMAT = 'no-template-databases, one sparse WAL segment';
 
 /** Identifies the schema a template was made with, so a new migration never reuses an old template. */
 function schemaVersion(): string {
@@ -149,7 +149,7 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean } = {})
         await migrate(drizzle(drizzleClient(pg), { schema }), { migrationsFolder: migrationsFolder() });
         // Without initdb's template databases every store is 25 MB and 439 files instead of 39 MB and 1,039,
         // which every new workspace copies.
-        await dropTemplateDatabases(pg);
+        await finishTemplate(pg);
       } finally {
         await pg.close();
       }

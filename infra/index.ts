@@ -10,3 +10,4 @@ export { copyRow, sqlInteger, sqlLiteral, sqlText } from './sql.js';
 export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest, type RunFileResult } from './spawner.js';
 export { copyTemplate, finishTemplate, makeTemplate as makeDataTemplate, removeOtherTemplates, templateProblem } from './data-template.js';
 export { chooseWasmTier, wasmTieringSetting, WASM_TIERING_VARIABLE } from './wasm.js';
+export { cacheFileSizes, type PgliteModule } from './pglite-sizes.js';

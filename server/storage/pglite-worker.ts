@@ -3,6 +3,7 @@
 import { createRequire } from 'node:module';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
+import { cacheFileSizes } from '../../infra/pglite-sizes.js';
 
 /** What the relay's thread sends: `id` names the answer; `tx` places a statement in an open transaction. */
 export type ThreadRequest = { id: number } & (
@@ -175,6 +176,8 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
         // PGlite's CommonJS build, by the absolute path the relay's thread resolved.
         const { PGlite: Pg } = createRequire(import.meta.url)(data.entry) as { PGlite: typeof PGlite };
         pg = await Pg.create({ dataDir: m.dataDir, startParams: [...Pg.defaultStartParams, ...m.startParams] });
+        // The relay's lock makes this thread the folder's only writer: relation sizes are kept here (infra/pglite-sizes.ts).
+        cacheFileSizes(pg);
         return null;
       });
     } else {

@@ -5,7 +5,7 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, cacheFileSizes, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
@@ -242,6 +242,8 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     // version left readable by others included) and again at close.
     chooseWasmTier(opts.tiering === true);
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir, startParams: START_PARAMS }));
+    // This process alone writes the folder (the lock): a relation's size is kept, not asked of the kernel at every plan.
+    cacheFileSizes(pg);
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');
     const db = checkpointing(runCommitHooks(drizzle(drizzleClient(pg), { schema })), pg);

@@ -8,8 +8,9 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createStore, openStore } from '../node-agent/adapters/store/index.js';
+import { WAL_CHECK_INTERVAL_MS } from '../node-agent/adapters/store/open.js';
 import { writeUntilNewSegment } from './helpers/wal-segments.js';
 
 const base = mkdtempSync(join(tmpdir(), 'nexus-wal-'));
@@ -47,6 +48,25 @@ describe('the write-ahead log of a workspace store', () => {
       await store.close();
     }
   }, 120_000);
+
+  it('is looked at once per 100 ms of small commits, not after each: a command commits several in a few milliseconds', async () => {
+    const dir = join(base, 'store-looks');
+    await createStore(dir, join(base, 'home'));
+    const store = await openStore(dir);
+    try {
+      await store.pg.exec('create table ticks (n int)');
+      const query = vi.spyOn(store.pg, 'query');
+      const looks = () => query.mock.calls.filter(([text]) => String(text).includes('pg_current_wal_insert_lsn')).length;
+      const started = performance.now();
+      for (let i = 0; i < 200; i++) await store.db.transaction((tx) => tx.execute(sql`insert into ticks values (${i})`));
+      const elapsed = performance.now() - started;
+      expect(looks()).toBeGreaterThanOrEqual(1);
+      expect(looks()).toBeLessThanOrEqual(Math.ceil(elapsed / WAL_CHECK_INTERVAL_MS) + 1);
+      expect(looks()).toBeLessThan(200);
+    } finally {
+      await store.close();
+    }
+  });
 
   it('makes a new segment without writing 16 MB of zeros first', async () => {
     const dir = join(base, 'segments');

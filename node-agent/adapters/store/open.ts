@@ -188,6 +188,12 @@ export async function createStore(dir: string, home = nexusHome(), opts: { packa
 /** WAL written since the last checkpoint beyond which a committed transaction checkpoints the store. */
 export const CHECKPOINT_WAL_BYTES = 64 * 2 ** 20;
 
+/**
+ * The shortest time between two looks at the WAL. PGlite writes WAL at some tens of MB a second at most, so
+ * the bound is overshot by a few MB beyond what the last transaction wrote.
+ */
+export const WAL_CHECK_INTERVAL_MS = 100;
+
 /** A WAL position (`16/B374D848`) as a number of bytes: exact up to 2^53, some eight petabytes. */
 function walBytes(lsn: string): number {
   const [hi, lo] = lsn.split('/');
@@ -203,14 +209,21 @@ function walBytes(lsn: string): number {
  * taking in 1,000,000 ops held 1.3 GB of it by the 900,000th), and one that stopped without closing them
  * (killed, or its machine lost) left all of it to replay at its next start (a 100,000-op store left with
  * 556-577 MB of WAL since its checkpoint opened in 4.3-6.9 s, against ~1 s clean): a cold start that grew with
- * everything written since the last clean stop. One cheap query per committed transaction bounds both.
+ * everything written since the last clean stop. One cheap query after a commit bounds both; it is asked at
+ * most once per {@link WAL_CHECK_INTERVAL_MS}, since a command commits several small transactions in a few
+ * milliseconds (the check was one query in nine of a busy store's), and a transaction that wrote much took
+ * longer than that and is checked as soon as it commits.
  */
 function checkpointing(db: Db, pg: PGlite): Db {
   /** Where the WAL stood at the last checkpoint: read from the control file at the first commit. */
   let redo: number | null = null;
+  let checkedAt = Number.NEGATIVE_INFINITY;
   const transaction = db.transaction.bind(db);
   db.transaction = (async (fn, config) => {
     const result = await transaction(fn, config);
+    const at = performance.now();
+    if (at - checkedAt < WAL_CHECK_INTERVAL_MS) return result;
+    checkedAt = at;
     try {
       redo ??= walBytes((await pg.query<{ lsn: string }>('select redo_lsn::text as lsn from pg_control_checkpoint()')).rows[0]!.lsn);
       const now = walBytes((await pg.query<{ lsn: string }>('select pg_current_wal_insert_lsn()::text as lsn')).rows[0]!.lsn);
@@ -219,7 +232,7 @@ function checkpointing(db: Db, pg: PGlite): Db {
         redo = now;
       }
     } catch {
-      // The transaction has committed; a checkpoint that could not be taken is tried again at the next commit.
+      // The transaction has committed; a checkpoint that could not be taken is tried again at the next look.
     }
     return result;
   }) as Db['transaction'];

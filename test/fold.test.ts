@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
 import { ulid } from 'ulidx';
 import { opSigner } from '../crypto/index.js';
-import { afterAll, beforeAll, describe, expect, it, inject } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { undoMigrationsAfter } from './helpers/migrations.js';
 import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
 import { compareOps } from '../protocol/ops.js';
@@ -487,6 +487,16 @@ describe('appendOps and ingestOps on a real store', () => {
     return { state: (await withParts(store.db, rows))[0]!, finished: rows[0].finished };
   }
 
+  function post(root: string, text: string) {
+    return {
+      operation: root,
+      thread: root,
+      session: null,
+      kind: 'message.posted' as const,
+      body: { message: `m-${ulid()}`, author: ALICE, text, effect: 'none' as const, substituted: false, refs: { working_copy: null } },
+    };
+  }
+
   async function opCount(operation: string): Promise<number> {
     return (await store.db.select({ id: tables.ops.id }).from(tables.ops).where(eq(tables.ops.operation, operation))).length;
   }
@@ -637,6 +647,49 @@ describe('appendOps and ingestOps on a real store', () => {
     expect((await row(root))?.finished).toBe(false);
     // Appending nothing writes nothing.
     expect(await appendOps(store.db, author, [])).toEqual([]);
+  });
+
+  it('appendOps reads the log\'s Lamport clock once per open store, not before every append: 40 transactions, at most one max(lamport)', async () => {
+    const root = buildOps([{ action: 1, pick: 0, flag: false, gap: 1 }], freshTag())[0]!.operation;
+    const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z'), signer: opSigner(generateKeyPairSync('ed25519').privateKey), projections: PROJECTIONS };
+    // Every statement, in a transaction or not, reaches PostgreSQL through execProtocolRawSync as wire messages.
+    const sent = vi.spyOn(store.pg, 'execProtocolRawSync');
+    try {
+      for (let i = 0; i < 40; i++) await store.db.transaction((tx) => appendOps(tx, author, [post(root, `clock ${i}`)]));
+      const texts = sent.mock.calls.map(([message]) => Buffer.from(message).toString('utf8'));
+      expect(texts.filter((text) => text.includes('insert into "ops"')).length).toBe(40);
+      expect(texts.filter((text) => text.includes('max("lamport") from "ops"')).length).toBeLessThanOrEqual(1);
+    } finally {
+      sent.mockRestore();
+    }
+  });
+
+  it('the clock appendOps keeps follows ops taken in from elsewhere, and is not moved by a transaction that rolled back', async () => {
+    const ops = buildOps([{ action: 1, pick: 0, flag: false, gap: 1 }], freshTag());
+    const root = ops[0]!.operation;
+    const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z'), signer: opSigner(generateKeyPairSync('ed25519').privateKey), projections: PROJECTIONS };
+    const top = async () => Math.max(...(await store.db.select({ l: tables.ops.lamport }).from(tables.ops)).map((r) => r.l));
+    await store.db.transaction((tx) => appendOps(tx, author, [post(root, 'before')]));
+    // Taken in, in a transaction and outside one, far ahead of everything stored.
+    const ahead = ops.map((op) => ({ ...op, lamport: op.lamport + 5_000_000 }) as Op);
+    await store.db.transaction((tx) => ingestInto(tx, ahead.slice(0, 1), PROJECTIONS));
+    await ingestOps(store.db, ahead.slice(1));
+    const [after] = await store.db.transaction((tx) => appendOps(tx, author, [post(root, 'after')]));
+    expect(after!.lamport).toBe(Math.max(...ahead.map((op) => op.lamport)) + 1);
+    // A transaction that appended and then failed: its Lamport times were never stored, and are given again.
+    const committed = await top();
+    await expect(
+      store.db.transaction(async (tx) => {
+        await appendOps(tx, author, [post(root, 'rolled back'), post(root, 'rolled back too')]);
+        throw new Error('refused after the append');
+      }),
+    ).rejects.toThrow('refused after the append');
+    const [next] = await store.db.transaction((tx) => appendOps(tx, author, [post(root, 'next')]));
+    expect(next!.lamport).toBe(committed + 1);
+    // Outside a transaction too.
+    const [bare] = await appendOps(store.db, author, [post(root, 'bare')]);
+    expect(bare!.lamport).toBe(committed + 2);
+    expect(await top()).toBe(committed + 2);
   });
 
   it('a transaction writes an operation\'s state once, at its end, however many appends it made; one that throws writes none', async () => {

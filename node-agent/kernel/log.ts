@@ -1,5 +1,5 @@
 // Appends ops to the store and keeps each operation's fold current, in the same transaction.
-import { max, sql, type SQL } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { SIGNED_FIELDS, signedText, signOp, wireText, type OpSigner } from '../../crypto/index.js';
 import { copyRow, sqlLiteral } from '../../infra/index.js';
 import { NexusError } from '../../protocol/errors.js';
@@ -8,6 +8,7 @@ import type { Op, OpPayload } from '../../protocol/ops.js';
 import { badTextError, findBadText, MAX_LAMPORT } from '../../protocol/storable.js';
 import { pgliteUnder, tables } from '../adapters/store/index.js';
 import type { Exec } from './db.js';
+import { logClock, raiseLogClock } from './clock.js';
 import { project, type Projection } from './projections.js';
 
 export type { Exec, Tx } from './db.js';
@@ -98,8 +99,7 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
     const bad = findBadText(d.body);
     if (bad !== null) throw badTextError(bad, ['body']);
   }
-  const [row] = await db.select({ top: max(tables.ops.lamport) }).from(tables.ops);
-  let lamport = row?.top ?? 0;
+  let lamport = await logClock(db);
   // Never build an op no relay or node would take: the clock stops at MAX_LAMPORT (see protocol/storable.ts).
   if (lamport + drafts.length > MAX_LAMPORT) {
     throw new NexusError('CLOCK_EXHAUSTED', `this log's Lamport clock is at ${lamport}; no op past ${MAX_LAMPORT} can be written`, { lamport, max: MAX_LAMPORT });
@@ -110,6 +110,7 @@ export async function appendOps(db: Exec, author: Author, drafts: readonly OpDra
     (d) => ({ id: randomUlid(), workspace: author.workspace, origin: author.origin, lamport: ++lamport, ts, kind: d.kind, operation: d.operation, thread: d.thread, session: d.session, body: d.body, key: signer.key }) as Op,
   );
   await db.insert(tables.ops).values(ops.map((op) => opRow({ ...op, sig: signOp(op, signer).sig })));
+  raiseLogClock(db, lamport);
   await project(db, author.projections, ops);
   return ops;
 }
@@ -138,6 +139,7 @@ export async function ingestOps(db: Exec, incoming: readonly IncomingOp[], proje
   const fresh = incoming.filter((op) => !known.has(op.id) && !seen.has(op.id) && seen.add(op.id));
   if (fresh.length === 0) return [];
   await pgliteUnder(db).query(COPY_OPS, [], { blob: new Blob([copyOps(fresh)]) });
+  raiseLogClock(db, fresh.reduce((top, op) => Math.max(top, op.lamport), 0));
   await project(db, projections, fresh);
   return fresh;
 }

@@ -47,6 +47,22 @@ describe('the write-ahead log of the relay PGlite store', () => {
     } finally {
       await store.close();
     }
+    // The database thread kept its files' sizes itself through all of that (infra/pglite-sizes.ts): opened
+    // again, the store holds every op, in order, as appended.
+    const again = await openPgliteStore({ dataDir: base, log: silentLog });
+    try {
+      const heads = await again.heads();
+      expect(heads).toEqual([{ name: 'team', head: expect.any(Number) }]);
+      const head = heads[0]!.head;
+      expect(head).toBeGreaterThan(25_000);
+      const tail = await again.read('team', head - 3, 10);
+      expect(tail.map((r) => r.seq)).toEqual([head - 2, head - 1, head]);
+      expect(JSON.parse(tail.at(-1)!.op).id).toBe(`op-${head - 1}`);
+      const first = await again.read('team', 0, 2);
+      expect(first.map((r) => JSON.parse(r.op).id)).toEqual(['op-0', 'op-1']);
+    } finally {
+      await again.close();
+    }
   }, 300_000);
 
   it('makes a new segment without writing 16 MB of zeros first: an append that crossed into it did not stall on that', async () => {

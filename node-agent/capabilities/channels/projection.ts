@@ -3,7 +3,7 @@
 import { and, asc, eq, inArray, isNotNull, lte, sql } from 'drizzle-orm';
 import { CHANNEL_OP_KINDS, type ChannelOpKind } from '../../../protocol/round.js';
 import { compareOps, type Op } from '../../../protocol/ops.js';
-import { tables } from '../../adapters/store/index.js';
+import { afterCommit, hookedStore, tables } from '../../adapters/store/index.js';
 import { opColumns, rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { applyBoardOp, foldBoard, type Board, type BoardOp } from './board.js';
 import { nextDeadline } from './decide.js';
@@ -29,6 +29,63 @@ async function roundLog(db: Exec, round: string): Promise<BoardOp[]> {
   return rows.map(rowToOp).sort(compareOps).map(boardOp);
 }
 
+/** What the engine reads of a round's row: its operation, its board and the sort key of its newest op. */
+type Kept = { operation: string; board: Board | null; head: Head };
+
+/**
+ * The rows of the rounds read or written lately, per open store, so a running round is not read back from
+ * the table by every step of every command that touches it (seventeen reads a round, measured in a test of
+ * a hundred rounds). This table is written only by the projection below, inside the transaction that
+ * stores the ops; a transaction keeps what it wrote until it commits, so one that rolls back leaves the
+ * kept rows as they were. Where no commit hooks run, nothing is kept and the table is read each time.
+ */
+const committedRows = new WeakMap<object, Map<string, Kept>>();
+const pendingRows = new WeakMap<object, Map<string, Kept>>();
+/** Rows kept per store: the rounds running at once, with room to spare. */
+const KEEP_ROWS = 256;
+
+/** A copy, as the table would give it back: the board is stored as JSON. */
+function copy(row: Kept): Kept {
+  return JSON.parse(JSON.stringify(row)) as Kept;
+}
+
+function keptRow(db: Exec, id: string): Kept | undefined {
+  const store = hookedStore(db);
+  if (store === null) return undefined;
+  const row = pendingRows.get(db)?.get(id) ?? committedRows.get(store)?.get(id);
+  return row === undefined ? undefined : copy(row);
+}
+
+function keepIn(rows: Map<string, Kept>, id: string, row: Kept): void {
+  rows.delete(id);
+  rows.set(id, row);
+  if (rows.size > KEEP_ROWS) rows.delete(rows.keys().next().value!);
+}
+
+function committedOf(store: object): Map<string, Kept> {
+  let rows = committedRows.get(store);
+  if (rows === undefined) committedRows.set(store, (rows = new Map()));
+  return rows;
+}
+
+/** Keeps `row` as round `id`'s, as `db` sees it now (a transaction's until it commits). */
+function keepRow(db: Exec, id: string, row: Kept): void {
+  const store = hookedStore(db);
+  if (store === null) return;
+  if (db === store) return keepIn(committedOf(store), id, copy(row));
+  let pending = pendingRows.get(db);
+  if (pending === undefined) {
+    const rows = new Map<string, Kept>();
+    const registered = afterCommit(db, () => {
+      const into = committedOf(store);
+      for (const [key, value] of rows) keepIn(into, key, value);
+    });
+    if (!registered) return;
+    pendingRows.set(db, (pending = rows));
+  }
+  pending.set(id, copy(row));
+}
+
 /** Folds freshly stored round ops into their rounds: in place when they sort last, a re-fold otherwise. */
 async function foldRounds(db: Exec, added: readonly Op[]): Promise<void> {
   const byRound = new Map<string, Op[]>();
@@ -37,9 +94,18 @@ async function foldRounds(db: Exec, added: readonly Op[]): Promise<void> {
     byRound.set(op.thread, [...(byRound.get(op.thread) ?? []), op]);
   }
   if (byRound.size === 0) return;
-  const known = new Map(
-    (await db.select().from(tables.rounds).where(inArray(tables.rounds.id, [...byRound.keys()]))).map((r) => [r.id, r]),
-  );
+  const known = new Map<string, Kept>();
+  const unread: string[] = [];
+  for (const id of byRound.keys()) {
+    const kept = keptRow(db, id);
+    if (kept !== undefined) known.set(id, kept);
+    else unread.push(id);
+  }
+  if (unread.length > 0) {
+    for (const r of await db.select().from(tables.rounds).where(inArray(tables.rounds.id, unread))) {
+      known.set(r.id, { operation: r.operation, board: r.board as Board | null, head: r.head as Head });
+    }
+  }
   for (const [id, fresh] of byRound) {
     fresh.sort(compareOps);
     const row = known.get(id);
@@ -68,6 +134,8 @@ async function foldRounds(db: Exec, added: readonly Op[]): Promise<void> {
         target: tables.rounds.id,
         set: { workspace: values.workspace, board: sql`excluded.board`, head: sql`excluded.head`, completed: values.completed, nextDeadline: values.nextDeadline },
       });
+    // A stored row keeps the operation it was first written with.
+    keepRow(db, id, { operation: row?.operation ?? values.operation, board, head });
   }
 }
 
@@ -78,8 +146,14 @@ export type RoundRow = { board: Board; operation: string };
 
 /** One round's board and operation, or null when this node knows no such round. */
 export async function loadRound(db: Exec, round: string): Promise<RoundRow | null> {
-  const [row] = await db.select().from(tables.rounds).where(eq(tables.rounds.id, round));
-  return row === undefined || row.board === null ? null : { board: row.board as Board, operation: row.operation };
+  let row = keptRow(db, round);
+  if (row === undefined) {
+    const [stored] = await db.select().from(tables.rounds).where(eq(tables.rounds.id, round));
+    if (stored === undefined) return null;
+    row = { operation: stored.operation, board: stored.board as Board | null, head: stored.head as Head };
+    keepRow(db, round, row);
+  }
+  return row.board === null ? null : { board: row.board, operation: row.operation };
 }
 
 /** The boards of every round in these operations, by round id. */

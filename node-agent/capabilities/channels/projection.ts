@@ -34,8 +34,8 @@ type Kept = { operation: string; board: Board | null; head: Head };
 
 /**
  * The rows of the rounds read or written lately, per open store, so a running round is not read back from
- * the table by every step of every command that touches it (seventeen reads a round, measured in a test of
- * a hundred rounds). This table is written only by the projection below, inside the transaction that
+ * the table by every step of every command that touches it (25 reads a round before, counted in
+ * test/channels/reads.test.ts). This table is written only by the projection below, inside the transaction that
  * stores the ops; a transaction keeps what it wrote until it commits, so one that rolls back leaves the
  * kept rows as they were. Where no commit hooks run, nothing is kept and the table is read each time.
  */

@@ -12,7 +12,7 @@ import { fstatSync } from 'node:fs';
 
 /** The parts of an Emscripten file-system node and stream this code reads. */
 type FsNode = { mode: number };
-type FsStream = { node: FsNode; nfd: number; position: number };
+type FsStream = { node: FsNode; nfd: number };
 type StreamOps = {
   open(stream: FsStream): void;
   llseek(stream: FsStream, offset: number, whence: number): number;
@@ -31,12 +31,12 @@ const patched = new WeakSet<object>();
 
 /**
  * Makes `pg`'s NODEFS keep each file's size once it was first read, following writes and truncations.
- * Returns false when the instance has no NODEFS to patch (an in-memory database): nothing is changed.
+ * An instance with no NODEFS (an in-memory database) is left as it is.
  */
-export function cacheFileSizes(pg: PgliteModule): boolean {
+export function cacheFileSizes(pg: PgliteModule): void {
   const nodefs = pg.Module.NODEFS;
   const fs = pg.Module.FS;
-  if (nodefs === undefined || patched.has(nodefs)) return nodefs !== undefined;
+  if (nodefs === undefined || patched.has(nodefs)) return;
   patched.add(nodefs);
   const sizes = new WeakMap<FsNode, number>();
   const stream = nodefs.stream_ops;
@@ -80,5 +80,4 @@ export function cacheFileSizes(pg: PgliteModule): boolean {
     sizes.delete(n);
     nodeSetattr(n, attr);
   };
-  return true;
 }

@@ -58,3 +58,41 @@ export function hookedStore(db: object): object | null {
   if (hooked.has(db)) return db;
   return stores.get(db) ?? null;
 }
+
+/** A value kept beside each open store and seen through its transactions (see {@link keptPerStore}). */
+export type StoreKept<T> = {
+  /** The value `db` sees: its transaction's own when it set one, else the store's; undefined when none is kept. */
+  get(db: object): T | undefined;
+  /** Sets the value `db` sees. On a transaction it becomes the store's only once that commits. */
+  set(db: object, value: T): void;
+};
+
+/**
+ * State derived from a store that this process keeps in memory instead of reading it back: the process
+ * holding a store is its only writer. A transaction sees what it set itself, and what it set reaches the
+ * store's value through `settle` when it commits; one that rolls back leaves the store's as it was. Where
+ * `db` runs no commit hooks (not made by {@link runCommitHooks}, or a nested transaction), nothing is kept
+ * and `get` answers undefined.
+ */
+export function keptPerStore<T>(settle: (stored: T | undefined, committed: T) => T = (_, committed) => committed): StoreKept<T> {
+  const stored = new WeakMap<object, T>();
+  const pending = new WeakMap<object, T>();
+  return {
+    get(db) {
+      const store = hookedStore(db);
+      if (store === null) return undefined;
+      return pending.has(db) ? pending.get(db) : stored.get(store);
+    },
+    set(db, value) {
+      const store = hookedStore(db);
+      if (store === null) return;
+      if (store === db) {
+        stored.set(store, value);
+        return;
+      }
+      const commit = () => void stored.set(store, settle(stored.get(store), pending.get(db) as T));
+      if (!pending.has(db) && !afterCommit(db, commit)) return;
+      pending.set(db, value);
+    },
+  };
+}

@@ -3,7 +3,7 @@
 import { and, asc, eq, inArray, isNotNull, lte, sql } from 'drizzle-orm';
 import { CHANNEL_OP_KINDS, type ChannelOpKind } from '../../../protocol/round.js';
 import { compareOps, type Op } from '../../../protocol/ops.js';
-import { afterCommit, hookedStore, tables } from '../../adapters/store/index.js';
+import { keptPerStore, tables } from '../../adapters/store/index.js';
 import { opColumns, rowToOp, type Exec, type Projection } from '../../kernel/index.js';
 import { applyBoardOp, foldBoard, type Board, type BoardOp } from './board.js';
 import { nextDeadline } from './decide.js';
@@ -35,12 +35,11 @@ type Kept = { operation: string; board: Board | null; head: Head };
 /**
  * The rows of the rounds read or written lately, per open store, so a running round is not read back from
  * the table by every step of every command that touches it (25 reads a round before, counted in
- * test/channels/reads.test.ts). This table is written only by the projection below, inside the transaction that
- * stores the ops; a transaction keeps what it wrote until it commits, so one that rolls back leaves the
- * kept rows as they were. Where no commit hooks run, nothing is kept and the table is read each time.
+ * test/channels/reads.test.ts). This table is written only by the projection below, inside the transaction
+ * that stores the ops; a transaction's rows reach the store's when it commits (`keptPerStore`). The last
+ * {@link KEEP_ROWS} rounds are kept, as JSON would give them back.
  */
-const committedRows = new WeakMap<object, Map<string, Kept>>();
-const pendingRows = new WeakMap<object, Map<string, Kept>>();
+const keptRows = keptPerStore<ReadonlyMap<string, Kept>>();
 /** Rows kept per store: the rounds running at once, with room to spare. */
 const KEEP_ROWS = 256;
 
@@ -50,40 +49,17 @@ function copy(row: Kept): Kept {
 }
 
 function keptRow(db: Exec, id: string): Kept | undefined {
-  const store = hookedStore(db);
-  if (store === null) return undefined;
-  const row = pendingRows.get(db)?.get(id) ?? committedRows.get(store)?.get(id);
+  const row = keptRows.get(db)?.get(id);
   return row === undefined ? undefined : copy(row);
 }
 
-function keepIn(rows: Map<string, Kept>, id: string, row: Kept): void {
-  rows.delete(id);
-  rows.set(id, row);
-  if (rows.size > KEEP_ROWS) rows.delete(rows.keys().next().value!);
-}
-
-function committedOf(store: object): Map<string, Kept> {
-  let rows = committedRows.get(store);
-  if (rows === undefined) committedRows.set(store, (rows = new Map()));
-  return rows;
-}
-
-/** Keeps `row` as round `id`'s, as `db` sees it now (a transaction's until it commits). */
+/** Keeps `row` as round `id`'s, as `db` sees it now: the newest last, the oldest dropped past {@link KEEP_ROWS}. */
 function keepRow(db: Exec, id: string, row: Kept): void {
-  const store = hookedStore(db);
-  if (store === null) return;
-  if (db === store) return keepIn(committedOf(store), id, copy(row));
-  let pending = pendingRows.get(db);
-  if (pending === undefined) {
-    const rows = new Map<string, Kept>();
-    const registered = afterCommit(db, () => {
-      const into = committedOf(store);
-      for (const [key, value] of rows) keepIn(into, key, value);
-    });
-    if (!registered) return;
-    pendingRows.set(db, (pending = rows));
-  }
-  pending.set(id, copy(row));
+  const rows = new Map(keptRows.get(db));
+  rows.delete(id);
+  rows.set(id, copy(row));
+  if (rows.size > KEEP_ROWS) rows.delete(rows.keys().next().value!);
+  keptRows.set(db, rows);
 }
 
 /** Folds freshly stored round ops into their rounds: in place when they sort last, a re-fold otherwise. */

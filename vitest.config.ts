@@ -28,5 +28,8 @@ export default defineConfig({
     fileParallelism: true,
     maxWorkers: workers(),
     sequence: { sequencer: LongFirst },
+    // The watchdog ends a run that stopped moving (a worker blocked, a file past its limit) with a report,
+    // where it would otherwise hold CI silently until the job's own limit.
+    reporters: ['default', './test/helpers/watchdog.ts'],
   },
 });

@@ -8,7 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statfsSync, statSync, u
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { TestProject } from 'vitest/node';
-import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from './leftovers.js';
+import { leftoverProcesses, stopProcesses, TEST_RUN_OWNER_VARIABLE, TEST_RUN_VARIABLE } from './leftovers.js';
 import { WASM_TIERING_VARIABLE } from '../../infra/wasm.js';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
@@ -51,6 +51,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   process.env[WASM_TIERING_VARIABLE] ??= 'off';
   // Workers are forked after this, so they and everything they start carry the mark.
   process.env[TEST_RUN_VARIABLE] = run;
+  process.env[TEST_RUN_OWNER_VARIABLE] = String(process.pid);
   // One NEXUS_HOME for the whole run (workspaces that need a node of their own get a private one).
   const home = mkdtempSync(join(tmpdir(), 'nexus-test-home-'));
   project.provide('nexusHome', home);

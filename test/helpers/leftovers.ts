@@ -5,6 +5,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 
 export const TEST_RUN_VARIABLE = 'NEXUS_TEST_RUN';
+/** The pid of the vitest process that set the mark: a nested run (a test that runs vitest) inherits the mark but not this. */
+export const TEST_RUN_OWNER_VARIABLE = 'NEXUS_TEST_RUN_OWNER';
 
 export type Leftover = { pid: number; command: string };
 

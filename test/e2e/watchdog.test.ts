@@ -18,15 +18,26 @@ function runFixture(env: Record<string, string>): Promise<Ended> {
     cwd: FIXTURE,
     env: { ...process.env, ...env, CI: '1', NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
+    // Its own process group: given up on, the whole run goes, its spinning worker too.
+    detached: true,
   });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), GIVE_UP_MS);
+  const killGroup = () => {
+    try {
+      process.kill(-child.pid!, 'SIGKILL');
+    } catch {
+      /* the group is gone */
+    }
+  };
+  const timer = setTimeout(killGroup, GIVE_UP_MS);
   return new Promise((done) =>
     child.on('close', (code, signal) => {
       clearTimeout(timer);
+      // Whatever the outcome, nothing of the run is left (a worker outlives a vitest killed from outside).
+      killGroup();
       done({ code, signal, stdout, stderr });
     }),
   );

@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 import { declareChannel, opsOf } from './scenario.js';
+import { statementsRun } from '../helpers/statements-run.js';
 
 describe('an orchestrator asking a channel five times', () => {
   let ws: TestWorkspace;
@@ -22,7 +23,7 @@ describe('an orchestrator asking a channel five times', () => {
       const r = await ws.nxc(['send', 'orchestrator', '--subject', 'five rounds', '--json', 'ask #review five times']);
       expect(r.code, r.stdout + r.stderr).toBe(0);
       await ws.waitIdle();
-      const texts = sent.mock.calls.map(([message]) => Buffer.from(message as Uint8Array).toString('utf8'));
+      const texts = statementsRun(sent.mock.calls);
       const roundReads = texts.filter((t) => /from "rounds" where "rounds"\."id" (=|in)/.test(t)).length;
       // Each round's board is written as its ops are stored (a row per op), and read by the policy, the
       // driver and the follower of each step: seventeen reads a round before they were kept.

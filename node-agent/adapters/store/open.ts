@@ -10,6 +10,7 @@ import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
 import { runCommitHooks } from './commit-hooks.js';
+import { useNamedStatements } from './statements.js';
 import * as schema from './schema.js';
 
 export { templateProblem };
@@ -257,6 +258,8 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir, startParams: START_PARAMS }));
     // This process alone writes the folder (the lock): a relation's size is kept, not asked of the kernel at every plan.
     cacheFileSizes(pg);
+    // Each statement text is parsed and planned once, not at every run (statements.ts).
+    useNamedStatements(pg);
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');
     const db = checkpointing(runCommitHooks(drizzle(drizzleClient(pg), { schema })), pg);

@@ -85,7 +85,7 @@ function bigSnapshot(): Snapshot {
 
 async function renderOnly(): Promise<void> {
   const s = bigSnapshot();
-  const opts = { nonce: 'n', renderedAt: new Date().toISOString() };
+  const opts = { nonce: 'n', live: '00000000.0', renderedAt: new Date().toISOString() };
   let bytes = 0;
   const cpu0 = process.cpuUsage();
   const ops = await sample(ROUNDS, async () => {

@@ -102,7 +102,8 @@ export function uiApp(o: UiAppOptions): Hono {
 
   const render = (c: Context, view: View, title: string, body: string, needs: number | null, status = 200) => {
     const nonce = c.get('nonce' as never) as string;
-    return c.html(page({ title, view, needs, body, nonce, renderedAt: new Date().toISOString() }), status as 200);
+    const live = c.get('live' as never) as string;
+    return c.html(page({ title, view, needs, body, nonce, live, renderedAt: new Date().toISOString() }), status as 200);
   };
 
   const postedNotice = (c: Context): string => {
@@ -124,6 +125,8 @@ export function uiApp(o: UiAppOptions): Hono {
   app.use('*', async (c, next) => {
     const nonce = randomBytes(16).toString('base64');
     c.set('nonce' as never, nonce as never);
+    // Taken before the page reads anything: a change seen while it renders makes it older than the hub.
+    c.set('live' as never, o.hub.version as never);
     await next();
     c.header('Content-Security-Policy', `default-src 'none'; style-src 'nonce-${nonce}'; script-src 'nonce-${nonce}'; connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'`);
     c.header('X-Content-Type-Options', 'nosniff');
@@ -297,7 +300,9 @@ export function uiApp(o: UiAppOptions): Hono {
     streamSSE(c, async (stream) => {
       let wake: () => void = () => undefined;
       const done = new Promise<void>((r) => (wake = r));
-      const stop = o.hub.subscribe((event, data) => void stream.writeSSE({ event, data }).catch(() => wake()));
+      const rendered = c.req.query('v');
+      const seen = rendered !== undefined && /^[0-9a-f]{8}\.\d{1,15}$/.test(rendered) ? rendered : undefined;
+      const stop = o.hub.subscribe((event, data) => void stream.writeSSE({ event, data }).catch(() => wake()), seen);
       stream.onAbort(() => wake());
       const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(() => wake()), KEEPALIVE_MS);
       await stream.writeSSE({ event: 'hello', data: '{}', retry: 2_000 });

@@ -13,6 +13,8 @@ export type PageParts = {
   body: string;
   /** The per-response nonce the CSP allows the inline style and script by. */
   nonce: string;
+  /** The live hub's version when the page started to render (see live.ts). */
+  live: string;
   renderedAt: string;
 };
 
@@ -66,7 +68,9 @@ const SCRIPT = `(() => {
       if (again) { again = false; void refresh(); }
     }
   }
-  const es = new EventSource('/events');
+  // The version this page was rendered at: changes the node saw since are sent at once. A reconnect
+  // after a gap says the same older version, so the page reads itself again then too.
+  const es = new EventSource('/events?v=' + encodeURIComponent(main.dataset.live || ''));
   es.addEventListener('ops', refresh);
   es.addEventListener('sync', refresh);
   es.addEventListener('open', () => { document.body.dataset.live = 'on'; if (note) note.textContent = 'Live: this page follows the node as ops arrive.'; });
@@ -91,7 +95,7 @@ export function page(p: PageParts): string {
 <body>
 <a class="skip" href="#main">Skip to content</a>
 <header class="top"><div class="in"><p class="brand">Nexus</p><nav aria-label="Views"><ul>${nav}</ul></nav></div></header>
-<main id="main" tabindex="-1" data-rendered="${esc(p.renderedAt)}">
+<main id="main" tabindex="-1" data-rendered="${esc(p.renderedAt)}" data-live="${esc(p.live)}">
 ${p.body}
 </main>
 <footer><p id="live-note">Rendered ${esc(p.renderedAt)}. Reload to see newer ops (live updates need JavaScript).</p><p id="live-status" class="vh" role="status" aria-live="polite"></p></footer>

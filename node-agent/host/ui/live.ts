@@ -1,5 +1,11 @@
 // Live updates: the node's "ops appended" events, and changes in any workspace's sync state (a relay
 // going away appends nothing, so it is watched), fanned out to every open page as server-sent events.
+//
+// A page subscribes a moment after it was rendered. A change seen in that moment went to the pages
+// listening then, not to it, and it would show the older state until the next change. So the hub counts
+// the changes it has seen (`version`), a page is rendered with the count taken before it read anything,
+// and a page that subscribes with an older count is told at once to read itself again.
+import { randomBytes } from 'node:crypto';
 import type { UiBackend } from './data.js';
 
 export type LiveEvent = 'ops' | 'sync';
@@ -19,6 +25,9 @@ export class LiveHub {
   private watching = false;
   private readonly lastSync = new Map<string, string>();
   private readonly unsubscribe: () => void;
+  /** Names this hub's count: a page rendered by an earlier node process is never taken for current. */
+  private readonly epoch = randomBytes(4).toString('hex');
+  private changes = 0;
 
   constructor(
     private readonly backend: UiBackend,
@@ -27,9 +36,18 @@ export class LiveHub {
     this.unsubscribe = backend.onAppended((workspace) => this.appended(workspace));
   }
 
-  /** A page listens; returns how it stops. The sync watch runs only while someone listens. */
-  subscribe(client: Client): () => void {
+  /** The changes seen so far, as a page records it when it starts to render. */
+  get version(): string {
+    return `${this.epoch}.${this.changes}`;
+  }
+
+  /**
+   * A page listens; returns how it stops. The sync watch runs only while someone listens. `rendered` is the
+   * version the page was rendered at: when changes were seen since, the page hears of them at once.
+   */
+  subscribe(client: Client, rendered?: string): () => void {
     this.clients.add(client);
+    if (rendered !== undefined && rendered !== this.version) client('sync', JSON.stringify({ workspaces: [], missed: true }));
     if (this.syncTimer === null) {
       this.syncTimer = setInterval(() => void this.watchSync(), this.opts.syncEveryMs ?? 1_000);
       this.syncTimer.unref();
@@ -51,6 +69,7 @@ export class LiveHub {
 
   /** Several ops in one burst (a synced page, a command and its reactions) become one event. */
   private appended(workspace: string): void {
+    this.changes++;
     this.touched.add(workspace);
     if (this.flushTimer !== null) return;
     this.flushTimer = setTimeout(() => {
@@ -75,7 +94,10 @@ export class LiveHub {
         // A workspace never seen before has no baseline: a page may have rendered an older state, so say so.
         if (before !== key) changed.push(w.id);
       }
-      if (changed.length > 0) this.send('sync', JSON.stringify({ workspaces: changed }));
+      if (changed.length > 0) {
+        this.changes++;
+        this.send('sync', JSON.stringify({ workspaces: changed }));
+      }
     } catch {
       /* the node is stopping; the next tick tries again */
     } finally {

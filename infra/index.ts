@@ -5,7 +5,7 @@ export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type TreeModes } from './private-dir.js';
 export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedRead } from './read.js';
 export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
-export { packageRoot, packageVersion } from './package.js';
+export { packageRoot, packageVersion, pgliteVersion } from './package.js';
 export { copyRow, sqlInteger, sqlLiteral, sqlText } from './sql.js';
 export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest, type RunFileResult } from './spawner.js';
 export { copyTemplate, finishTemplate, makeTemplate as makeDataTemplate, removeOtherTemplates, templateProblem } from './data-template.js';

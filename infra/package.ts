@@ -1,5 +1,6 @@
 // The installed package's own folder and version, for the node and the relay alike.
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -22,4 +23,25 @@ export function packageRoot(): string {
 /** The installed package's version, from its package.json (as /v1/info, the build-info metric and `--version` report it). */
 export function packageVersion(): string {
   return (cachedVersion ??= String((JSON.parse(readFileSync(join(packageRoot(), 'package.json'), 'utf8')) as { version?: unknown }).version ?? '0.0.0'));
+}
+
+let cachedPglite: string | undefined;
+
+/**
+ * The version of PGlite this process runs, which decides the format of every data folder it makes: a
+ * template made by another version is never taken for current ('unknown' when its package.json is not found).
+ */
+export function pgliteVersion(): string {
+  if (cachedPglite !== undefined) return cachedPglite;
+  let dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      const { name, version } = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; version?: string };
+      if (name === '@electric-sql/pglite') return (cachedPglite = String(version));
+    }
+    const up = dirname(dir);
+    if (up === dir) return (cachedPglite = 'unknown');
+    dir = up;
+  }
 }

@@ -4,7 +4,8 @@ import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } fr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createStore, openStore, packagedTemplateDir, storeTemplate, storeTemplateReady } from '../node-agent/adapters/store/index.js';
+import { createStore, openStore, packagedTemplateDir, storeTemplate, storeTemplateReady, storeTemplateVersion } from '../node-agent/adapters/store/index.js';
+import { pgliteVersion } from '../infra/index.js';
 import { main as nxsMain } from '../node-agent/cli/nxs.js';
 import type { Io } from '../node-agent/cli/io.js';
 import { slowStep } from '../node-agent/cli/progress.js';
@@ -47,6 +48,16 @@ describe('the packaged store template', () => {
     expect(JSON.parse(out.stdout)).toMatchObject({ created: true, name: 'project' });
     expect(out.stderr).toBe('');
     expect(existsSync(join(home, 'cache'))).toBe(false);
+  });
+});
+
+describe("the store template's name", () => {
+  it('changes with the PGlite that makes it, so a store is never copied from a data folder of another PGlite', () => {
+    const installed = pgliteVersion();
+    expect(installed).toMatch(/^\d+\.\d+\.\d+/);
+    expect(packagedTemplateDir().endsWith(`store-template-${storeTemplateVersion(installed)}`)).toBe(true);
+    expect(storeTemplateVersion('0.2.17')).not.toBe(storeTemplateVersion(installed));
+    expect(storeTemplateVersion(installed)).toBe(storeTemplateVersion());
   });
 });
 

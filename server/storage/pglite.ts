@@ -6,7 +6,7 @@ import { basename, dirname, join } from 'node:path';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
+import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, pgliteVersion, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
 import { PgliteThread } from './pglite-thread.js';
 import { CommitEmitter, migrate, sqlStreamStore } from './sql.js';
 
@@ -26,21 +26,6 @@ export type PgliteStoreOptions = {
 
 /** How the relay's template is made: a change here, or another PGlite, makes it again. */
 const TEMPLATE_FORMAT = 'initdb, template databases dropped, one sparse WAL segment';
-
-/** The PGlite version this process runs, which decides the data folder's format. */
-function pgliteVersion(): string {
-  let dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      const { name, version } = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; version?: string };
-      if (name === '@electric-sql/pglite') return String(version);
-    }
-    const up = dirname(dir);
-    if (up === dir) return 'unknown';
-    dir = up;
-  }
-}
 
 /**
  * Where the package ships an empty relay database, made at build time (`npm run build`). A relay's

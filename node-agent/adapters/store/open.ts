@@ -5,7 +5,7 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { acquireLock, cacheFileSizes, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, cacheFileSizes, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, pgliteVersion, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
@@ -34,10 +34,13 @@ function migrationsFolder(): string {
 /** How a template is made, beyond its migrations: a change here makes every template again. */
 const TEMPLATE_FORMAT = 'no-template-databases, one sparse WAL segment';
 
-/** Identifies the schema a template was made with, so a new migration never reuses an old template. */
-function schemaVersion(): string {
+/**
+ * Names what a template was made with: its schema, its format and the PGlite that made it, so neither a new
+ * migration nor another PGlite ever reuses an old template.
+ */
+export function storeTemplateVersion(pglite = pgliteVersion()): string {
   const journal = readFileSync(join(migrationsFolder(), 'meta', '_journal.json'));
-  return createHash('sha256').update(journal).update(TEMPLATE_FORMAT).digest('hex').slice(0, 16);
+  return createHash('sha256').update(journal).update(TEMPLATE_FORMAT).update(` pglite ${pglite}`).digest('hex').slice(0, 16);
 }
 
 let journalEntries: number | undefined;
@@ -122,12 +125,12 @@ export const NODE_PURPOSE = 'the node';
 
 /** Where the package ships a migrated template, made at build time (`npm run build`). */
 export function packagedTemplateDir(): string {
-  return join(packageRoot(), 'dist', `store-template-${schemaVersion()}`);
+  return join(packageRoot(), 'dist', `store-template-${storeTemplateVersion()}`);
 }
 
 /** Where this machine keeps the template it made itself, when the package ships none it can use. */
 export function homeTemplateDir(home: string): string {
-  return join(home, 'cache', `store-template-${schemaVersion()}`);
+  return join(home, 'cache', `store-template-${storeTemplateVersion()}`);
 }
 
 /** True when a new store is a copy away: the package ships a template, or this machine made one. */

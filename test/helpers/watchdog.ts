@@ -154,7 +154,10 @@ export default class Watchdog implements Reporter {
     out(procs.length === 0 ? '  no process of the run is left.' : "  the run's processes (state, kernel wait, command):");
     for (const p of procs) out(`    pid ${p.pid} (parent ${p.ppid}) ${p.state} ${p.wchan}: ${p.command.slice(0, 300)}`);
     // Where each vitest worker's JavaScript stands, one worker at a time (they would share the inspector's port).
-    for (const p of procs.filter((q) => /[/\\]vitest[/\\]dist[/\\]workers[/\\]/.test(q.command))) {
+    // The inspector listens on loopback for that moment, where another user of the machine could reach it:
+    // NEXUS_TEST_STACKS=0 goes without the stacks.
+    const workers = process.env['NEXUS_TEST_STACKS'] === '0' ? [] : procs.filter((q) => /[/\\]vitest[/\\]dist[/\\]workers[/\\]/.test(q.command));
+    for (const p of workers) {
       const stack = await javascriptStack(p.pid);
       out(`  worker ${p.pid}, its JavaScript ${stack === null ? 'did not pause within 3 s (it waits in the kernel, or has no inspector)' : 'stands at:'}`);
       for (const frame of stack ?? []) out(`    at ${frame}`);

@@ -61,6 +61,16 @@ describe("a store's statements", () => {
     });
   });
 
+  it("hand PostgreSQL's notices to the query's onNotice, as the unnamed path does", async () => {
+    await withStore(async (store) => {
+      await store.pg.exec(`create function shout(t text) returns int language plpgsql as $$ begin raise notice 'heard %', t; return 1; end $$`);
+      const heard: string[] = [];
+      for (let i = 0; i < 3; i++) await store.pg.query(`select shout($1) as n`, [`call ${i}`], { onNotice: (n) => heard.push(n.message ?? '') });
+      expect(heard).toEqual(['heard call 0', 'heard call 1', 'heard call 2']);
+      expect(await prepared(store, 'select shout($1) as n')).toHaveLength(1);
+    });
+  });
+
   it('fail as the unnamed path fails: the code and the statement on the error, and the next statement runs', async () => {
     await withStore(async (store) => {
       await store.pg.exec(`create table once (id text primary key)`);

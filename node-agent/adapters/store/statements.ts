@@ -62,7 +62,8 @@ export function useNamedStatements(pg: PGlite): void {
   let next = 0;
   let closing: string[] = [];
 
-  const exchange = async (parts: Uint8Array[]) => (await pg.execProtocol(concat(parts), { syncToFs: false })).messages;
+  const exchange = async (parts: Uint8Array[], options?: QueryOptions) =>
+    (await pg.execProtocol(concat(parts), { syncToFs: false, ...(options?.onNotice === undefined ? {} : { onNotice: options.onNotice }) })).messages;
 
   const prepare = async (text: string): Promise<Statement> => {
     const name = `nx${next++}`;
@@ -106,7 +107,7 @@ export function useNamedStatements(pg: PGlite): void {
       const serializer = options?.serializers?.[types[i]!] ?? pg.serializers[types[i]!];
       return serializer ? serializer(value) : String(value);
     });
-    const answer = await exchange([serialize.bind({ statement: statement.name, values }), serialize.execute({}), serialize.sync()]);
+    const answer = await exchange([serialize.bind({ statement: statement.name, values }), serialize.execute({}), serialize.sync()], options);
     const rows = statement.rows;
     return parse.parseResults(rows === null ? answer : [rows, ...answer], pg.parsers, options)[0] as Results<T>;
   };

@@ -7,17 +7,26 @@ import { fileURLToPath } from 'node:url';
 let cachedRoot: string | undefined;
 let cachedVersion: string | undefined;
 
+/** Package `name`'s folder and version: `dir` or the nearest folder above it whose package.json names it; null when none does. */
+function packageAbove(dir: string, name: string): { dir: string; version: unknown } | null {
+  for (;;) {
+    const pkg = join(dir, 'package.json');
+    if (existsSync(pkg)) {
+      const json = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; version?: unknown };
+      if (json.name === name) return { dir, version: json.version };
+    }
+    const up = dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+
 /** The installed package's root, found by walking up from this file (source and dist sit at different depths). */
 export function packageRoot(): string {
   if (cachedRoot) return cachedRoot;
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg) && (JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string }).name === 'nexus') return (cachedRoot = dir);
-    const up = dirname(dir);
-    if (up === dir) throw new TypeError('nexus package root not found above ' + fileURLToPath(import.meta.url));
-    dir = up;
-  }
+  const found = packageAbove(dirname(fileURLToPath(import.meta.url)), 'nexus');
+  if (found === null) throw new TypeError('nexus package root not found above ' + fileURLToPath(import.meta.url));
+  return (cachedRoot = found.dir);
 }
 
 /** The installed package's version, from its package.json (as /v1/info, the build-info metric and `--version` report it). */
@@ -32,16 +41,9 @@ let cachedPglite: string | undefined;
  * template made by another version is never taken for current ('unknown' when its package.json is not found).
  */
 export function pgliteVersion(): string {
-  if (cachedPglite !== undefined) return cachedPglite;
-  let dir = dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite'));
-  for (;;) {
-    const pkg = join(dir, 'package.json');
-    if (existsSync(pkg)) {
-      const { name, version } = JSON.parse(readFileSync(pkg, 'utf8')) as { name?: string; version?: string };
-      if (name === '@electric-sql/pglite') return (cachedPglite = String(version));
-    }
-    const up = dirname(dir);
-    if (up === dir) return (cachedPglite = 'unknown');
-    dir = up;
+  if (cachedPglite === undefined) {
+    const found = packageAbove(dirname(createRequire(import.meta.url).resolve('@electric-sql/pglite')), '@electric-sql/pglite');
+    cachedPglite = found === null ? 'unknown' : String(found.version);
   }
+  return cachedPglite;
 }

@@ -1,7 +1,6 @@
 // The StreamStore on PGlite: one data directory, held by this process alone under a file lock.
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, readdirSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';

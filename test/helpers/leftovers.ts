@@ -18,14 +18,45 @@ function read(file: string): string | null {
   }
 }
 
+/** A live process as /proc tells it: its parent, its state letter, the kernel function it sleeps in, its command. */
+export type ProcessSeen = { pid: number; ppid: number; state: string; wchan: string; command: string };
+
+/** `pid` as /proc tells it; null when it is gone or a zombie. */
+export function processSeen(pid: number): ProcessSeen | null {
+  const stat = read(`/proc/${pid}/stat`);
+  if (stat === null) return null;
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const state = fields[0] ?? '?';
+  if (state === 'Z' || state === 'X') return null;
+  // wchan is 0 for a process on the CPU, and empty where the kernel will not say.
+  const raw = read(`/proc/${pid}/wchan`)?.trim() ?? '';
+  const wchan = raw === '0' ? 'on-cpu' : raw || '-';
+  const command = (read(`/proc/${pid}/cmdline`) ?? '').split('\0').filter(Boolean).join(' ');
+  return { pid, ppid: Number(fields[1]), state, wchan, command };
+}
+
+/** Every live process on the machine (none where there is no /proc). */
+export function liveProcesses(): ProcessSeen[] {
+  if (!existsSync('/proc/self/environ')) return [];
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map((n) => processSeen(Number(n)))
+    .filter((p): p is ProcessSeen => p !== null);
+}
+
+/** Whether `pid` carries `run`'s mark in its environment. */
+export function carriesMark(pid: number, run: string): boolean {
+  return (read(`/proc/${pid}/environ`) ?? '').split('\0').includes(`${TEST_RUN_VARIABLE}=${run}`);
+}
+
 /** The pids of this process and its ancestors: the test runner itself carries the mark too. */
 function lineage(): Set<number> {
   const out = new Set<number>();
   for (let pid = process.pid; pid > 1 && !out.has(pid); ) {
     out.add(pid);
-    const stat = read(`/proc/${pid}/stat`);
-    if (stat === null) break;
-    pid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+    const seen = processSeen(pid);
+    if (seen === null) break;
+    pid = seen.ppid;
   }
   return out;
 }
@@ -35,32 +66,15 @@ function lineage(): Set<number> {
  * Linux only (/proc); elsewhere none are found.
  */
 export function leftoverProcesses(run: string): Leftover[] {
-  if (!existsSync('/proc/self/environ')) return [];
-  const mark = `${TEST_RUN_VARIABLE}=${run}`;
   const mine = lineage();
-  const out: Leftover[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    const pid = Number(name);
-    if (mine.has(pid)) continue;
-    const environ = read(`/proc/${pid}/environ`);
-    if (environ === null || !environ.split('\0').includes(mark)) continue;
-    const stat = read(`/proc/${pid}/stat`);
-    const state = stat?.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-    if (state === undefined || state === 'Z' || state === 'X') continue;
-    const command = (read(`/proc/${pid}/cmdline`) ?? '').split('\0').filter(Boolean).join(' ');
+  return liveProcesses()
     // vitest's own workers are forks of the runner and carry the mark; they end with it.
-    if (/[/\\]vitest[/\\]/.test(command)) continue;
-    out.push({ pid, command });
-  }
-  return out;
+    .filter((p) => !mine.has(p.pid) && !/[/\\]vitest[/\\]/.test(p.command) && carriesMark(p.pid, run))
+    .map(({ pid, command }) => ({ pid, command }));
 }
 
 function alive(pid: number): boolean {
-  const stat = read(`/proc/${pid}/stat`);
-  if (stat === null) return false;
-  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  return state !== 'Z' && state !== 'X';
+  return processSeen(pid) !== null;
 }
 
 /** SIGTERM, then SIGKILL whatever still runs a few seconds later. */

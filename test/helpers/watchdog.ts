@@ -7,9 +7,8 @@
 // NEXUS_TEST_STALL_S (default 300 s: past the per-test and per-hook timeouts of 120 s), it prints the
 // files and tests still running, every process of the run with its state and what it waits on in the
 // kernel, stops them, and exits 1.
-import { readdirSync, readFileSync } from 'node:fs';
 import type { Reporter, TestCase, TestModule } from 'vitest/node';
-import { TEST_RUN_OWNER_VARIABLE, TEST_RUN_VARIABLE } from './leftovers.js';
+import { carriesMark, liveProcesses, processSeen, TEST_RUN_OWNER_VARIABLE, TEST_RUN_VARIABLE, type ProcessSeen } from './leftovers.js';
 
 const CHECK_MS = 1_000;
 
@@ -21,60 +20,24 @@ function seconds(variable: string, fallback: number): number {
   return n;
 }
 
-function read(file: string): string | null {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
-}
-
-/** A live process as /proc tells it: its parent, its state letter, and the kernel function it sleeps in. */
-export type ProcessSeen = { pid: number; ppid: number; state: string; wchan: string; command: string };
-
-function seen(pid: number): ProcessSeen | null {
-  const stat = read(`/proc/${pid}/stat`);
-  if (stat === null) return null;
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const state = fields[0] ?? '?';
-  if (state === 'Z' || state === 'X') return null;
-  // wchan is 0 for a process on the CPU, and empty where the kernel will not say.
-  const raw = read(`/proc/${pid}/wchan`)?.trim() ?? '';
-  const wchan = raw === '0' ? 'on-cpu' : raw || '-';
-  const command = (read(`/proc/${pid}/cmdline`) ?? '').split('\0').filter(Boolean).join(' ');
-  return { pid, ppid: Number(fields[1]), state, wchan, command };
-}
-
 /**
  * The processes that belong to this run: every descendant of `root`, and, when this process started the
  * run (its global setup marked it), every process carrying the run's mark (nodes detach from their parent).
  */
 export function runProcesses(root: number, env: NodeJS.ProcessEnv = process.env): ProcessSeen[] {
-  let pids: number[];
-  try {
-    pids = readdirSync('/proc').filter((n) => /^\d+$/.test(n)).map(Number);
-  } catch {
-    return []; // no /proc: nothing to tell
-  }
-  const all = pids.map(seen).filter((p): p is ProcessSeen => p !== null);
-  const mark = env[TEST_RUN_OWNER_VARIABLE] === String(root) && env[TEST_RUN_VARIABLE] ? `${TEST_RUN_VARIABLE}=${env[TEST_RUN_VARIABLE]}` : null;
-  const children = new Map<number, ProcessSeen[]>();
-  for (const p of all) children.set(p.ppid, [...(children.get(p.ppid) ?? []), p]);
+  const all = liveProcesses();
+  const run = env[TEST_RUN_OWNER_VARIABLE] === String(root) ? env[TEST_RUN_VARIABLE] : undefined;
   const out = new Map<number, ProcessSeen>();
-  const walk = (pid: number) => {
-    for (const c of children.get(pid) ?? []) {
-      if (out.has(c.pid)) continue;
-      out.set(c.pid, c);
-      walk(c.pid);
-    }
-  };
-  walk(root);
-  if (mark !== null) {
+  for (let found = [root]; found.length > 0; ) {
+    const parents = new Set(found);
+    found = [];
     for (const p of all) {
-      if (p.pid === root || out.has(p.pid)) continue;
-      if ((read(`/proc/${p.pid}/environ`) ?? '').split('\0').includes(mark)) out.set(p.pid, p);
+      if (!parents.has(p.ppid) || out.has(p.pid)) continue;
+      out.set(p.pid, p);
+      found.push(p.pid);
     }
   }
+  if (run) for (const p of all) if (p.pid !== root && !out.has(p.pid) && carriesMark(p.pid, run)) out.set(p.pid, p);
   return [...out.values()].sort((a, b) => a.pid - b.pid);
 }
 
@@ -180,7 +143,7 @@ function kill(pid: number): void {
 
 async function gone(pid: number, waitMs: number): Promise<void> {
   const deadline = Date.now() + waitMs;
-  while (Date.now() < deadline && seen(pid) !== null) await new Promise((r) => setTimeout(r, 50));
+  while (Date.now() < deadline && processSeen(pid) !== null) await new Promise((r) => setTimeout(r, 50));
 }
 
 /**

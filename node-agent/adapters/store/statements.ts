@@ -112,21 +112,21 @@ export function useNamedStatements(pg: PGlite): void {
     return parse.parseResults(rows === null ? answer : [rows, ...answer], pg.parsers, options)[0] as Results<T>;
   };
 
-  /** Runs `text` named, inside the query lock; a stale statement is made again once when outside a transaction. */
+  /**
+   * Runs `text` named, inside the query lock. A statement whose table changed shape, or that is gone, is made
+   * again: at once outside a transaction, at its next run inside one (whose failure stands).
+   */
   const run = <T>(text: string, params: unknown[], options: QueryOptions | undefined, inTransaction: boolean): Promise<Results<T>> =>
     inner._runExclusiveQuery(async () => {
       try {
-        return await execute<T>(text, params, options);
+        return await execute<T>(text, params, options).catch((err: unknown) => {
+          if (!(err instanceof messages.DatabaseError) || !STALE.has(err.code ?? '')) throw err;
+          forget(text);
+          if (inTransaction) throw err;
+          return execute<T>(text, params, options);
+        });
       } catch (err) {
-        const code = err instanceof messages.DatabaseError ? err.code : undefined;
-        if (code === undefined || !STALE.has(code)) throw decorate(err, text, params, options);
-        forget(text);
-        if (inTransaction) throw decorate(err, text, params, options);
-        try {
-          return await execute<T>(text, params, options);
-        } catch (again) {
-          throw decorate(again, text, params, options);
-        }
+        throw decorate(err, text, params, options);
       } finally {
         if (!inTransaction) await pg.syncToFs();
       }

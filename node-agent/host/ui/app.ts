@@ -300,9 +300,8 @@ export function uiApp(o: UiAppOptions): Hono {
     streamSSE(c, async (stream) => {
       let wake: () => void = () => undefined;
       const done = new Promise<void>((r) => (wake = r));
-      const rendered = c.req.query('v');
-      const seen = rendered !== undefined && /^[0-9a-f]{8}\.\d{1,15}$/.test(rendered) ? rendered : undefined;
-      const stop = o.hub.subscribe((event, data) => void stream.writeSSE({ event, data }).catch(() => wake()), seen);
+      // The version the page was rendered at: only compared with the hub's, so any other text just reads it again.
+      const stop = o.hub.subscribe((event, data) => void stream.writeSSE({ event, data }).catch(() => wake()), c.req.query('v'));
       stream.onAbort(() => wake());
       const keepAlive = setInterval(() => void stream.write(': keep-alive\n\n').catch(() => wake()), KEEPALIVE_MS);
       await stream.writeSSE({ event: 'hello', data: '{}', retry: 2_000 });

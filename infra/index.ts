@@ -1,4 +1,4 @@
-// The infra door: pieces every host shares (relay, node, sync client). infra/ imports only protocol/ and node built-ins.
+// The infra door: pieces every host shares (relay, node, sync client). infra/ imports only protocol/ and node built-ins (and PGlite's types).
 export { acquireLock, acquireLockSync, describeOwner, pidNamespace, processAlive, processStartTime, readLockOwner, seesPidsOf, writeFileAtomic, type LockOptions, type LockOwner, type Release } from './fs.js';
 export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
@@ -11,3 +11,4 @@ export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper,
 export { copyTemplate, finishTemplate, makeTemplate as makeDataTemplate, removeOtherTemplates, templateProblem } from './data-template.js';
 export { chooseWasmTier, wasmTieringSetting, WASM_TIERING_VARIABLE } from './wasm.js';
 export { cacheFileSizes, type PgliteModule } from './pglite-sizes.js';
+export { useNamedStatements, type PgliteProtocol } from './pglite-statements.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { NexusError } from '../../protocol/errors.js';
 import type { ThreadData, ThreadReply, ThreadRequest } from './pglite-worker.js';
-import type { ExecOrOutcome, Sql, SqlDb } from './sql.js';
+import type { ExecOrOutcome, FirstTry, Sql, SqlDb } from './sql.js';
 
 // PGlite runs its queries as synchronous WebAssembly. On the relay's own thread, every commit and every
 // page read held up the sockets: parsing the next pushes, writing acks and frames, answering /healthz. On a
@@ -139,10 +139,10 @@ export class PgliteThread implements SqlDb {
     return this.direct.exec(script);
   }
 
-  async execOr(script: string, fallback: () => string): Promise<ExecOrOutcome> {
+  async execOr(first: FirstTry, fallback: () => string): Promise<ExecOrOutcome> {
     const id = this.next++;
-    const first = (await this.call({ op: 'execOr', script }, id)) as ExecOrOutcome;
-    if (!first.fellBack) return first;
+    const tried = (await this.call({ op: 'execOr', first }, id)) as ExecOrOutcome;
+    if (!tried.fellBack) return tried;
     let text: string | null = null;
     let failure: unknown;
     try {

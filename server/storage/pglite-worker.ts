@@ -4,6 +4,8 @@ import { createRequire } from 'node:module';
 import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
 import { cacheFileSizes } from '../../infra/pglite-sizes.js';
+import { useNamedStatements, type PgliteProtocol } from '../../infra/pglite-statements.js';
+import type { FirstTry } from './db.js';
 
 /** What the relay's thread sends: `id` names the answer; `tx` places a statement in an open transaction. */
 export type ThreadRequest = { id: number } & (
@@ -11,7 +13,7 @@ export type ThreadRequest = { id: number } & (
   | { op: 'exec'; script: string; tx?: number }
   | { op: 'commit' | 'rollback'; tx: number }
   | { op: 'begin' }
-  | { op: 'execOr'; script: string }
+  | { op: 'execOr'; first: FirstTry }
   | { op: 'fallback'; of: number; script: string | null }
   | { op: 'open'; dataDir: string; startParams: string[] }
   | { op: 'close' }
@@ -109,7 +111,7 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
 
   port.on('message', (m: ThreadRequest) => {
     if (m.op === 'query' || m.op === 'exec') wrote(m.op === 'query' ? m.text : m.script);
-    else if (m.op === 'execOr') wrote(m.script);
+    else if (m.op === 'execOr') wrote(typeof m.first === 'string' ? m.first : m.first.text);
     else if (m.op === 'fallback' && m.script !== null) wrote(m.script);
     if (m.op === 'query' || m.op === 'exec' || m.op === 'commit' || m.op === 'rollback') {
       if (m.tx === undefined) {
@@ -156,7 +158,9 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
       // fallback runs in this job's place: no other work comes between the two.
       void run(async () => {
         try {
-          return ok(m.id, { fellBack: false, results: await statement(db(), { op: 'exec', script: m.script }) });
+          const first = m.first;
+          const results = typeof first === 'string' ? await statement(db(), { op: 'exec', script: first }) : [await statement(db(), { op: 'query', ...first })];
+          return ok(m.id, { fellBack: false, results });
         } catch (e) {
           if (!e || (e as { code?: unknown }).code !== '23505') return fail(m.id, e);
         }
@@ -174,10 +178,12 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
     } else if (m.op === 'open') {
       job(m.id, async () => {
         // PGlite's CommonJS build, by the absolute path the relay's thread resolved.
-        const { PGlite: Pg } = createRequire(import.meta.url)(data.entry) as { PGlite: typeof PGlite };
-        pg = await Pg.create({ dataDir: m.dataDir, startParams: [...Pg.defaultStartParams, ...m.startParams] });
+        const lib = createRequire(import.meta.url)(data.entry) as PgliteProtocol & { PGlite: typeof PGlite };
+        pg = await lib.PGlite.create({ dataDir: m.dataDir, startParams: [...lib.PGlite.defaultStartParams, ...m.startParams] });
         // The relay's lock makes this thread the folder's only writer: relation sizes are kept here (infra/pglite-sizes.ts).
         cacheFileSizes(pg);
+        // A statement with parameters is parsed and planned once (infra/pglite-statements.ts): the single-op append above all.
+        useNamedStatements(pg, lib);
         return null;
       });
     } else {

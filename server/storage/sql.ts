@@ -2,10 +2,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { appendOps, type OnAppend } from './append.js';
-import type { ExecOrOutcome, Sql, SqlDb } from './db.js';
+import { firstTry, type ExecOrOutcome, type FirstTry, type Sql, type SqlDb } from './db.js';
 import type { StoredOp, StreamRow, StreamStore, StreamSummary } from './port.js';
 
-export type { ExecOrOutcome, Sql, SqlDb } from './db.js';
+export type { ExecOrOutcome, FirstTry, Sql, SqlDb } from './db.js';
 
 /** Whether `err` is PostgreSQL's unique_violation (SQLSTATE 23505). */
 function isUniqueViolation(err: unknown): boolean {
@@ -13,9 +13,9 @@ function isUniqueViolation(err: unknown): boolean {
 }
 
 /** `execOr` for a database whose calls nothing can overtake (one append at a time per stream). */
-export async function execOrInTurn(sql: Sql, script: string, fallback: () => string): Promise<ExecOrOutcome> {
+export async function execOrInTurn(sql: Sql, first: FirstTry, fallback: () => string): Promise<ExecOrOutcome> {
   try {
-    return { fellBack: false, results: await sql.exec(script) };
+    return { fellBack: false, results: await firstTry(sql, first) };
   } catch (err) {
     if (!isUniqueViolation(err)) throw err;
   }

@@ -1,17 +1,19 @@
 // Opens a workspace store: PGlite under an exclusive file lock, migrated, made from a template copy.
-import { PGlite } from '@electric-sql/pglite';
+import { messages, parse, PGlite, protocol } from '@electric-sql/pglite';
 import { drizzle, type PgliteDatabase } from 'drizzle-orm/pglite';
 import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { acquireLock, cacheFileSizes, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, pgliteVersion, PRIVATE_MODES, templateProblem, tightenTree, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, cacheFileSizes, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, pgliteVersion, PRIVATE_MODES, templateProblem, tightenTree, useNamedStatements, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
 import { runCommitHooks } from './commit-hooks.js';
-import { useNamedStatements } from './statements.js';
 import * as schema from './schema.js';
+
+/** PGlite's protocol pieces, from the build this store runs on. */
+const pgliteProtocol = { messages, parse, protocol };
 
 export { templateProblem };
 
@@ -261,8 +263,8 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir, startParams: START_PARAMS }));
     // This process alone writes the folder (the lock): a relation's size is kept, not asked of the kernel at every plan.
     cacheFileSizes(pg);
-    // Each statement text is parsed and planned once, not at every run (statements.ts).
-    useNamedStatements(pg);
+    // Each statement text is parsed and planned once, not at every run (infra/pglite-statements.ts).
+    useNamedStatements(pg, pgliteProtocol);
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');
     const db = checkpointing(runCommitHooks(drizzle(drizzleClient(pg), { schema })), pg);

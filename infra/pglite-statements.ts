@@ -1,16 +1,24 @@
-// Named statements for a store's PGlite: each distinct SQL text is parsed once, then only bound and run.
+// Named statements for a PGlite database (a node's store, the relay's database thread): each distinct SQL
+// text is parsed once, then only bound and run.
 //
 // PGlite's `query` sends every statement as an unnamed one: PostgreSQL parses, analyses and plans it anew each
-// time, in WebAssembly, over six round trips into the database. Most of a store's statements are a few dozen
-// texts run thousands of times with other parameters, so here each text becomes a named statement the first
-// time it runs, and afterwards one call binds and executes it. PostgreSQL keeps its plan (a generic one, once
-// five runs have shown it costs no more than planning each time). Measured on a store, a primary-key select
-// went from 350 to 110 µs of CPU, a max() over an index from 450 to 120 µs.
+// time, in WebAssembly, over six round trips into the database. Most statements are a few dozen texts run
+// thousands of times with other parameters, so here each text becomes a named statement the first time it
+// runs, and afterwards one call binds and executes it. PostgreSQL keeps its plan (a generic one, once five
+// runs have shown it costs no more than planning each time). Measured on a store, a primary-key select went
+// from 350 to 110 µs of CPU, a max() over an index from 450 to 120 µs; the relay's single-op append from
+// 340-400 to 140-180 µs of wall time.
+//
+// PGlite's protocol classes come from the caller, from the same build as the database: the relay's thread
+// loads PGlite's CommonJS build by path, and an error of one build is no instance of the other's class.
 //
 // Only reads and writes of rows that take parameters are named (select, insert, update, delete, with): a
 // statement that changes the schema or the session runs as before, and a plan made before such a change is
 // re-planned by PostgreSQL.
-import { messages, parse, protocol, type PGlite, type QueryOptions, type Results, type Transaction } from '@electric-sql/pglite';
+import type { messages as Messages, parse as Parse, protocol as Protocol, PGlite, QueryOptions, Results, Transaction } from '@electric-sql/pglite';
+
+/** The parts of PGlite's module this needs: its wire messages, its result parser and its serializer. */
+export type PgliteProtocol = { messages: typeof Messages; parse: typeof Parse; protocol: typeof Protocol };
 
 /** Named statements kept per database; the least recently used is closed past this many. */
 const MAX_STATEMENTS = 256;
@@ -18,7 +26,7 @@ const NAMED = /^\s*(select|insert|update|delete|with)\b/i;
 /** SQLSTATEs after which a named statement is made again: its result's shape changed, or it is gone. */
 const STALE = new Set(['0A000', '26000']);
 
-type Statement = { name: string; types: number[]; rows: messages.RowDescriptionMessage | null };
+type Statement = { name: string; types: number[]; rows: Messages.RowDescriptionMessage | null };
 
 /** PGlite's internals this relies on (public in its class, undocumented): the locks its own `query` takes. */
 type Internals = {
@@ -26,8 +34,6 @@ type Internals = {
   _runExclusiveQuery<T>(fn: () => Promise<T>): Promise<T>;
   _runExclusiveTransaction<T>(fn: () => Promise<T>): Promise<T>;
 };
-
-const { serialize } = protocol;
 
 function concat(parts: Uint8Array[]): Uint8Array {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -40,7 +46,7 @@ function concat(parts: Uint8Array[]): Uint8Array {
 }
 
 /** Says on the error which statement failed, as PGlite's own `query` does. */
-function decorate(err: unknown, text: string, params: unknown[] | undefined, options: QueryOptions | undefined): unknown {
+function decorate(messages: typeof Messages, err: unknown, text: string, params: unknown[] | undefined, options: QueryOptions | undefined): unknown {
   if (err instanceof messages.DatabaseError) Object.assign(err, { query: text, params, queryOptions: options });
   return err;
 }
@@ -52,9 +58,11 @@ const installed = new WeakSet<PGlite>();
  * named statement. Results, errors and locking are PGlite's own; a query with a blob or parameter types of
  * its own goes PGlite's way.
  */
-export function useNamedStatements(pg: PGlite): void {
+export function useNamedStatements(pg: PGlite, lib: PgliteProtocol): void {
   if (installed.has(pg)) return;
   installed.add(pg);
+  const { messages, parse } = lib;
+  const { serialize } = lib.protocol;
   const inner = pg as unknown as Internals;
   const plainQuery = pg.query.bind(pg);
   const plainTransaction = pg.transaction.bind(pg);
@@ -72,7 +80,7 @@ export function useNamedStatements(pg: PGlite): void {
     closing = [];
     const answer = await exchange([...close, serialize.parse({ name, text }), serialize.describe({ type: 'S', name }), serialize.sync()]);
     let types: number[] = [];
-    let rows: messages.RowDescriptionMessage | null = null;
+    let rows: Messages.RowDescriptionMessage | null = null;
     for (const m of answer) {
       if (m instanceof messages.ParameterDescriptionMessage) types = m.dataTypeIDs;
       else if (m instanceof messages.RowDescriptionMessage) rows = m;
@@ -126,7 +134,7 @@ export function useNamedStatements(pg: PGlite): void {
           return execute<T>(text, params, options);
         });
       } catch (err) {
-        throw decorate(err, text, params, options);
+        throw decorate(messages, err, text, params, options);
       } finally {
         if (!inTransaction) await pg.syncToFs();
       }

@@ -655,14 +655,18 @@ async function oursAckLatency(relay: RelayProc, label: string, count: number, ra
     // Every op and frame is made before any is timed (see quietHere).
     const warm = makeOps(Math.min(WARMUP_OPS, Math.ceil(rate)));
     const serialOps = makeOps(Math.min(SERIAL_OPS, count));
+    const warmPaced = makeOps(Math.min(WARMUP_OPS, Math.ceil(rate)));
     const ops = makeOps(count);
-    const frames = [...warm, ...serialOps, ...ops].map((o, i) => pushFrame(i + 1, [o]));
+    const frames = [...warm, ...serialOps, ...warmPaced, ...ops].map((o, i) => pushFrame(i + 1, [o]));
     let id = 0;
     await closedLoop(warm.length, () => conn.push(++id, frames[id - 1]!));
     await quietHere();
     const serial = await closedLoop(serialOps.length, () => conn.push(++id, frames[id - 1]!));
+    // A second of the paced load itself, untimed: pushes overlap and commits group only under it.
+    const warmFirst = id + 1;
+    await paced(warmPaced.length, rate, (i) => conn.push(warmFirst + i, frames[warmFirst + i - 1]!));
     await quietHere();
-    const first = id + 1;
+    const first = warmFirst + warmPaced.length;
     const r = await paced(count, rate, (i) => conn.push(first + i, frames[first + i - 1]!));
     return { lat: lat(r.lat), rate: (count / r.ms) * 1000, serial: lat(serial) };
   } finally {
@@ -678,10 +682,12 @@ async function jsAckLatency(nats: Nats, count: number, rate: number): Promise<Ac
       const publish = async (op: BenchOp) => void (await js.publish(subject, op.bytes, { msgID: op.id }));
       const warm = makeOps(Math.min(WARMUP_OPS, Math.ceil(rate)));
       const serialOps = makeOps(Math.min(SERIAL_OPS, count));
+      const warmPaced = makeOps(Math.min(WARMUP_OPS, Math.ceil(rate)));
       const ops = makeOps(count);
       await closedLoop(warm.length, (i) => publish(warm[i]!));
       await quietHere();
       const serial = await closedLoop(serialOps.length, (i) => publish(serialOps[i]!));
+      await paced(warmPaced.length, rate, (i) => publish(warmPaced[i]!));
       await quietHere();
       const r = await paced(count, rate, (i) => publish(ops[i]!));
       return { lat: lat(r.lat), rate: (count / r.ms) * 1000, serial: lat(serial) };

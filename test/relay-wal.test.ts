@@ -65,6 +65,28 @@ describe('the write-ahead log of the relay PGlite store', () => {
     }
   }, 300_000);
 
+  it('is checkpointed when large ops come one per append: their bytes count, not only the statement that carries them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-wal-single-'));
+    const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+    try {
+      await store.createStream('team', 'hash');
+      // 700 ops of ~200 kB, each its own append (one prepared statement with the op as a parameter): fewer
+      // appends than the statement count that also has the WAL looked at, and ~140 MB of op text.
+      let bytes = 0;
+      for (let i = 0; i < 700; i++) {
+        const id = `big-${i}`;
+        const text = JSON.stringify({ id, pad: randomBytes(150 * 1024).toString('base64') });
+        bytes += text.length;
+        await store.append('team', [{ id, text }]);
+      }
+      expect(bytes).toBeGreaterThan(135 * MB);
+      expect(walBytes(join(dir, 'pgdata'))).toBeLessThan(128 * MB);
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 300_000);
+
   it('makes a new segment without writing 16 MB of zeros first: an append that crossed into it did not stall on that', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-segment-'));
     const store = await openPgliteStore({ dataDir: dir, log: silentLog });

@@ -37,8 +37,9 @@ type OpenTx = { steps: Promise<unknown>; end: number | null; rolledBack: boolean
  */
 export const CHECKPOINT_WAL_BYTES = 64 * 2 ** 20;
 /**
- * How often the WAL is looked at: after this many bytes of statement text (op texts, almost all of it) or
- * this many statements, whichever comes first, rather than after every append. An append writes a few
+ * How often the WAL is looked at: after this many bytes of statement text and text parameters (op texts,
+ * almost all of it, written in a script or bound to a prepared append) or this many statements, whichever
+ * comes first, rather than after every append. An append writes a few
  * times its text in WAL (the row, its indexes, whole pages after a checkpoint), so the WAL overshoots the
  * bound by some tens of MB at most.
  */
@@ -92,8 +93,9 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
   // behind the statement that crossed the mark: after it commits, or after the transaction it belongs to.
   let textSince = 0;
   let statementsSince = 0;
-  const wrote = (text: string) => {
+  const wrote = (text: string, params: readonly unknown[] = []) => {
     textSince += text.length;
+    for (const p of params) if (typeof p === 'string') textSince += p.length;
     statementsSince++;
     if (textSince < WAL_CHECK_TEXT_BYTES && statementsSince < WAL_CHECK_STATEMENTS) return;
     textSince = 0;
@@ -110,8 +112,12 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
   };
 
   port.on('message', (m: ThreadRequest) => {
-    if (m.op === 'query' || m.op === 'exec') wrote(m.op === 'query' ? m.text : m.script);
-    else if (m.op === 'execOr') wrote(typeof m.first === 'string' ? m.first : m.first.text);
+    if (m.op === 'query') wrote(m.text, m.params);
+    else if (m.op === 'exec') wrote(m.script);
+    else if (m.op === 'execOr') {
+      if (typeof m.first === 'string') wrote(m.first);
+      else wrote(m.first.text, m.first.params);
+    }
     else if (m.op === 'fallback' && m.script !== null) wrote(m.script);
     if (m.op === 'query' || m.op === 'exec' || m.op === 'commit' || m.op === 'rollback') {
       if (m.tx === undefined) {

@@ -265,16 +265,16 @@ function paced(count: number, rate: number, send: (i: number) => Promise<void>):
   });
 }
 
+// This process's `gc`, without --expose-gc on the command line: a context made after the flag has it.
+setFlagsFromString('--expose-gc');
+const collectGarbage = runInNewContext('gc') as () => void;
+
 /**
  * Collects this process's garbage before a timed phase. The clients measuring both systems run here, and a
  * collection of theirs lands on whichever system is being timed: the 10,000 frames made for a latency run
  * once cost this process a 20 ms mark-compact and some 12 ms scavenges in the first 300 ms of the run, and
  * with them 150 of its acks (1.5%: the whole p99). Each side is given the same quiet start.
  */
-// This process's `gc`, without --expose-gc on the command line: a context made after the flag has it.
-setFlagsFromString('--expose-gc');
-const collectGarbage = runInNewContext('gc') as () => void;
-
 async function quietHere(): Promise<void> {
   collectGarbage();
   await new Promise((resolve) => setImmediate(resolve));

@@ -5,7 +5,7 @@ import { BroadcastChannel, parentPort, workerData } from 'node:worker_threads';
 import type { PGlite, Transaction } from '@electric-sql/pglite';
 import { cacheFileSizes } from '../../infra/pglite-sizes.js';
 import { useNamedStatements, type PgliteProtocol } from '../../infra/pglite-statements.js';
-import type { FirstTry } from './db.js';
+import { firstTry, type FirstTry, type Sql as RowsSql } from './db.js';
 
 /** What the relay's thread sends: `id` names the answer; `tx` places a statement in an open transaction. */
 export type ThreadRequest = { id: number } & (
@@ -79,8 +79,12 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
     if (pg === null) throw new Error('the database is not open');
     return pg;
   };
-  const statement = async (on: Sql, m: Statement): Promise<unknown> =>
-    m.op === 'query' ? (await on.query(m.text, m.params)).rows : (await on.exec(m.script)).map((r) => r.rows);
+  // Statements on `on` answering with their rows, as the relay's SQL port (db.ts) has them.
+  const rowsOf = (on: Sql): RowsSql => ({
+    query: async <T>(text: string, params?: unknown[]) => (await on.query<T>(text, params)).rows,
+    exec: async (script: string) => (await on.exec(script)).map((r) => r.rows),
+  });
+  const statement = (on: Sql, m: Statement): Promise<unknown> => (m.op === 'query' ? rowsOf(on).query(m.text, m.params) : rowsOf(on).exec(m.script));
   // Top-level work runs one job after another.
   const run = <T>(fn: () => Promise<T>): Promise<T> => {
     const p = chain.then(fn);
@@ -164,9 +168,7 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
       // fallback runs in this job's place: no other work comes between the two.
       void run(async () => {
         try {
-          const first = m.first;
-          const results = typeof first === 'string' ? await statement(db(), { op: 'exec', script: first }) : [await statement(db(), { op: 'query', ...first })];
-          return ok(m.id, { fellBack: false, results });
+          return ok(m.id, { fellBack: false, results: await firstTry(rowsOf(db()), m.first) });
         } catch (e) {
           if (!e || (e as { code?: unknown }).code !== '23505') return fail(m.id, e);
         }

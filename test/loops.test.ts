@@ -335,27 +335,6 @@ describe('the budget inside a channel round', () => {
   });
 });
 
-describe('real work under the budget', () => {
-  it('an orchestrator talking to a persona over 100 rounds with different texts is not stopped', { timeout: 300_000 }, async () => {
-    ws = await makeWorkspace();
-    ws.persona('orchestrator', { mode: 'rounds', arg: 'coder:100' });
-    ws.persona('coder', { mode: 'reply' });
-    const sent = await ws.nxc(['send', 'orchestrator', '--subject', 'a hundred rounds', '--json', 'run a hundred rounds']);
-    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
-    await ws.waitIdle(280_000);
-    const sends = ws.agentLog().filter((e) => e.cmd === 'send');
-    expect(sends).toHaveLength(100);
-    for (const s of sends) expect(s, JSON.stringify(s)).toMatchObject({ code: 0, out: { warnings: [] } });
-    const op = operationOf(await ws.status(true), sent.json.operation);
-    expect(op.turns).toEqual({ used: 201, budget: 500 });
-    expect(op.finished).toBe(true);
-    expect(op.threads.find((t) => t.thread === sent.json.thread)).toMatchObject({ state: 'answered', escalated: false, substituted: false, awaiting_human: true });
-    const view = await ws.nxc(['threads', 'show', sent.json.thread, '--json']);
-    expect(view.json.messages.at(-1)).toMatchObject({ effect: 'answer', text: 'all 100 rounds done' });
-  });
-});
-
-
 describe('the operation budget as declared', () => {
   it.each([0, -5, 2.5, '200'])('a config declaring operation_budget %j is refused (CONFIG_INVALID, exit 2, naming the member), and the send writes nothing', async (bad) => {
     ws = await makeWorkspace({ git: false });

@@ -7,7 +7,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The longest files, longest first (from full runs on a 2-core machine; keep roughly current). */
 export const LONG_FILES = [
-  'test/channels/depth.test.ts',
+  'test/long/rounds.test.ts',
   'test/e2e/ui/dashboard.test.ts',
   'test/e2e/node.test.ts',
   'test/loops.test.ts',
@@ -18,6 +18,7 @@ export const LONG_FILES = [
   'test/e2e/signing-nodes.test.ts',
   'test/e2e/runtime/session-turn.test.ts',
   'test/relay-store.test.ts',
+  'test/long/relay-wal.test.ts',
   'test/e2e/sandbox-escape.test.ts',
   'test/leases/mover.test.ts',
   'test/e2e/launcher.test.ts',

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { ESLint } from 'eslint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-const REPO = resolve(import.meta.dirname, '..');
+const REPO = resolve(import.meta.dirname, '..', '..');
 
 // Unique per run, so two runs (or a leftover of a killed one) never share folders.
 const tag = `lintfx${process.pid}${Date.now().toString(36)}`;

@@ -7,8 +7,8 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openPgliteStore, silentLog, type OpToAppend } from '../server/index.js';
-import { writeUntilNewSegment } from './helpers/wal-segments.js';
+import { openPgliteStore, silentLog, type OpToAppend } from '../../server/index.js';
+import { writeUntilNewSegment } from '../helpers/wal-segments.js';
 
 const base = mkdtempSync(join(tmpdir(), 'nexus-relay-wal-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));

@@ -5,10 +5,10 @@
 // at the end, driven to quiet, every queued trigger has started or was withdrawn.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { applyLeaseFact } from '../../node-agent/capabilities/leases/index.js';
-import { isNexusError } from '../../protocol/errors.js';
-import type { LeaseEffect, LeaseEvent, LeaseState, ParkRecord, ThreadSnapshot, Trigger } from '../../protocol/leases.js';
-import { alice, HOUR, Lease, MIN, parkRecord, world } from './harness.js';
+import { applyLeaseFact } from '../../../node-agent/capabilities/leases/index.js';
+import { isNexusError } from '../../../protocol/errors.js';
+import type { LeaseEffect, LeaseEvent, LeaseState, ParkRecord, ThreadSnapshot, Trigger } from '../../../protocol/leases.js';
+import { alice, HOUR, Lease, MIN, parkRecord, world } from '../../leases/harness.js';
 
 const RUNS = Number(process.env.NEXUS_MODEL_RUNS ?? 10_000);
 const OPS = ['P0', 'P1', 'P2'];

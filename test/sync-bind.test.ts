@@ -4,7 +4,7 @@
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
-import { createServer } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { connectCause, refusalCode } from '../node-agent/cli/sync-probe.js';
 import { silentLog, startRelay, type Relay } from '../server/index.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
 import { unusedPort } from './helpers/ports.js';
+import { Forger, rawPeer } from './helpers/forge.js';
 
 const OPERATOR = 'operator-token-for-the-bind-tests';
 const base = mkdtempSync(join(tmpdir(), 'nexus-bind-'));
@@ -141,6 +142,85 @@ describe('nxs sync bind binds', () => {
     expect(r.json).toMatchObject({ bound: true, reachable: true, offline: false, stream: 'team' });
     expect(await bound()).toBe(true);
     expect((await ws.nxs(['sync', 'unbind', '--json'])).json.unbound).toBe(true);
+  });
+});
+
+/** The relay's count of ops sent to consumers of `stream`, from its /metrics. */
+async function opsOut(stream: string): Promise<number> {
+  const text = await (await fetch(`${relay.url}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`nexus_relay_ops_out_total{stream="${stream}"}`));
+  return line === undefined ? 0 : Number(line.split(' ').at(-1));
+}
+
+/**
+ * A TCP proxy to the relay that lets a client's first two writes (the upgrade request and the hello)
+ * through at once and holds each later one for `holdMs`: what the relay sees of a check made from a slow
+ * or distant machine, whose goodbye comes well after the relay's welcome.
+ */
+async function slowGoodbyes(holdMs: number): Promise<{ url: string; close: () => Promise<void> }> {
+  const open = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = createConnection({ host: '127.0.0.1', port: relay.port });
+    open.add(client).add(upstream);
+    let writes = 0;
+    client.on('data', (chunk) => {
+      writes += 1;
+      if (writes <= 2) upstream.write(chunk);
+      else setTimeout(() => upstream.writable && upstream.write(chunk), holdMs);
+    });
+    upstream.on('data', (chunk) => client.writable && client.write(chunk));
+    const drop = () => (client.destroy(), upstream.destroy());
+    client.on('close', drop).on('error', drop);
+    upstream.on('close', drop).on('error', drop);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: async () => {
+      for (const s of open) s.destroy();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+describe("nxs sync bind's check of a stream with a history", () => {
+  it('is sent none of the history: the relay answers its hello at the head, however late the check says goodbye', async () => {
+    const res = await fetch(`${relay.url}/v1/streams`, { method: 'POST', headers: { authorization: `Bearer ${OPERATOR}` }, body: JSON.stringify({ name: 'deep' }) });
+    const deep = ((await res.json()) as { token: string }).token;
+    // 1,200 ops (more than two pages) of another workspace.
+    const forger = new Forger();
+    const texts: string[] = [];
+    for (let t = 0; t < 12; t++) {
+      const { thread, texts: opened } = forger.thread(`backlog ${t}`);
+      texts.push(...opened);
+      for (let m = 0; m < 98; m++) texts.push(forger.message(thread, thread, `backlog ${t}.${m}`, 'none'));
+    }
+    const pusher = await rawPeer(relay.url, 'deep', deep);
+    for (let i = 0; i < texts.length; i += 300) await pusher.push(texts.slice(i, i + 300));
+    pusher.close();
+    // What the pusher was sent back of its own pushes is counted before the check starts.
+    let before = await opsOut('deep');
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 100));
+      const now = await opsOut('deep');
+      if (now === before) break;
+      before = now;
+    }
+    const proxy = await slowGoodbyes(500);
+    try {
+      const r = await ws.nxs(['sync', 'bind', proxy.url, '--stream', 'deep', '--token', deep, '--json']);
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(r.json).toMatchObject({ bound: true, reachable: true, stream: 'deep' });
+      // The check's goodbye reaches the relay 500 ms after its hello: a relay paging the history from 0
+      // would have sent pages by then.
+      await new Promise((r) => setTimeout(r, 800));
+      expect(await opsOut('deep')).toBe(before);
+    } finally {
+      await proxy.close();
+      await ws.nxs(['sync', 'unbind', '--json']);
+    }
   });
 });
 

@@ -44,7 +44,10 @@ export function probe(binding: Binding, node: string, timeoutMs = 5_000): Promis
       resolve(p);
     };
     const timer = setTimeout(() => done({ ok: false, refused: false, cause: `no answer within ${Math.round(timeoutMs / 1000)} s` }), timeoutMs);
-    ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', protocol: SYNC_PROTOCOL, stream: binding.stream, token: binding.token, node, since: 0 })));
+    // `join: 1`: a relay then starts this connection at the stream's head, so it sends the check none of the
+    // history (a long stream's first pages, read and sent for nothing, and through a slow link ahead of the
+    // node's own connection). A relay without the history feature ignores it; the goodbye follows the welcome.
+    ws.on('open', () => ws.send(JSON.stringify({ type: 'hello', protocol: SYNC_PROTOCOL, stream: binding.stream, token: binding.token, node, since: 0, join: 1 })));
     ws.on('message', (data) => {
       let parsed: unknown;
       try {

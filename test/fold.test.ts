@@ -18,6 +18,8 @@ import {
   applyOp,
   emptyOperation,
   foldOperation,
+  foldRun,
+  foldStep,
   isFinished,
   loadOperation,
   openSubRounds,
@@ -305,6 +307,51 @@ describe('foldOperation over realistic op sequences', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  it('folds a run of ops into one copy of the maps: the start is untouched, and the end is the one-at-a-time fold', () => {
+    fc.assert(
+      fc.property(opsAndPermutation(scriptArb), fc.array(fc.nat(), { maxLength: 6 }), ({ ops }, cuts) => {
+        const root = ops[0]!.operation;
+        const canonical = [...ops].sort(compareOps);
+        // In runs, each starting from the frozen end of the one before: a write into a start throws.
+        let state = emptyOperation(root);
+        const inert: string[] = [];
+        for (const run of batches(canonical, cuts)) {
+          const before = structuredClone(state);
+          const next = foldRun(deepFreeze(state), run, (op, reason) => inert.push(`${op.id} ${reason}`));
+          expect(structuredClone(state)).toEqual(before);
+          state = next;
+        }
+        expect(state).toEqual(canonical.reduce(applyOp, emptyOperation(root)));
+        const oneByOne: string[] = [];
+        canonical.reduce((s, op) => {
+          const step = foldStep(s, op);
+          if (step.inert !== null) oneByOne.push(`${op.id} ${step.inert}`);
+          return step.state;
+        }, emptyOperation(root));
+        expect(inert).toEqual(oneByOne);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('writes into maps its caller owns, and copies them otherwise', () => {
+    // A person's commission: thread.opened, session.created, message.posted, session.turn_started.
+    const ops = buildOps([]);
+    const start = emptyOperation(ops[0]!.operation);
+    const first = foldStep(start, ops[0]!);
+    expect(first.inert).toBeNull();
+    expect(first.state.threads).not.toBe(start.threads);
+    expect(start.threads).toEqual({});
+    const second = foldStep(first.state, ops[1]!, true);
+    expect(second.inert).toBeNull();
+    expect(second.state.threads).toBe(first.state.threads);
+    expect(second.state.sessions).toBe(first.state.sessions);
+    expect(Object.keys(second.state.sessions)).toHaveLength(1);
+    const third = foldStep(second.state, ops[2]!);
+    expect(third.state.threads).not.toBe(second.state.threads);
+    expect(third.state.sessions).not.toBe(second.state.sessions);
   });
 
   it('agrees with the log it folds: message and turn counts, depths, and finished when no thread is open', () => {

@@ -7,7 +7,7 @@ import { compareOps, WORKSPACE_OPERATION } from '../../../protocol/ops.js';
 import { sqlInteger, sqlLiteral } from '../../../infra/index.js';
 import { afterCommit, beforeCommit, hookedStore, tables } from '../../adapters/store/index.js';
 import { opColumns, rowToOp, type Exec, type Projection } from '../../kernel/index.js';
-import { appliesInOrder, emptyOperation, FOLD_VERSION, foldStep, foldWithVerdicts, isFinished, type InertReason, type OperationState, type SessionState, type ThreadState } from './fold.js';
+import { appliesInOrder, emptyOperation, FOLD_VERSION, foldRun, foldWithVerdicts, isFinished, type InertReason, type OperationState, type SessionState, type ThreadState } from './fold.js';
 
 /**
  * The folds a transaction has read or written, by operation: a command loads its operation, then appends
@@ -248,12 +248,7 @@ async function foldInto(db: Exec, added: readonly Op[]): Promise<void> {
     const stored = known.get(id);
     let state: OperationState;
     if (stored === undefined || (stored.v === FOLD_VERSION && appliesInOrder(stored, fresh[0]!))) {
-      state = stored ?? emptyOperation(id);
-      for (const op of fresh) {
-        const step = foldStep(state, op);
-        state = step.state;
-        if (step.inert !== null) mark([[op.id, step.inert]]);
-      }
+      state = foldRun(stored ?? emptyOperation(id), fresh, (op, reason) => mark([[op.id, reason]]));
     } else {
       // A late arrival (or a state folded by older rules): re-fold this operation alone from its whole
       // log, and decide every op's verdict again (an op inert for want of its thread may now move it).

@@ -1,5 +1,5 @@
 // Depth at a channel: a requester at the cap is refused before a round is opened. (That a hundred rounds
-// leave the requester at the depth it had is in test/long/rounds.test.ts.)
+// leave the requester at the depth it had is in test/long/channel-rounds.test.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 import { declareChannel, opsOf } from './scenario.js';

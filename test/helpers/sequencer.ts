@@ -7,7 +7,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /** The longest files, longest first (from full runs on a 2-core machine; keep roughly current). */
 export const LONG_FILES = [
-  'test/long/rounds.test.ts',
+  'test/long/channel-rounds.test.ts',
+  'test/long/conversation-rounds.test.ts',
   'test/e2e/ui/dashboard.test.ts',
   'test/e2e/node.test.ts',
   'test/loops.test.ts',

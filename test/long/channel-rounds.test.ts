@@ -1,5 +1,5 @@
-// A hundred rounds in one operation: real work that must stay inside the brakes. Long by nature (some
-// 200-300 turns each), so these run in `npm test` and not in `npm run test:fast`.
+// A hundred channel rounds in one operation (301 turns): the requester's depth never creeps. Long by
+// nature, so it runs in `npm test` and not in `npm run test:fast`.
 import { afterEach, describe, expect, it } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 import { declareChannel, opsOf } from '../channels/scenario.js';
@@ -9,12 +9,6 @@ afterEach(async () => {
   await ws?.cleanup();
   ws = undefined;
 });
-
-function operationOf(status: any, id: string): any {
-  const op = status.operations.find((o: any) => o.operation === id);
-  if (!op) throw new Error(`operation ${id} is not in status`);
-  return op;
-}
 
 describe('an orchestrator asking a channel round after round', () => {
   it('100 rounds, depth unchanged: the orchestrator stays at depth 1 and every step opens at depth 2', async () => {
@@ -47,24 +41,4 @@ describe('an orchestrator asking a channel round after round', () => {
     expect(completed).toHaveLength(100);
     for (const c of completed) expect(c.body.reason).toBe('folded');
   }, 1_800_000);
-});
-
-describe('real work under the budget', () => {
-  it('an orchestrator talking to a persona over 100 rounds with different texts is not stopped', { timeout: 300_000 }, async () => {
-    const w = (ws = await makeWorkspace());
-    w.persona('orchestrator', { mode: 'rounds', arg: 'coder:100' });
-    w.persona('coder', { mode: 'reply' });
-    const sent = await w.nxc(['send', 'orchestrator', '--subject', 'a hundred rounds', '--json', 'run a hundred rounds']);
-    expect(sent.code, sent.stdout + sent.stderr).toBe(0);
-    await w.waitIdle(280_000);
-    const sends = w.agentLog().filter((e) => e.cmd === 'send');
-    expect(sends).toHaveLength(100);
-    for (const s of sends) expect(s, JSON.stringify(s)).toMatchObject({ code: 0, out: { warnings: [] } });
-    const op = operationOf(await w.status(true), sent.json.operation);
-    expect(op.turns).toEqual({ used: 201, budget: 500 });
-    expect(op.finished).toBe(true);
-    expect(op.threads.find((t: any) => t.thread === sent.json.thread)).toMatchObject({ state: 'answered', escalated: false, substituted: false, awaiting_human: true });
-    const view = await w.nxc(['threads', 'show', sent.json.thread, '--json']);
-    expect(view.json.messages.at(-1)).toMatchObject({ effect: 'answer', text: 'all 100 rounds done' });
-  });
 });

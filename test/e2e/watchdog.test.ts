@@ -1,8 +1,9 @@
 // The suite's watchdog: a run whose worker stops answering ends within seconds, saying which file and test
 // it stopped in and what each of its processes waits on, instead of holding CI until the job's limit.
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { expect, it } from 'vitest';
 
 const REPO = resolve(import.meta.dirname, '..', '..');
@@ -14,9 +15,10 @@ type Ended = { code: number | null; signal: NodeJS.Signals | null; stderr: strin
 
 /** Runs vitest on the fixture with the watchdog's limits set; kills it if it has not ended in GIVE_UP_MS. */
 function runFixture(env: Record<string, string>): Promise<Ended> {
+  const seen = join(mkdtempSync(join(tmpdir(), 'nexus-watchdog-')), 'seen');
   const child = spawn(process.execPath, [join(REPO, 'node_modules', 'vitest', 'vitest.mjs'), 'run', '--root', FIXTURE], {
     cwd: FIXTURE,
-    env: { ...process.env, ...env, CI: '1', NO_COLOR: '1' },
+    env: { ...process.env, ...env, CI: '1', NO_COLOR: '1', NEXUS_TEST_WATCHDOG_SEEN: seen },
     stdio: ['ignore', 'pipe', 'pipe'],
     // Its own process group: given up on, the whole run goes, its spinning worker too.
     detached: true,
@@ -38,6 +40,7 @@ function runFixture(env: Record<string, string>): Promise<Ended> {
       clearTimeout(timer);
       // Whatever the outcome, nothing of the run is left (a worker outlives a vitest killed from outside).
       killGroup();
+      rmSync(dirname(seen), { recursive: true, force: true });
       done({ code, signal, stdout, stderr });
     }),
   );
@@ -50,10 +53,10 @@ function pidsNamed(report: string): number[] {
 const onLinux = process.platform === 'linux';
 
 it.skipIf(!onLinux)('ends a run whose file ran past its limit: exit 1, the file and test named, the blocked worker listed with its stack, and stopped', async () => {
-  const ended = await runFixture({ NEXUS_TEST_FILE_LIMIT_S: '3', NEXUS_TEST_STALL_S: '600' });
+  const ended = await runFixture({ NEXUS_TEST_FILE_LIMIT_S: '6', NEXUS_TEST_STALL_S: '600' });
   expect(ended.signal, ended.stdout + ended.stderr).toBeNull();
   expect(ended.code).toBe(1);
-  expect(ended.stderr).toContain('the test run stopped moving: test/fixtures/watchdog/spin.hang.ts ran past the limit of 3 s per file (NEXUS_TEST_FILE_LIMIT_S)');
+  expect(ended.stderr).toContain('the test run stopped moving: test/fixtures/watchdog/spin.hang.ts ran past the limit of 6 s per file (NEXUS_TEST_FILE_LIMIT_S)');
   expect(ended.stderr).toMatch(/spin\.hang\.ts: running for \d+ s\n {4}test "spins on its event loop": running for \d+ s/);
   // The worker is listed with its state: R, running on the CPU, where a blocked loop spins.
   const workers = pidsNamed(ended.stderr);
@@ -65,10 +68,10 @@ it.skipIf(!onLinux)('ends a run whose file ran past its limit: exit 1, the file 
 });
 
 it.skipIf(!onLinux)('ends a run from which nothing was reported for the stall limit, naming what still runs', async () => {
-  const ended = await runFixture({ NEXUS_TEST_FILE_LIMIT_S: '600', NEXUS_TEST_STALL_S: '3' });
+  const ended = await runFixture({ NEXUS_TEST_FILE_LIMIT_S: '600', NEXUS_TEST_STALL_S: '5' });
   expect(ended.signal, ended.stdout + ended.stderr).toBeNull();
   expect(ended.code).toBe(1);
-  expect(ended.stderr).toMatch(/the test run stopped moving: nothing was reported for \d+ s \(NEXUS_TEST_STALL_S=3\)/);
+  expect(ended.stderr).toMatch(/the test run stopped moving: nothing was reported for \d+ s \(NEXUS_TEST_STALL_S=5\)/);
   expect(ended.stderr).toContain('test "spins on its event loop"');
 });
 

@@ -79,11 +79,20 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
     if (pg === null) throw new Error('the database is not open');
     return pg;
   };
-  // Statements on `on` answering with their rows, as the relay's SQL port (db.ts) has them.
-  const rowsOf = (on: Sql): RowsSql => ({
-    query: async <T>(text: string, params?: unknown[]) => (await on.query<T>(text, params)).rows,
-    exec: async (script: string) => (await on.exec(script)).map((r) => r.rows),
-  });
+  // Statements on `on` answering with their rows, as the relay's SQL port (db.ts) has them: made once per
+  // database or transaction, not per statement (this thread's garbage lands in the acks' tail).
+  const adapted = new WeakMap<Sql, RowsSql>();
+  const rowsOf = (on: Sql): RowsSql => {
+    let rows = adapted.get(on);
+    if (rows === undefined) {
+      rows = {
+        query: async <T>(text: string, params?: unknown[]) => (await on.query<T>(text, params)).rows,
+        exec: async (script: string) => (await on.exec(script)).map((r) => r.rows),
+      };
+      adapted.set(on, rows);
+    }
+    return rows;
+  };
   const statement = (on: Sql, m: Statement): Promise<unknown> => (m.op === 'query' ? rowsOf(on).query(m.text, m.params) : rowsOf(on).exec(m.script));
   // Top-level work runs one job after another.
   const run = <T>(fn: () => Promise<T>): Promise<T> => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { backoffDelay, createLogger, makeDataTemplate, parseLogLevel, removeOtherTemplates, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
+import { backoffDelay, createLogger, makeDataTemplate, parseLogLevel, removeOtherTemplates, storeCacheSetting, STORE_CACHE_VARIABLE, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 
@@ -123,6 +123,26 @@ describe('NEXUS_WASM_TIERING', () => {
 
   it.each(['yes', 'ON', '1', 'of'])('%j is refused with USAGE, naming the variable and the values it takes', (value) => {
     expect(() => wasmTieringSetting({ [WASM_TIERING_VARIABLE]: value })).toThrow(expect.objectContaining({ code: 'USAGE', message: expect.stringContaining('NEXUS_WASM_TIERING must be "on" or "off"') }));
+  });
+});
+
+describe('NEXUS_STORE_CACHE', () => {
+  it.each([
+    [undefined, '16MB'],
+    ['', '16MB'],
+    ['4MB', '4MB'],
+    ['128kB', '128kB'],
+    ['512kB', '512kB'],
+    ['1GB', '1GB'],
+    ['1024MB', '1024MB'],
+  ])('%j reads as %j', (value, setting) => {
+    expect(storeCacheSetting({ [STORE_CACHE_VARIABLE]: value })).toBe(setting);
+  });
+
+  it.each(['16', '16mb', '16 MB', '0MB', '127kB', '2GB', '1025MB', '-4MB', '04MB', 'lots', '99999999999MB'])('%j is refused with USAGE, naming the variable and the sizes it takes', (value) => {
+    expect(() => storeCacheSetting({ [STORE_CACHE_VARIABLE]: value })).toThrow(
+      expect.objectContaining({ code: 'USAGE', message: `NEXUS_STORE_CACHE must be a size from 128kB to 1GB, such as 16MB, not ${JSON.stringify(value)}` }),
+    );
   });
 });
 

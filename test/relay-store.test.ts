@@ -402,6 +402,25 @@ describe('the PGlite relay data folder', () => {
   });
 });
 
+describe('the PGlite relay store with a bad NEXUS_STORE_CACHE', () => {
+  it('is refused with USAGE before its folder is made or locked, and opens once the value is fixed', async () => {
+    const dir = join(mkdtempSync(join(tmpdir(), 'nexus-relay-cache-')), 'data');
+    const saved = process.env['NEXUS_STORE_CACHE'];
+    try {
+      process.env['NEXUS_STORE_CACHE'] = '64';
+      await expect(openPgliteStore({ dataDir: dir, log: silentLog })).rejects.toMatchObject({ code: 'USAGE', message: expect.stringContaining('NEXUS_STORE_CACHE must be a size') });
+      expect(existsSync(dir)).toBe(false);
+      process.env['NEXUS_STORE_CACHE'] = '2MB';
+      const store = await openPgliteStore({ dataDir: dir, log: silentLog });
+      await store.close();
+    } finally {
+      if (saved === undefined) delete process.env['NEXUS_STORE_CACHE'];
+      else process.env['NEXUS_STORE_CACHE'] = saved;
+      rmSync(dirname(dir), { recursive: true, force: true });
+    }
+  });
+});
+
 describe('the PGlite relay data folder lock', () => {
   // One folder for both cases.
   let dir: string;

@@ -2,6 +2,7 @@
 // instance and dropped from each query, with the rows unchanged; any other parser a query brings stays.
 import { sql } from 'drizzle-orm';
 import { drizzle } from 'drizzle-orm/pglite';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../node-agent/adapters/store/index.js';
@@ -67,5 +68,51 @@ describe('a store opened with a bad NEXUS_WASM_TIERING', () => {
       else process.env['NEXUS_WASM_TIERING'] = saved;
       await other.cleanup();
     }
+  });
+});
+
+describe('a store\'s buffer cache', () => {
+  let other: TestWorkspace;
+  let dir: string;
+  beforeAll(async () => {
+    other = await makeWorkspace({ git: false, real: true });
+    dir = join(other.root, '.nxs', 'store');
+  });
+  afterAll(() => other?.cleanup());
+
+  async function cacheOf(value: string | undefined): Promise<string> {
+    const saved = process.env['NEXUS_STORE_CACHE'];
+    try {
+      if (value === undefined) delete process.env['NEXUS_STORE_CACHE'];
+      else process.env['NEXUS_STORE_CACHE'] = value;
+      const s = await openStore(dir);
+      try {
+        return (await s.pg.query<{ shared_buffers: string }>('show shared_buffers')).rows[0]!.shared_buffers;
+      } finally {
+        await s.close();
+      }
+    } finally {
+      if (saved === undefined) delete process.env['NEXUS_STORE_CACHE'];
+      else process.env['NEXUS_STORE_CACHE'] = saved;
+    }
+  }
+
+  it('is 16 MB unless NEXUS_STORE_CACHE sets another size, read at each open', async () => {
+    expect(await cacheOf(undefined)).toBe('16MB');
+    expect(await cacheOf('2MB')).toBe('2MB');
+    expect(await cacheOf('512kB')).toBe('512kB');
+  });
+
+  it('refuses a bad size with USAGE before the store is locked, and the store opens once it is fixed', async () => {
+    const saved = process.env['NEXUS_STORE_CACHE'];
+    try {
+      process.env['NEXUS_STORE_CACHE'] = 'plenty';
+      await expect(openStore(dir)).rejects.toMatchObject({ code: 'USAGE', message: expect.stringContaining('NEXUS_STORE_CACHE must be a size') });
+      expect(existsSync(`${dir}.lock`)).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env['NEXUS_STORE_CACHE'];
+      else process.env['NEXUS_STORE_CACHE'] = saved;
+    }
+    expect(await cacheOf('1MB')).toBe('1MB');
   });
 });

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { NexusError } from '../../protocol/errors.js';
-import { createLogger, wasmTieringSetting } from '../../infra/index.js';
+import { createLogger, storeCacheSetting, wasmTieringSetting } from '../../infra/index.js';
 import { addToRegistry, isRegistered, nodePaths, nodeProcessAlive, readRegistry, removeFromRegistry, runningNode } from '../host/node/files.js';
 import { packageRoot } from '../paths.js';
 import { callNode, isUnreachable } from '../host/rpc/client.js';
@@ -38,6 +38,7 @@ type RunOptions = {
 async function run(io: Io, o: RunOptions): Promise<void> {
   // A node opens its stores only as workspaces come to it: a bad setting is refused now, not at the first one.
   wasmTieringSetting(io.env);
+  storeCacheSetting(io.env);
   const [{ startNode }, { CLI_HANDOVER }] = await Promise.all([import('../host/node/index.js'), import('./handover.js')]);
   const log = createLogger({ component: 'node', env: io.env, sink: io.stderr });
   const node = await startNode({
@@ -66,6 +67,7 @@ async function run(io: Io, o: RunOptions): Promise<void> {
 
 async function start(io: Io, json: boolean, o: RunOptions): Promise<void> {
   wasmTieringSetting(io.env);
+  storeCacheSetting(io.env);
   const paths = homeOf(io);
   const first = runningNode(paths);
   if (first) throw new NexusError('NODE_RUNNING', `a node already runs for ${paths.home}: pid ${first.pid}, socket ${first.socket}`, { pid: first.pid });

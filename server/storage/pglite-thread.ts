@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
+import { pgliteWasmModule } from '../../infra/pglite-wasm.js';
 import { NexusError } from '../../protocol/errors.js';
 import type { ThreadData, ThreadReply, ThreadRequest } from './pglite-worker.js';
 import type { ExecOrOutcome, FirstTry, Sql, SqlDb } from './sql.js';
@@ -58,12 +59,13 @@ export class PgliteThread implements SqlDb {
   private broken: Error | null = null;
   private closing = false;
 
-  private constructor(private readonly onBroken?: (err: Error) => void) {
+  private constructor(wasmModule: WebAssembly.Module, private readonly onBroken?: (err: Error) => void) {
     const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
     // A young generation of 4 MB, not V8's default of up to 16 MB per semi-space: the thread's garbage is
     // short-lived (statements and their results), and a fresh relay's RSS grew by ~20 MB as 500 nodes
     // said hello, for no measured gain in speed.
-    const data: ThreadData = { entry, collectChannel: COLLECT_GARBAGE_CHANNEL };
+    // The process's compiled PostgreSQL (infra/pglite-wasm.ts): the thread shares its code instead of compiling its own.
+    const data: ThreadData = { entry, collectChannel: COLLECT_GARBAGE_CHANNEL, wasmModule };
     this.worker = new Worker(workerFile(), {
       workerData: data,
       resourceLimits: { maxYoungGenerationSizeMb: 4 },
@@ -101,7 +103,7 @@ export class PgliteThread implements SqlDb {
   }
 
   private static async start(dataDir: string, settings: readonly string[], onBroken?: (err: Error) => void): Promise<PgliteThread> {
-    const thread = new PgliteThread(onBroken);
+    const thread = new PgliteThread(await pgliteWasmModule(), onBroken);
     try {
       await thread.call({ op: 'open', dataDir, startParams: settings.flatMap((s) => ['-c', s]) });
       return thread;

@@ -22,8 +22,8 @@ export type ThreadRequest = { id: number } & (
 /** Its answer: the value, or the error's message and PostgreSQL's SQLSTATE when it had one. */
 export type ThreadReply = { id: number; ok: true; value: unknown } | { id: number; ok: false; error: { message: string; code?: string } };
 
-/** What the thread is started with: PGlite's CommonJS entry (an absolute path) and the garbage channel's name. */
-export type ThreadData = { entry: string; collectChannel: string };
+/** What the thread is started with: PGlite's CommonJS entry (an absolute path), the garbage channel's name, and the compiled module. */
+export type ThreadData = { entry: string; collectChannel: string; wasmModule: WebAssembly.Module };
 
 type Sql = Pick<PGlite, 'query' | 'exec'>;
 type Statement = { op: 'query'; text: string; params?: unknown[] } | { op: 'exec'; script: string };
@@ -196,7 +196,7 @@ function serve(port: NonNullable<typeof parentPort>, data: ThreadData): void {
       job(m.id, async () => {
         // PGlite's CommonJS build, by the absolute path the relay's thread resolved.
         const lib = createRequire(import.meta.url)(data.entry) as PgliteProtocol & { PGlite: typeof PGlite };
-        pg = await lib.PGlite.create({ dataDir: m.dataDir, startParams: [...lib.PGlite.defaultStartParams, ...m.startParams] });
+        pg = await lib.PGlite.create({ dataDir: m.dataDir, startParams: [...lib.PGlite.defaultStartParams, ...m.startParams], pgliteWasmModule: data.wasmModule });
         // The relay's lock makes this thread the folder's only writer: relation sizes are kept here (infra/pglite-sizes.ts).
         cacheFileSizes(pg);
         // A statement with parameters is parsed and planned once (infra/pglite-statements.ts): the single-op append above all.

@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { acquireLock, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, pgliteVersion, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
+import { acquireLock, chooseWasmTier, storeCacheSetting, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, pgliteVersion, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
 import { PgliteThread } from './pglite-thread.js';
 import { CommitEmitter, migrate, sqlStreamStore } from './sql.js';
 
@@ -78,7 +78,7 @@ function seedFromTemplate(target: string, template: string | null, log: Logger):
 /**
  * PGlite's WebAssembly heap only grows: every buffer page it ever touched stays resident until the
  * process ends. Its default shared_buffers (128 MB) lets a relay grow by that much as catch-ups walk a
- * large stream; 16 MB keeps the hot tail of every stream (appends and live reads touch only the last
+ * large stream; 16 MB (NEXUS_STORE_CACHE sets another size) keeps the hot tail of every stream (appends and live reads touch only the last
  * pages) and leaves older pages to the OS page cache, which gives memory back. work_mem bounds the
  * paged read's window sort (500 ops, well under 1 MB); the relay makes no temporary tables. The database
  * thread checkpoints every 64 MB of WAL (pglite-worker.ts); max_wal_size and min_wal_size bound the
@@ -86,7 +86,7 @@ function seedFromTemplate(target: string, template: string | null, log: Logger):
  * 16 MB of zeros held the thread ~120 ms, and every push waiting behind it, each time the log crossed
  * into a new segment (the slowest acks of a run at 1,000 pushes/s went from 66 ms to 18-37 ms).
  */
-const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=1MB', 'temp_buffers=1MB', 'max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off'];
+const pgliteSettings = () => [`shared_buffers=${storeCacheSetting()}`, 'work_mem=1MB', 'temp_buffers=1MB', 'max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off'];
 
 /**
  * Opens (creating on first use) the PGlite store in `dataDir`, migrated. PGlite has no lock of its
@@ -98,6 +98,8 @@ const PGLITE_SETTINGS = ['shared_buffers=16MB', 'work_mem=1MB', 'temp_buffers=1M
  */
 export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamStore> {
   const target = join(opts.dataDir, 'pgdata');
+  // A bad NEXUS_STORE_CACHE is refused (USAGE) before anything is made or locked.
+  const settings = pgliteSettings();
   makePrivateDir(opts.dataDir);
   let pg: PgliteThread | undefined;
   const release: Release = await acquireLock(`${target}.lock`, {
@@ -111,7 +113,7 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
     seedFromTemplate(target, opts.template === undefined ? packagedRelayTemplateDir() : opts.template, opts.log);
     // Every call fails from then on, and /readyz says so; the log says why.
     const broken = (err: Error) => opts.log.error('the relay store failed: every storage call fails until the relay restarts', { dir: opts.dataDir, error: err.message });
-    pg = await withPrivateUmask(() => PgliteThread.open(target, PGLITE_SETTINGS, broken));
+    pg = await withPrivateUmask(() => PgliteThread.open(target, settings, broken));
     const db = pg;
     // Appends write op texts as literals, where a doubled quote must be the only escape.
     await db.exec('SET standard_conforming_strings = on');

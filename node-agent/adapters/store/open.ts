@@ -5,7 +5,7 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { acquireLock, cacheFileSizes, chooseWasmTier, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, pgliteVersion, PRIVATE_MODES, templateProblem, tightenTree, useNamedStatements, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, cacheFileSizes, chooseWasmTier, pgliteWasmModule, storeCacheSetting, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, pgliteVersion, PRIVATE_MODES, templateProblem, tightenTree, useNamedStatements, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
@@ -103,7 +103,8 @@ function acquireStoreLock(target: string, opts: OpenOptions): Promise<Release> {
 }
 
 /**
- * How PGlite starts a workspace store: its own defaults, with 16 MB of shared buffers instead of the
+ * How PGlite starts a workspace store: its own defaults, with 16 MB of shared buffers (NEXUS_STORE_CACHE
+ * sets another size, infra/pglite-wasm.ts) instead of the
  * 128 MB of a server's postgresql.conf. PostgreSQL zeroes its buffers at every start, so the default cost
  * ~0.85 s of CPU per open against ~0.35 s (measured on the template), paid by every command that opens
  * a store without a node and by a node per workspace it serves, each of which also kept the whole 128 MB
@@ -120,7 +121,9 @@ function acquireStoreLock(target: string, opts: OpenOptions): Promise<Release> {
  * for ~120 ms each time the log crossed into a new segment. Zero-filling reserves the disk space early;
  * a store that runs out of space fails on its next write either way, and runs without fsync already.
  */
-const START_PARAMS = [...PGlite.defaultStartParams, '-c', 'shared_buffers=16MB', '-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB', '-c', 'wal_init_zero=off'];
+function startParams(): string[] {
+  return [...PGlite.defaultStartParams, '-c', `shared_buffers=${storeCacheSetting()}`, '-c', 'max_wal_size=64MB', '-c', 'min_wal_size=32MB', '-c', 'wal_init_zero=off'];
+}
 
 /** What a node records as its purpose when it holds a store. */
 export const NODE_PURPOSE = 'the node';
@@ -150,7 +153,7 @@ export async function makeTemplate(dir: string, opts: { shared?: boolean } = {})
   return makeDataTemplate(dir, {
     ...opts,
     build: async (tmp) => {
-      const pg = await PGlite.create({ dataDir: tmp, startParams: START_PARAMS });
+      const pg = await PGlite.create({ dataDir: tmp, startParams: startParams(), pgliteWasmModule: await pgliteWasmModule() });
       try {
         await migrate(drizzle(drizzleClient(pg), { schema }), { migrationsFolder: migrationsFolder() });
         // Without initdb's template databases every store is 25 MB and 439 files instead of 39 MB and 1,039,
@@ -253,6 +256,8 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
   if (!existsSync(join(dir, 'PG_VERSION'))) {
     throw new NexusError('STORE_FAILED', `no store at ${dir}`);
   }
+  // A bad NEXUS_STORE_CACHE is refused (USAGE) before the store is locked.
+  const params = startParams();
   const release = await acquireStoreLock(dir, opts);
   let pg: PGlite | undefined;
   try {
@@ -260,7 +265,8 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     // birth where the umask reaches, and the whole tree is set private once open (a store an older
     // version left readable by others included) and again at close.
     chooseWasmTier(opts.tiering === true);
-    pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir, startParams: START_PARAMS }));
+    const wasm = await pgliteWasmModule();
+    pg = await withPrivateUmask(() => PGlite.create({ dataDir: dir, startParams: params, pgliteWasmModule: wasm }));
     // This process alone writes the folder (the lock): a relation's size is kept, not asked of the kernel at every plan.
     cacheFileSizes(pg);
     // Each statement text is parsed and planned once, not at every run (infra/pglite-statements.ts).

@@ -59,6 +59,8 @@ export default tseslint.config(
       '@typescript-eslint/await-thenable': 'error',
       '@typescript-eslint/consistent-type-imports': ['error', { fixStyle: 'inline-type-imports' }],
       'no-debugger': 'error',
+      // A thread's code lives in a module of its own, linted and typed: never source text evaluated as a worker.
+      'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Worker'] Property[key.name='eval']", message: 'a worker runs a module file of its own (see crypto/verify-worker.ts), not evaluated source' }],
       eqeqeq: ['error', 'always', { null: 'ignore' }],
     },
   },

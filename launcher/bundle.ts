@@ -19,9 +19,11 @@ const ENTRIES: Record<string, string> = {
   'relay-cli': 'dist/server/cli.js',
   infra: 'dist/infra/index.js',
   sidecar: 'dist/node-agent/cli/sidecar.js',
-  // Worker threads, started by file from beside the chunks that start them (crypto/opsig.ts, server/storage/pglite-thread.ts).
+  // Worker threads, started by file from beside the chunks that start them (crypto/opsig.ts,
+  // server/storage/pglite-thread.ts, node-agent/capabilities/runtime/tools/grep.ts).
   'verify-worker': 'dist/crypto/verify-worker.js',
   'pglite-worker': 'dist/server/storage/pglite-worker.js',
+  'grep-worker': 'dist/node-agent/capabilities/runtime/tools/grep-worker.js',
 };
 
 /**

@@ -66,6 +66,11 @@ describe('the worker threads, bundled beside the chunks that start them', () => 
     expect([...answer.out]).toEqual([1, 0]);
   });
 
+  it('grep-worker.js reports the lines its pattern matches, at most as many as asked', async () => {
+    expect(await ask('grep-worker.js', { text: 'alpha\nbeta\nalphabet\ngamma\nalp', max: 10 }, { pattern: '^alp' })).toEqual([0, 2, 4]);
+    expect(await ask('grep-worker.js', { text: 'alpha\nbeta\nalphabet', max: 1 }, { pattern: 'a$' })).toEqual([0]);
+  });
+
   it('pglite-worker.js answers the database thread\'s requests', async () => {
     const answer = await ask('pglite-worker.js', { id: 3, op: 'close' }, { entry: 'unused until open', collectChannel: 'nexus:test' });
     expect(answer).toEqual({ id: 3, ok: true, value: null });

@@ -34,6 +34,9 @@ const FILES: Record<string, string> = {
   [`${infra}/make.ts`]: `import type { Shape } from './shape.js';\nexport type Made = number;\nexport const make = (s: Shape): Made => s.made;\n`,
   [`${infra}/top.ts`]: `import { low } from './low.js';\nexport const top = low + 1;\n`,
   [`${infra}/low.ts`]: `export const low = 1;\n`,
+  // a worker started from source text (refused) and one started from its own file (allowed)
+  [`${infra}/evaluated.ts`]: `import { Worker } from 'node:worker_threads';\nexport const start = (): Worker => new Worker('require("x")', { eval: true });\n`,
+  [`${infra}/from-file.ts`]: `import { Worker } from 'node:worker_threads';\nexport const start = (): Worker => new Worker(new URL('./w.js', import.meta.url));\n`,
 };
 
 /** Each linted file's messages from the house's rules, as `rule: message`. */
@@ -87,8 +90,12 @@ describe('npm run lint', () => {
     expect(of(`${capA}/plain-fs.ts`)).toEqual([expect.stringMatching(/^house\/no-fs-in-capabilities: fs: /)]);
   });
 
-  it("passes on another capability's door, a capability's own files, node:fs in an adapter and a one-way chain", () => {
-    for (const file of [`${capA}/door.ts`, `${capA}/own.ts`, `${capB}/index.ts`, `${capB}/inner.ts`, `${adapter}/files.ts`, `${infra}/top.ts`, `${infra}/low.ts`]) {
+  it('fails on a worker started from evaluated source text', () => {
+    expect(of(`${infra}/evaluated.ts`)).toEqual([expect.stringMatching(/^no-restricted-syntax: a worker runs a module file of its own/)]);
+  });
+
+  it("passes on another capability's door, a capability's own files, node:fs in an adapter, a one-way chain and a worker from a file", () => {
+    for (const file of [`${infra}/from-file.ts`, `${capA}/door.ts`, `${capA}/own.ts`, `${capB}/index.ts`, `${capB}/inner.ts`, `${adapter}/files.ts`, `${infra}/top.ts`, `${infra}/low.ts`]) {
       expect({ file, messages: of(file) }).toEqual({ file, messages: [] });
     }
   });

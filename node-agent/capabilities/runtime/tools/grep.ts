@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { readCapped } from '../../../../infra/index.js';
 import { resolveInside, ToolFailure } from './confine.js';
+import type { MatchAnswer, MatcherData, MatchRequest } from './grep-worker.js';
 
 const MAX_GREP_MATCHES = 200;
 const MAX_GREP_FILE_BYTES = 1024 * 1024;
@@ -26,16 +27,14 @@ async function* walk(dir: string): AsyncGenerator<string> {
   }
 }
 
-// Inline source (CommonJS, as eval workers run), so the bundle needs no separate worker file.
-const MATCHER_SOURCE = `
-const { parentPort, workerData } = require('node:worker_threads');
-const re = new RegExp(workerData.pattern);
-parentPort.on('message', ({ text, max }) => {
-  const hits = [];
-  const lines = text.split('\\n');
-  for (let i = 0; i < lines.length && hits.length < max; i++) if (re.test(lines[i])) hits.push(i);
-  parentPort.postMessage(hits);
-});`;
+/**
+ * The matcher thread's file: beside this module, compiled (dist/.../tools/) or bundled (dist/bin/, where the
+ * build puts it beside the chunks). Run from the sources (the test runner), the compiled one under dist/ is
+ * used: Node starts no .ts file on a thread.
+ */
+function matcherFile(): URL {
+  return import.meta.url.endsWith('.ts') ? new URL('../../../../dist/node-agent/capabilities/runtime/tools/grep-worker.js', import.meta.url) : new URL('./grep-worker.js', import.meta.url);
+}
 
 /** One pattern in a worker thread; each `match` is bounded by what is left of the call's time. */
 class Matcher {
@@ -43,13 +42,14 @@ class Matcher {
   private leftMs: number;
 
   constructor(pattern: string, limitMs: number) {
-    this.worker = new Worker(MATCHER_SOURCE, { eval: true, workerData: { pattern } });
+    const data: MatcherData = { pattern };
+    this.worker = new Worker(matcherFile(), { workerData: data });
     this.worker.unref();
     this.leftMs = limitMs;
   }
 
   /** The indexes of the lines of `text` the pattern matches (at most `max`), or null when time ran out. */
-  match(text: string, max: number): Promise<number[] | null> {
+  match(text: string, max: number): Promise<MatchAnswer | null> {
     const started = performance.now();
     return new Promise((resolve, reject) => {
       const done = () => {
@@ -58,13 +58,14 @@ class Matcher {
         this.worker.off('error', onError);
         this.leftMs -= performance.now() - started;
       };
-      const onMessage = (hits: number[]) => (done(), resolve(hits));
+      const onMessage = (hits: MatchAnswer) => (done(), resolve(hits));
       const onError = (err: Error) => (done(), reject(new ToolFailure(`the search failed: ${err.message}`)));
       // A backtracking regular expression does not yield; only stopping its thread ends it.
       const timer = setTimeout(() => (done(), void this.worker.terminate(), resolve(null)), Math.max(0, this.leftMs));
       this.worker.on('message', onMessage);
       this.worker.once('error', onError);
-      this.worker.postMessage({ text, max });
+      const request: MatchRequest = { text, max };
+      this.worker.postMessage(request);
     });
   }
 

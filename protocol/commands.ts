@@ -1,8 +1,8 @@
 // Every command a node or a direct host answers, declared once: its name, what it takes, what it
 // returns and the refusals it may give. The CLI, the node's RPC routes and client, and the direct
 // host are all derived from this list, so a command is added in one place plus its capability.
-import { ulid } from 'ulidx';
 import { z } from 'zod';
+import { randomUlid } from './ids.js';
 import { NexusError, type ErrorCode } from './errors.js';
 import { ReceiptSchema, StatusReportSchema, ThreadViewSchema, WarningSchema, WithdrawResultSchema } from './receipts.js';
 
@@ -291,7 +291,7 @@ export const RequestKeySchema = z.string().regex(/^r-[0-9A-HJKMNP-TV-Z]{26}$/);
 
 /** A fresh request key. */
 export function newRequestKey(): string {
-  return `r-${ulid()}`;
+  return `r-${randomUlid()}`;
 }
 
 /** What a caller may add to a request beside its input. */

@@ -21,8 +21,7 @@ import {
   type OperationState,
 } from '../node-agent/capabilities/threads/index.js';
 import type { Author, MessageEffect, Op, OpPayload } from '../protocol/ops.js';
-import { ulid } from 'ulidx';
-import { newMessageId } from '../protocol/ids.js';
+import { newMessageId, randomUlid } from '../protocol/ids.js';
 import { Forger } from './helpers/forge.js';
 import { deliver, exchange, takeIn } from './helpers/deliver.js';
 import { makeWorkspace, type TestWorkspace } from './helpers/workspace.js';
@@ -437,7 +436,7 @@ describe('inert ops in status', () => {
     expect(sent.code, sent.stderr).toBe(0);
     const junk: string[] = [];
     for (let i = 0; i < 300; i++) {
-      const t = `t-${ulid()}`;
+      const t = `t-${randomUlid()}`;
       junk.push(
         i % 3 === 0
           ? m.message(t, t, 'answer to nothing', 'answer')
@@ -489,7 +488,7 @@ describe('refusals of commissions from one workspace', () => {
     const m = new Forger();
     const junk = (n: number) =>
       Array.from({ length: n }, (_, i) => {
-        const t = `t-${ulid()}`;
+        const t = `t-${randomUlid()}`;
         return m.text({
           kind: 'thread.opened',
           operation: t,

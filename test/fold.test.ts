@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { generateKeyPairSync } from 'node:crypto';
-import { ulid } from 'ulidx';
+import { randomUlid } from '../protocol/ids.js';
 import { opSigner } from '../crypto/index.js';
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from 'vitest';
 import { undoMigrationsAfter } from './helpers/migrations.js';
@@ -50,7 +50,7 @@ function base32(n: number, width: number): string {
 
 /** A fresh 9-character tag, so ids made by different runs (sharing one store) never collide. */
 function freshTag(): string {
-  return ulid().slice(10, 19);
+  return randomUlid().slice(10, 19);
 }
 
 /** One step of a scenario: what happens next, to whom, and a choice (escalate rather than answer, say). */
@@ -541,7 +541,7 @@ describe('appendOps and ingestOps on a real store', () => {
       thread: root,
       session: null,
       kind: 'message.posted' as const,
-      body: { message: `m-${ulid()}`, author: ALICE, text, effect: 'none' as const, substituted: false, refs: { working_copy: null } },
+      body: { message: `m-${randomUlid()}`, author: ALICE, text, effect: 'none' as const, substituted: false, refs: { working_copy: null } },
     };
   }
 
@@ -750,7 +750,7 @@ describe('appendOps and ingestOps on a real store', () => {
       thread: root,
       session: null,
       kind: 'message.posted' as const,
-      body: { message: `m-${ulid()}`, author: ALICE, text, effect: 'none' as const, substituted: false, refs: { working_copy: null } },
+      body: { message: `m-${randomUlid()}`, author: ALICE, text, effect: 'none' as const, substituted: false, refs: { working_copy: null } },
     });
     const before = (await row(root))!.state;
     // Inside the transaction the fold is current after each append; the stored row moves only at commit.

@@ -4,7 +4,7 @@
 // through the real ingest path (ops verified, stored, folded, then reacted to), start nothing, and
 // leave the stamp's own commission admissible. In-process workspaces, real stores, real signatures.
 import { sql } from 'drizzle-orm';
-import { ulid } from 'ulidx';
+import { randomUlid } from '../protocol/ids.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signOp, type OpSigner } from '../crypto/index.js';
 import { newThreadId } from '../protocol/ids.js';
@@ -40,7 +40,7 @@ async function genuine(thread: string): Promise<string[]> {
 
 /** A `thread.opened` signed by `signer` for `workspace`, with `body` as given. */
 function openedBy(signer: OpSigner, workspace: string, thread: string, body: Opened['body']): string {
-  const op = { id: ulid(), workspace, origin: `test-${workspace.slice(0, 6)}`, lamport: ++lamport, ts: new Date().toISOString(), kind: 'thread.opened', operation: thread, thread, session: null, body, key: signer.key } as unknown as Op;
+  const op = { id: randomUlid(), workspace, origin: `test-${workspace.slice(0, 6)}`, lamport: ++lamport, ts: new Date().toISOString(), kind: 'thread.opened', operation: thread, thread, session: null, body, key: signer.key } as unknown as Op;
   return signOp(op, signer).raw;
 }
 

@@ -2,10 +2,9 @@
 // a node signs its own (or with bodies no node could store), and a raw sync socket to push them through a
 // relay with nothing but the stream token.
 import { generateKeyPairSync, sign } from 'node:crypto';
-import { ulid } from 'ulidx';
 import WebSocket from 'ws';
 import { opSigner, signedText, signOp, wireText, workspaceOfKey, type OpSigner } from '../../crypto/index.js';
-import { newMessageId, newThreadId } from '../../protocol/ids.js';
+import { newMessageId, newThreadId, randomUlid } from '../../protocol/ids.js';
 import type { Op, Target } from '../../protocol/ops.js';
 import { SYNC_PROTOCOL, syncUrl } from '../../protocol/sync.js';
 
@@ -28,7 +27,7 @@ export class Forger {
     // An explicit clock (out of range, say) does not move the one later ops count on.
     const lamport = d.lamport ?? ++this.clock;
     return {
-      id: d.id ?? ulid(),
+      id: d.id ?? randomUlid(),
       workspace: d.workspace ?? this.workspace,
       origin: `forger-${this.workspace.slice(0, 6)}`,
       lamport,

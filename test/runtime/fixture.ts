@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { ulid } from 'ulidx';
+import { randomUlid } from '../../protocol/ids.js';
 import { RunStateFileSchema, type RunLimits } from '../../protocol/runs.js';
 import {
   createModelClient,
@@ -71,7 +71,7 @@ export async function runAgainst(fake: FakeProvider, root: string, setup: RunSet
   const revision = setup.revision ?? workingCopyRevision(root);
   const policy = setup.policy ?? policyFor({ tools: 'tools' in setup ? setup.tools : undefined, permissions: setup.permissions ?? 'default' });
   return executeRun({
-    identity: { run_id: ulid(), role: 'coder', session: null, turn: null, thread: null },
+    identity: { run_id: randomUlid(), role: 'coder', session: null, turn: null, thread: null },
     root,
     files: { journal: path.join(dir, 'journal.jsonl'), state: path.join(dir, 'run.json') },
     system: 'You are a test agent.',

@@ -1,7 +1,7 @@
 // `nxs agent run <role> "task"`: a person runs a persona in the foreground, watches it work and approves what it asks.
 import path from 'node:path';
 import { createInterface } from 'node:readline/promises';
-import { ulid } from 'ulidx';
+import { randomUlid } from '../../../protocol/ids.js';
 import { NexusError } from '../../../protocol/errors.js';
 import type { PendingCall, RunLimits } from '../../../protocol/runs.js';
 import { loadPersona } from '../../adapters/personas/index.js';
@@ -105,7 +105,7 @@ export async function runForeground(input: ForegroundInput): Promise<RunResult> 
   }
   const client = createModelClient({ ...runtime.builtin, model: runtime.builtin.model ?? persona.model }, input.env);
   const now = input.now ?? Date.now;
-  const runId = input.resumeDir ? path.basename(input.resumeDir) : ulid();
+  const runId = input.resumeDir ? path.basename(input.resumeDir) : randomUlid();
   const dir = input.resumeDir ?? path.join(workspacePaths(input.workspaceRoot).nxs, 'runs', runId);
   const startedAt = now();
   const budget = { max_tool_calls: FOREGROUND_TOOL_CALLS, ...persona.budget };

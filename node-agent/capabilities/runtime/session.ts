@@ -1,6 +1,6 @@
 // One session turn on the built-in runtime: everything a run needs, read from the turn's spec and the persona.
 import path from 'node:path';
-import { ulid } from 'ulidx';
+import { randomUlid } from '../../../protocol/ids.js';
 import { isNexusError } from '../../../protocol/errors.js';
 import type { Persona } from '../../../protocol/persona.js';
 import { EMPTY_USAGE, journalFileName, runStateFileName, type RunLimits } from '../../../protocol/runs.js';
@@ -70,7 +70,7 @@ export async function runSessionTurn(input: TurnInput): Promise<TurnOutcome> {
   const files = { state: path.join(turn.sessionDir, runStateFileName(turn.turn)), journal: path.join(turn.sessionDir, journalFileName(turn.turn)) };
   const startedAt = Number.isNaN(Date.parse(turn.written_at)) ? now() : Date.parse(turn.written_at);
   const limits = resolveLimits(persona.budget, persona.timeout_ms ?? DEFAULT_RUN_TIMEOUT_MS, startedAt, operationTokensLeft(input.env));
-  const identity = { run_id: ulid(), role: turn.role, session: turn.session, turn: turn.turn, thread: turn.thread };
+  const identity = { run_id: randomUlid(), role: turn.role, session: turn.session, turn: turn.turn, thread: turn.thread };
   const runtime = persona.runtime;
   const refuse = async (reason: string, model: string, provider: string | null): Promise<TurnOutcome> => {
     const at = new Date(now()).toISOString();

@@ -3,7 +3,7 @@ import { spawn } from 'node:child_process';
 import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
-import { ulid } from 'ulidx';
+import { randomUlid } from '../../../../protocol/ids.js';
 import { runStateFileName, type RunStatus, type RunUsage, type TerminalStatus } from '../../../../protocol/runs.js';
 import { endingMessage } from '../answer.js';
 import { operationTokensLeft, resolveLimits } from '../budget.js';
@@ -54,7 +54,7 @@ export async function runAdapterTurn(input: TurnInput & { kind: AdapterKind }): 
   const limits = resolveLimits(persona.budget, persona.timeout_ms ?? DEFAULT_RUN_TIMEOUT_MS, startedAt, operationTokensLeft(input.env));
   const files = { state: path.join(turn.sessionDir, runStateFileName(turn.turn)), journal: path.join(turn.sessionDir, `turn-${turn.turn}.${kind}.jsonl`) };
   const reader = kind === 'claude-code' ? claudeReader() : codexReader();
-  const runId = ulid();
+  const runId = randomUlid();
   const usage = (): RunUsage => ({ model_calls: reader.tally.model_calls, tool_calls: reader.tally.tool_calls, tokens_in: reader.tally.tokens_in, tokens_out: reader.tally.tokens_out, corrections: 0 });
   const write = (status: RunStatus, reason: string | null, ended: boolean) =>
     writeRunState(files.state, {

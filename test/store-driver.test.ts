@@ -103,6 +103,27 @@ describe('a store\'s buffer cache', () => {
     expect(await cacheOf('512kB')).toBe('512kB');
   });
 
+  it('sizes shared memory for the one backend PGlite runs, not a server\'s hundred connections', async () => {
+    const saved = process.env['NEXUS_STORE_CACHE'];
+    process.env['NEXUS_STORE_CACHE'] = '4MB';
+    const s = await openStore(dir).finally(() => {
+      if (saved === undefined) delete process.env['NEXUS_STORE_CACHE'];
+      else process.env['NEXUS_STORE_CACHE'] = saved;
+    });
+    try {
+      const show = async (name: string) => (await s.pg.query<Record<string, string>>(`show ${name}`)).rows[0]![name];
+      expect(await show('max_connections')).toBe('4');
+      expect(await show('max_wal_senders')).toBe('0');
+      expect(await show('max_replication_slots')).toBe('0');
+      // 4 MB of cache in 8 MB of shared memory; 11 MB with PostgreSQL's defaults.
+      expect(await show('shared_memory_size')).toBe('8MB');
+      // The store still works: a write and a read in one transaction.
+      expect(await s.db.transaction(async (tx) => (await tx.execute(sql`select 1 as one`)).rows)).toEqual([{ one: 1 }]);
+    } finally {
+      await s.close();
+    }
+  });
+
   it('refuses a bad size with USAGE before the store is locked, and the store opens once it is fixed', async () => {
     const saved = process.env['NEXUS_STORE_CACHE'];
     try {

@@ -1,5 +1,5 @@
 // `nxs relay ...`: serve a relay until a signal, and administer streams on a running one.
-import { createLogger, parseLogLevel, type LogLevel } from '../infra/index.js';
+import { createLogger, parseLogLevel, storeCacheSetting, type LogLevel } from '../infra/index.js';
 import { internalError, isNexusError, NexusError } from '../protocol/errors.js';
 import { parse, type RelayIo } from './cli-common.js';
 import { STREAM_HELP, streamCommand } from './cli-streams.js';
@@ -102,6 +102,8 @@ async function serveCommand(io: RelayIo, args: string[]): Promise<void> {
   const rawUrl = values['database-url'] ?? (values['data-dir'] === undefined ? io.env['DATABASE_URL'] || undefined : undefined);
   const databaseUrl = rawUrl === undefined ? undefined : checkDatabaseUrl(rawUrl);
   const dataDir = databaseUrl === undefined ? (values['data-dir'] ?? defaultRelayDataDir(io.env)) : undefined;
+  // A relay on PGlite sizes its store's cache from the environment: a bad value is refused before anything is made.
+  if (dataDir !== undefined) storeCacheSetting(io.env);
   const token = io.env['NEXUS_RELAY_TOKEN'] || undefined;
   const metricsToken = values['metrics-token'] ?? (io.env['NEXUS_METRICS_TOKEN'] || undefined);
   if (metricsToken !== undefined && metricsToken.length < 16) throw new NexusError('USAGE', 'the metrics token must be at least 16 characters');

@@ -652,6 +652,24 @@ describe('the ticker settles a dead turn', () => {
     }
   });
 
+  it('a bad NEXUS_STORE_CACHE refuses nxs node start and run, and a PGlite relay, with USAGE before anything starts', async () => {
+    for (const verb of ['start', 'run']) {
+      const r = await cli(ws, 'nxs', ['node', verb, '--json'], { env: { NEXUS_STORE_CACHE: 'lots' }, killAfterMs: 60_000 });
+      expect(r.code, verb).toBe(2);
+      expect(r.json.error).toMatchObject({ code: 'USAGE', message: 'NEXUS_STORE_CACHE must be a size from 128kB to 1GB, such as 16MB, not "lots"' });
+    }
+    const dir = join(mkdtempSync(join(tmpdir(), 'nexus-relay-cache-')), 'data');
+    try {
+      const r = await cli(ws, 'nxs', ['relay', 'serve', '--port', '0', '--data-dir', dir], { env: { NEXUS_STORE_CACHE: 'lots' }, killAfterMs: 60_000 });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('USAGE: NEXUS_STORE_CACHE must be a size');
+      expect(r.stderr).not.toContain("creating the relay's store");
+      expect(existsSync(dir)).toBe(false);
+    } finally {
+      rmSync(join(dir, '..'), { recursive: true, force: true });
+    }
+  });
+
   it('a bad NEXUS_WASM_TIERING refuses nxs node start and run with USAGE before any node starts', async () => {
     for (const verb of ['start', 'run']) {
       const r = await cli(ws, 'nxs', ['node', verb, '--json'], { env: { NEXUS_WASM_TIERING: 'fast' }, killAfterMs: 60_000 });

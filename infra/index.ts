@@ -10,6 +10,6 @@ export { copyRow, sqlInteger, sqlLiteral, sqlText } from './sql.js';
 export { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest, type RunFileResult } from './spawner.js';
 export { copyTemplate, finishTemplate, makeTemplate as makeDataTemplate, removeOtherTemplates, templateProblem } from './data-template.js';
 export { chooseWasmTier, wasmTieringSetting, WASM_TIERING_VARIABLE } from './wasm.js';
-export { DEFAULT_STORE_CACHE, ONE_BACKEND_SETTINGS, pgliteWasmModule, storeCacheSetting, STORE_CACHE_VARIABLE } from './pglite-wasm.js';
+export { DEFAULT_STORE_CACHE, pgliteStoreSettings, pgliteWasmModule, storeCacheSetting, STORE_CACHE_VARIABLE } from './pglite-wasm.js';
 export { cacheFileSizes, type PgliteModule } from './pglite-sizes.js';
 export { useNamedStatements, type PgliteProtocol } from './pglite-statements.js';

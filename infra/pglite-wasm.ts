@@ -4,8 +4,8 @@
 // its 9 MB again and fills a code space of its own as functions first run. A WebAssembly.Module can be
 // posted to a thread of the same process, where V8 shares its compiled code: a relay's database thread that
 // is handed the module starts on code already there. A process that opens stores and relay threads (the
-// test workers above all, which open dozens) compiles once; measured, a thread's open went from 0.5-0.8 s of
-// CPU to 0.4 s.
+// test workers above all, which open dozens) compiles once; measured, a thread's open and close after the
+// first went from 0.59-0.72 s of CPU to 0.45-0.57 s.
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -61,7 +61,17 @@ export function storeCacheSetting(env: NodeJS.ProcessEnv = process.env): string 
  * with no other connection, no WAL sender, no replication slot and no autovacuum worker, yet PostgreSQL
  * sizes its shared memory (PGPROC slots, lock tables, per-backend status) for max_connections and zeroes
  * all of it at every open. From 100 connections to 4 (3 stay reserved for a superuser, and PostgreSQL
- * wants one more): 3 MB less to zero and to hold per store (shared memory of 11 MB against 8 MB with a
- * 4 MB cache), about 14 ms of CPU per open here.
+ * wants one more): 3 MB less to zero and to hold per store (8 MB of shared memory instead of 11 MB with a
+ * 4 MB cache), about 8 ms of CPU per open here.
  */
-export const ONE_BACKEND_SETTINGS: readonly string[] = ['max_connections=4', 'max_wal_senders=0', 'max_replication_slots=0', 'autovacuum_max_workers=1'];
+const ONE_BACKEND_SETTINGS = ['max_connections=4', 'max_wal_senders=0', 'max_replication_slots=0', 'autovacuum_max_workers=1'];
+
+/**
+ * The settings every PGlite store starts with, a workspace's and the relay's: the buffer cache
+ * ({@link storeCacheSetting}: a coded error for a bad NEXUS_STORE_CACHE), at most 64 MB of WAL kept for
+ * reuse, new WAL segments not zero-filled first, and shared memory for one backend. Each store's opener
+ * says why in its own terms and may add its own.
+ */
+export function pgliteStoreSettings(): string[] {
+  return [`shared_buffers=${storeCacheSetting()}`, 'max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off', ...ONE_BACKEND_SETTINGS];
+}

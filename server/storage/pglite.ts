@@ -5,7 +5,7 @@ import { basename, dirname, join } from 'node:path';
 import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
-import { acquireLock, chooseWasmTier, ONE_BACKEND_SETTINGS, storeCacheSetting, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, pgliteVersion, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
+import { acquireLock, chooseWasmTier, pgliteStoreSettings, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, pgliteVersion, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
 import { PgliteThread } from './pglite-thread.js';
 import { CommitEmitter, migrate, sqlStreamStore } from './sql.js';
 
@@ -86,7 +86,7 @@ function seedFromTemplate(target: string, template: string | null, log: Logger):
  * 16 MB of zeros held the thread ~120 ms, and every push waiting behind it, each time the log crossed
  * into a new segment (the slowest acks of a run at 1,000 pushes/s went from 66 ms to 18-37 ms).
  */
-const pgliteSettings = () => [`shared_buffers=${storeCacheSetting()}`, 'work_mem=1MB', 'temp_buffers=1MB', 'max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off', ...ONE_BACKEND_SETTINGS];
+const pgliteSettings = () => [...pgliteStoreSettings(), 'work_mem=1MB', 'temp_buffers=1MB'];
 
 /**
  * Opens (creating on first use) the PGlite store in `dataDir`, migrated. PGlite has no lock of its

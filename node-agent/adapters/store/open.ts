@@ -5,7 +5,7 @@ import { migrate } from 'drizzle-orm/pglite/migrator';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { acquireLock, cacheFileSizes, chooseWasmTier, ONE_BACKEND_SETTINGS, pgliteWasmModule, storeCacheSetting, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, pgliteVersion, PRIVATE_MODES, templateProblem, tightenTree, useNamedStatements, withPrivateUmask, type Release } from '../../../infra/index.js';
+import { acquireLock, cacheFileSizes, chooseWasmTier, pgliteStoreSettings, pgliteWasmModule, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, pgliteVersion, PRIVATE_MODES, templateProblem, tightenTree, useNamedStatements, withPrivateUmask, type Release } from '../../../infra/index.js';
 import { NexusError, userMessage } from '../../../protocol/errors.js';
 import { nexusHome, packageRoot } from '../../paths.js';
 import { drizzleClient } from './driver.js';
@@ -121,11 +121,10 @@ function acquireStoreLock(target: string, opts: OpenOptions): Promise<Release> {
  * for ~120 ms each time the log crossed into a new segment. Zero-filling reserves the disk space early;
  * a store that runs out of space fails on its next write either way, and runs without fsync already.
  *
- * And shared memory sized for the one backend PGlite runs (ONE_BACKEND_SETTINGS, infra/pglite-wasm.ts).
+ * And shared memory sized for the one backend PGlite runs (infra/pglite-wasm.ts, `pgliteStoreSettings`).
  */
 function startParams(): string[] {
-  const settings = [`shared_buffers=${storeCacheSetting()}`, 'max_wal_size=64MB', 'min_wal_size=32MB', 'wal_init_zero=off', ...ONE_BACKEND_SETTINGS];
-  return [...PGlite.defaultStartParams, ...settings.flatMap((s) => ['-c', s])];
+  return [...PGlite.defaultStartParams, ...pgliteStoreSettings().flatMap((s) => ['-c', s])];
 }
 
 /** What a node records as its purpose when it holds a store. */

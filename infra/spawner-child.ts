@@ -1,11 +1,28 @@
 // The process helper (see spawner.ts): runs each request it is sent and answers with what the program did.
-// It lives exactly as long as the channel to the process that started it.
-import { runFileHere, type RunFileRequest } from './spawner.js';
+// It lives exactly as long as the channel to the process that started it, and takes the programs it still
+// runs with it.
+import type { ChildProcess } from 'node:child_process';
+import { runFileHere, type HelperMessage, type RunFileRequest } from './spawner.js';
+
+const running = new Set<ChildProcess>();
+const send = (m: HelperMessage) => {
+  if (process.connected) process.send!(m);
+};
 
 process.on('message', (m: { id: number } & RunFileRequest) => {
   const input = m.input === undefined ? undefined : Buffer.from(m.input.buffer, m.input.byteOffset, m.input.byteLength);
-  void runFileHere({ ...m, ...(input === undefined ? {} : { input }) }).then((r) => {
-    if (process.connected) process.send!({ id: m.id, ...r });
+  let program: ChildProcess | undefined;
+  void runFileHere({ ...m, ...(input === undefined ? {} : { input }) }, (child) => {
+    program = child;
+    running.add(child);
+    // Told at once, so the process that asked can stop it should this helper be killed before answering.
+    if (child.pid !== undefined) send({ id: m.id, pid: child.pid });
+  }).then((r) => {
+    if (program !== undefined) running.delete(program);
+    send({ id: m.id, ...r });
   });
 });
-process.on('disconnect', () => process.exit(0));
+process.on('disconnect', () => {
+  for (const child of running) child.kill('SIGKILL');
+  process.exit(0);
+});

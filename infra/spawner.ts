@@ -35,8 +35,8 @@ export type RunFileResult = {
 /** What a request's promise resolves with when the helper exits before answering it. */
 export const HELPER_GONE = 'ERR_PROCESS_HELPER_EXITED';
 
-/** Runs `req` from this process: the fork happens here. */
-export function runFileHere(req: RunFileRequest): Promise<RunFileResult> {
+/** Runs `req` from this process: the fork happens here. `started` hears the program's process once it is made. */
+export function runFileHere(req: RunFileRequest, started?: (child: ChildProcess) => void): Promise<RunFileResult> {
   return new Promise((resolve) => {
     const child = execFile(
       req.file,
@@ -53,13 +53,18 @@ export function runFileHere(req: RunFileRequest): Promise<RunFileResult> {
         });
       },
     );
+    started?.(child);
     // A program may exit before reading all of stdin; that shows in its exit, not as a pipe error.
     child.stdin?.on('error', () => {});
     child.stdin?.end(req.input ?? Buffer.alloc(0));
   });
 }
 
-type Pending = { resolve: (r: RunFileResult) => void };
+/** What the helper sends: a program's pid once it runs, then what it did. */
+export type HelperMessage = { id: number; pid: number } | ({ id: number } & RunFileResult);
+
+/** `pid`: the program's, once the helper said it runs; it is stopped if the helper goes first. */
+type Pending = { resolve: (r: RunFileResult) => void; pid: number | null };
 type Helper = { child: ChildProcess; pending: Map<number, Pending> };
 
 let enabled = false;
@@ -88,7 +93,7 @@ export function runFile(req: RunFileRequest): Promise<RunFileResult> {
   if (h === null) return runFileHere(req);
   const id = nextId++;
   return new Promise((resolve) => {
-    h.pending.set(id, { resolve });
+    h.pending.set(id, { resolve, pid: null });
     if (h.pending.size === 1) h.child.channel?.ref();
     h.child.send({ id, ...req, args: [...req.args] });
   });
@@ -111,15 +116,20 @@ function start(): Helper | null {
     env: { PATH: process.env['PATH'] ?? '' },
   });
   const h: Helper = { child, pending: new Map() };
-  child.on('message', ({ id, ...r }: { id: number } & RunFileResult) => {
-    const p = h.pending.get(id);
+  child.on('message', (m: HelperMessage) => {
+    const p = h.pending.get(m.id);
     if (p === undefined) return;
+    if ('pid' in m) return void (p.pid = m.pid);
+    const { id, ...r } = m;
     h.pending.delete(id);
     if (h.pending.size === 0) child.channel?.unref();
     p.resolve({ ...r, stdout: asBuffer(r.stdout), stderr: asBuffer(r.stderr) });
   });
   const gone = () => {
     if (helper === h) helper = null;
+    // A program the helper still ran would live on with no one to wait for it (a helper killed outright
+    // cannot stop it itself): stopped here, as its answer is given up.
+    for (const p of h.pending.values()) if (p.pid !== null) killQuietly(p.pid);
     for (const p of h.pending.values()) p.resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from('the process helper exited before the program finished\n'), exitCode: null, errorCode: HELPER_GONE, killed: false });
     h.pending.clear();
   };
@@ -130,6 +140,15 @@ function start(): Helper | null {
   child.channel?.unref();
   helper = h;
   return h;
+}
+
+/** SIGKILL to `pid`, when it is still there. */
+function killQuietly(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL');
+  } catch {
+    // It ended already.
+  }
 }
 
 /** Structured clone hands Buffers over as plain Uint8Arrays. */

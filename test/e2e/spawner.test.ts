@@ -1,7 +1,10 @@
 // The process helper: programs run through it end exactly as they would run from here (bytes, stdin, exit
-// codes, timeouts, a missing program), a helper that dies fails only what it held and is replaced, and it
-// neither keeps its parent alive nor outlives it.
+// codes, timeouts, a missing program), a helper that dies fails only what it held, stops the programs it ran
+// and is replaced, and it neither keeps its parent alive nor outlives it.
 import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processAlive } from '../../infra/fs.js';
 import { HELPER_GONE, processHelperPid, runFile, runFileHere, stopProcessHelper, useProcessHelper, type RunFileRequest } from '../../infra/spawner.js';
@@ -65,24 +68,44 @@ describe('programs run through the process helper', () => {
     expect(all.map((r) => r.stdout.toString())).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
   });
 
-  it('a helper killed mid-call fails what it held with HELPER_GONE, and the next call starts a new one', async () => {
+  it('a helper killed mid-call fails what it held with HELPER_GONE, stops the program it ran, and the next call starts a new one', async () => {
     const first = processHelperPid()!;
-    const held = runFile(req(node, ['-e', 'setTimeout(()=>{}, 10000)']));
-    process.kill(first, 'SIGKILL');
-    const r = await held;
-    expect(r).toMatchObject({ exitCode: null, errorCode: HELPER_GONE });
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-spawner-'));
+    try {
+      const pidFile = join(dir, 'pid');
+      const held = runFile(req(node, ['-e', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(()=>{}, 60000)`]));
+      const program = await until('the held program to run', async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined));
+      process.kill(first, 'SIGKILL');
+      const r = await held;
+      expect(r).toMatchObject({ exitCode: null, errorCode: HELPER_GONE });
+      // Left alone it would run for a minute, its answer given up.
+      await until('the program of a killed helper to end', async () => (processAlive(program) ? undefined : true), 10_000, 50);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
     const next = await runFile(req(node, ['-e', 'process.stdout.write("again")']));
     expect(next.stdout.toString()).toBe('again');
     expect(processHelperPid()).not.toBe(first);
   });
 
-  it('keeps no process alive once idle, and ends with the process that started it', async () => {
+  it('keeps no process alive once idle, and ends with the process that started it, taking the program it ran', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nexus-spawner-'));
+    const pidFile = join(dir, 'pid');
+    // Hanging (its one argument, argv[1] under -e), it also has the helper run a program that lasts a minute.
     const script = `
+      import { existsSync, readFileSync } from 'node:fs';
       import { runFile, useProcessHelper, processHelperPid } from ${JSON.stringify(`${REPO}/dist/infra/spawner.js`)};
       useProcessHelper();
       const r = await runFile({ file: 'git', args: ['--version'], cwd: '/', env: process.env, timeoutMs: 10000, maxBuffer: 65536 });
-      console.log(JSON.stringify({ helper: processHelperPid(), ok: r.exitCode === 0 }));
-      if (process.argv[2] === 'hang') setInterval(() => {}, 1000);`;
+      let program = null;
+      if (process.argv[1] === 'hang') {
+        setInterval(() => {}, 1000);
+        void runFile({ file: process.execPath, args: ['-e', 'require("fs").writeFileSync(' + JSON.stringify(${JSON.stringify(pidFile)}) + ', String(process.pid)); setTimeout(()=>{}, 60000)'], cwd: '/', env: process.env, timeoutMs: 120000, maxBuffer: 65536 });
+        while (!existsSync(${JSON.stringify(pidFile)})) await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 20));
+        program = Number(readFileSync(${JSON.stringify(pidFile)}, 'utf8'));
+      }
+      console.log(JSON.stringify({ helper: processHelperPid(), program, ok: r.exitCode === 0 }));`;
     // Left alone, the process ends by itself after its last call: the idle helper holds nothing open.
     const done = JSON.parse(execFileSync(node, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 })) as { helper: number; ok: boolean };
     expect(done.ok).toBe(true);
@@ -91,12 +114,15 @@ describe('programs run through the process helper', () => {
     const child = spawn(node, ['--input-type=module', '-e', script, 'hang'], { stdio: ['ignore', 'pipe', 'inherit'] });
     try {
       const line = await new Promise<string>((resolve) => child.stdout.once('data', (d: Buffer) => resolve(d.toString())));
-      const { helper } = JSON.parse(line) as { helper: number };
+      const { helper, program } = JSON.parse(line) as { helper: number; program: number };
       expect(processAlive(helper)).toBe(true);
+      expect(processAlive(program)).toBe(true);
       child.kill('SIGKILL');
       await until('the helper of a killed process to end', async () => (processAlive(helper) ? undefined : true), 30_000, 50);
+      await until('the program the helper ran to end', async () => (processAlive(program) ? undefined : true), 10_000, 50);
     } finally {
       child.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

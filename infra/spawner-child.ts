@@ -2,7 +2,7 @@
 // It lives exactly as long as the channel to the process that started it, and takes the programs it still
 // runs with it.
 import type { ChildProcess } from 'node:child_process';
-import { runFileHere, type HelperMessage, type RunFileRequest } from './spawner.js';
+import { runFileHere, stopProgram, type HelperMessage, type RunFileRequest } from './spawner.js';
 
 const running = new Set<ChildProcess>();
 const send = (m: HelperMessage) => {
@@ -23,6 +23,7 @@ process.on('message', (m: { id: number } & RunFileRequest) => {
   });
 });
 process.on('disconnect', () => {
-  for (const child of running) child.kill('SIGKILL');
+  // SIGTERM, so a git still running removes its lock files (stopProgram in spawner.ts).
+  for (const child of running) if (child.pid !== undefined) stopProgram(child.pid);
   process.exit(0);
 });

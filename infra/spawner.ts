@@ -129,7 +129,7 @@ function start(): Helper | null {
     if (helper === h) helper = null;
     // A program the helper still ran would live on with no one to wait for it (a helper killed outright
     // cannot stop it itself): stopped here, as its answer is given up.
-    for (const p of h.pending.values()) if (p.pid !== null) killQuietly(p.pid);
+    for (const p of h.pending.values()) if (p.pid !== null) stopProgram(p.pid);
     for (const p of h.pending.values()) p.resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from('the process helper exited before the program finished\n'), exitCode: null, errorCode: HELPER_GONE, killed: false });
     h.pending.clear();
   };
@@ -142,10 +142,14 @@ function start(): Helper | null {
   return h;
 }
 
-/** SIGKILL to `pid`, when it is still there. */
-function killQuietly(pid: number): void {
+/**
+ * SIGTERM to a program whose answer nobody waits for any more, when it is still there. Not SIGKILL: git
+ * removes its lock files (`index.lock`, a ref's `.lock`) on SIGTERM, and one killed outright would leave
+ * them to refuse every later call on that repository.
+ */
+export function stopProgram(pid: number): void {
   try {
-    process.kill(pid, 'SIGKILL');
+    process.kill(pid, 'SIGTERM');
   } catch {
     // It ended already.
   }

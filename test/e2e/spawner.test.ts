@@ -73,13 +73,17 @@ describe('programs run through the process helper', () => {
     const dir = mkdtempSync(join(tmpdir(), 'nexus-spawner-'));
     try {
       const pidFile = join(dir, 'pid');
-      const held = runFile(req(node, ['-e', `require('fs').writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(()=>{}, 60000)`]));
-      const program = await until('the held program to run', async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined));
+      const termFile = join(dir, 'term');
+      // It notes a SIGTERM before it ends: stopped so, git would remove its lock files (SIGKILL leaves them).
+      const program = `const fs = require('fs'); process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(termFile)}, 'term'); process.exit(0); }); fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(()=>{}, 60000)`;
+      const held = runFile(req(node, ['-e', program]));
+      const pid = await until('the held program to run', async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined));
       process.kill(first, 'SIGKILL');
       const r = await held;
       expect(r).toMatchObject({ exitCode: null, errorCode: HELPER_GONE });
       // Left alone it would run for a minute, its answer given up.
-      await until('the program of a killed helper to end', async () => (processAlive(program) ? undefined : true), 10_000, 50);
+      await until('the program of a killed helper to end', async () => (processAlive(pid) ? undefined : true), 10_000, 50);
+      expect(readFileSync(termFile, 'utf8')).toBe('term');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -91,6 +95,8 @@ describe('programs run through the process helper', () => {
   it('keeps no process alive once idle, and ends with the process that started it, taking the program it ran', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'nexus-spawner-'));
     const pidFile = join(dir, 'pid');
+    const termFile = join(dir, 'term');
+    const source = `const fs = require('fs'); process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(termFile)}, 'term'); process.exit(0); }); fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(()=>{}, 60000)`;
     // Hanging (its one argument, argv[1] under -e), it also has the helper run a program that lasts a minute.
     const script = `
       import { existsSync, readFileSync } from 'node:fs';
@@ -100,7 +106,7 @@ describe('programs run through the process helper', () => {
       let program = null;
       if (process.argv[1] === 'hang') {
         setInterval(() => {}, 1000);
-        void runFile({ file: process.execPath, args: ['-e', 'require("fs").writeFileSync(' + JSON.stringify(${JSON.stringify(pidFile)}) + ', String(process.pid)); setTimeout(()=>{}, 60000)'], cwd: '/', env: process.env, timeoutMs: 120000, maxBuffer: 65536 });
+        void runFile({ file: process.execPath, args: ['-e', ${JSON.stringify(source)}], cwd: '/', env: process.env, timeoutMs: 120000, maxBuffer: 65536 });
         while (!existsSync(${JSON.stringify(pidFile)})) await new Promise((r) => setTimeout(r, 20));
         await new Promise((r) => setTimeout(r, 20));
         program = Number(readFileSync(${JSON.stringify(pidFile)}, 'utf8'));
@@ -120,6 +126,7 @@ describe('programs run through the process helper', () => {
       child.kill('SIGKILL');
       await until('the helper of a killed process to end', async () => (processAlive(helper) ? undefined : true), 30_000, 50);
       await until('the program the helper ran to end', async () => (processAlive(program) ? undefined : true), 10_000, 50);
+      expect(readFileSync(termFile, 'utf8')).toBe('term');
     } finally {
       child.kill('SIGKILL');
       rmSync(dir, { recursive: true, force: true });

@@ -127,10 +127,12 @@ function start(): Helper | null {
   });
   const gone = () => {
     if (helper === h) helper = null;
-    // A program the helper still ran would live on with no one to wait for it (a helper killed outright
-    // cannot stop it itself): stopped here, as its answer is given up.
-    for (const p of h.pending.values()) if (p.pid !== null) stopProgram(p.pid);
-    for (const p of h.pending.values()) p.resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from('the process helper exited before the program finished\n'), exitCode: null, errorCode: HELPER_GONE, killed: false });
+    for (const p of h.pending.values()) {
+      // A program the helper still ran would live on with no one to wait for it (a helper killed outright
+      // cannot stop it itself): stopped here, as its answer is given up.
+      if (p.pid !== null) stopProgram(p.pid);
+      p.resolve({ stdout: Buffer.alloc(0), stderr: Buffer.from('the process helper exited before the program finished\n'), exitCode: null, errorCode: HELPER_GONE, killed: false });
+    }
     h.pending.clear();
   };
   child.on('exit', gone);

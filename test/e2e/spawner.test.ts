@@ -23,6 +23,14 @@ const req = (file: string, args: string[], extra: Partial<RunFileRequest> = {}):
 
 afterAll(() => stopProcessHelper());
 
+/**
+ * A program (`node -e` source) that writes its pid to `pidFile`, then waits a minute; on SIGTERM it writes
+ * `term` to `termFile` and ends. Stopped so, git would remove its lock files (SIGKILL leaves them).
+ */
+function lingering(pidFile: string, termFile: string): string {
+  return `const fs = require('fs'); process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(termFile)}, 'term'); process.exit(0); }); fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(()=>{}, 60000)`;
+}
+
 describe('programs run through the process helper', () => {
   useProcessHelper();
   const node = process.execPath;
@@ -74,9 +82,7 @@ describe('programs run through the process helper', () => {
     try {
       const pidFile = join(dir, 'pid');
       const termFile = join(dir, 'term');
-      // It notes a SIGTERM before it ends: stopped so, git would remove its lock files (SIGKILL leaves them).
-      const program = `const fs = require('fs'); process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(termFile)}, 'term'); process.exit(0); }); fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(()=>{}, 60000)`;
-      const held = runFile(req(node, ['-e', program]));
+      const held = runFile(req(node, ['-e', lingering(pidFile, termFile)]));
       const pid = await until('the held program to run', async () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined));
       process.kill(first, 'SIGKILL');
       const r = await held;
@@ -96,7 +102,7 @@ describe('programs run through the process helper', () => {
     const dir = mkdtempSync(join(tmpdir(), 'nexus-spawner-'));
     const pidFile = join(dir, 'pid');
     const termFile = join(dir, 'term');
-    const source = `const fs = require('fs'); process.on('SIGTERM', () => { fs.writeFileSync(${JSON.stringify(termFile)}, 'term'); process.exit(0); }); fs.writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setTimeout(()=>{}, 60000)`;
+    const source = lingering(pidFile, termFile);
     // Hanging (its one argument, argv[1] under -e), it also has the helper run a program that lasts a minute.
     const script = `
       import { existsSync, readFileSync } from 'node:fs';

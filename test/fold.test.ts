@@ -27,7 +27,7 @@ import {
   type OperationState,
 } from '../node-agent/capabilities/threads/index.js';
 import { createStore, openStore, tables, type Store } from '../node-agent/adapters/store/index.js';
-import { statementsRun } from './helpers/statements-run.js';
+import { preparedStatements, statementsRun } from './helpers/statements-run.js';
 
 // ---------------------------------------------------------------------------------------------
 // Building realistic op sequences: a small simulator that emits what the engine would emit.
@@ -701,10 +701,11 @@ describe('appendOps and ingestOps on a real store', () => {
     const root = buildOps([{ action: 1, pick: 0, flag: false, gap: 1 }], freshTag())[0]!.operation;
     const author = { workspace: WS_A, origin: 'test-host', now: () => new Date('2026-02-01T00:00:00Z'), signer: opSigner(generateKeyPairSync('ed25519').privateKey), projections: PROJECTIONS };
     // Every statement, in a transaction or not, reaches PostgreSQL through execProtocolRawSync as wire messages.
+    const before = await preparedStatements(store.pg);
     const sent = vi.spyOn(store.pg, 'execProtocolRawSync');
     try {
       for (let i = 0; i < 40; i++) await store.db.transaction((tx) => appendOps(tx, author, [post(root, `clock ${i}`)]));
-      const texts = statementsRun(sent.mock.calls);
+      const texts = statementsRun(sent.mock.calls, before);
       expect(texts.filter((text) => text.includes('insert into "ops"')).length).toBe(40);
       expect(texts.filter((text) => text.includes('max("lamport") from "ops"')).length).toBeLessThanOrEqual(1);
     } finally {

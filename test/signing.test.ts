@@ -23,6 +23,7 @@ import { createStore, openStore, pgliteUnder, tables, type Store } from '../node
 import { copyRow } from '../infra/index.js';
 import { initWorkspace, type Workspace } from '../node-agent/adapters/workspace/index.js';
 import { Forger } from './helpers/forge.js';
+import { freshPooled, openPooled, parkPooled, storeStamp } from './helpers/store-pool.js';
 
 const HOME = inject('nexusHome');
 let base: string;
@@ -33,15 +34,14 @@ beforeAll(() => {
   base = mkdtempSync(join(tmpdir(), 'nexus-signing-'));
 });
 afterAll(async () => {
-  for (const s of stores) await s.close().catch(() => undefined);
+  for (const s of stores) await parkPooled(s).catch(() => undefined);
   rmSync(base, { recursive: true, force: true });
 });
 
 /** A fresh, migrated, empty store: a receiving node. */
 async function freshStore(): Promise<Store> {
   const dir = join(base, `store-${counter++}`);
-  await createStore(dir, HOME);
-  const store = await openStore(dir);
+  const store = await freshPooled(dir, HOME);
   stores.push(store);
   return store;
 }
@@ -53,7 +53,7 @@ async function localWorkspace(): Promise<Local> {
   const root = join(base, `ws-${counter++}`);
   mkdirSync(root);
   const { workspace } = await initWorkspace(root, { name: 'signer', home: HOME });
-  const store = await openStore(workspace.paths.store);
+  const store = await openPooled(workspace.paths.store, { pristine: storeStamp(workspace.paths.store) });
   stores.push(store);
   return { workspace, store, host: hostFor(realDeps(workspace, store.db, { origin: `origin-${counter}` })) };
 }

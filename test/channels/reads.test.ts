@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeWorkspace, type TestWorkspace } from '../helpers/workspace.js';
 import { declareChannel, opsOf } from './scenario.js';
-import { statementsRun } from '../helpers/statements-run.js';
+import { preparedStatements, statementsRun } from '../helpers/statements-run.js';
 
 describe('an orchestrator asking a channel five times', () => {
   let ws: TestWorkspace;
@@ -18,12 +18,13 @@ describe('an orchestrator asking a channel five times', () => {
 
   it('reads each round\'s row at most once while its steps run, and every round completes as before', async () => {
     // Every statement reaches PostgreSQL through execProtocolRawSync, in a transaction or not.
+    const before = await ws.withStore((store) => preparedStatements(store.pg));
     const sent = await ws.withStore(async (store) => vi.spyOn(store.pg, 'execProtocolRawSync'));
     try {
       const r = await ws.nxc(['send', 'orchestrator', '--subject', 'five rounds', '--json', 'ask #review five times']);
       expect(r.code, r.stdout + r.stderr).toBe(0);
       await ws.waitIdle();
-      const texts = statementsRun(sent.mock.calls);
+      const texts = statementsRun(sent.mock.calls, before);
       const roundReads = texts.filter((t) => /from "rounds" where "rounds"\."id" (=|in)/.test(t)).length;
       // Each round's board is written as its ops are stored (a row per op), and read by the policy, the
       // driver and the follower of each step: seventeen reads a round before they were kept.

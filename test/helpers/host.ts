@@ -9,7 +9,7 @@ import type { Workspace } from '../../node-agent/adapters/workspace/index.js';
 import { findWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { baseEnvironment, doneMarker, startedMarker, type LaunchResult, type TurnLaunch } from '../../node-agent/adapters/sessions/index.js';
 import { writeSpec } from '../../node-agent/adapters/sessions/spec.js';
-import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
+import type { Store } from '../../node-agent/adapters/store/index.js';
 import type { EngineDeps } from '../../node-agent/capabilities/context.js';
 import type { Scheduler, Timers } from '../../node-agent/kernel/index.js';
 import { hostFor, realDeps, type Host } from '../../node-agent/host/index.js';
@@ -19,6 +19,7 @@ import { main as nxcMain } from '../../node-agent/cli/nxc.js';
 import { main as nxsMain } from '../../node-agent/cli/nxs.js';
 import type { Io } from '../../node-agent/cli/io.js';
 import { runScripted, type AgentCall } from './agents.js';
+import { openPooled, parkPooled } from './store-pool.js';
 
 export type CliResult = { code: number; stdout: string; stderr: string; json: any };
 
@@ -76,6 +77,11 @@ export class InProcessWorkspace implements Scheduler {
   private watch: NodeJS.Timeout | null = null;
   /** Engine dependencies a test replaces before the first command (e.g. a worker that cannot tell liveness). */
   overrides: Partial<EngineDeps> = {};
+  /**
+   * The stamp of the workspace's store as its template copy left it (see store-pool.ts), when the workspace is
+   * new: an emptied store kept open from an earlier test may take its place at the first command.
+   */
+  pristine: number | null = null;
   /** The instants the engine asked a tick for (a node would set a timer for each); tests run `nxc tick` themselves. */
   readonly scheduledTicks: number[] = [];
 
@@ -97,7 +103,8 @@ export class InProcessWorkspace implements Scheduler {
       if (this.host === null) {
         // As a node does: git forks from a small helper, not from this worker once it holds stores.
         useProcessHelper();
-        this.store = await openStore(this.workspace.paths.store, { purpose: 'the test host' });
+        this.store = await openPooled(this.workspace.paths.store, { purpose: 'the test host', pristine: this.pristine });
+        this.pristine = null;
         this.host = hostFor(
           realDeps(this.workspace, this.store.db, {
             now: this.clock.now,
@@ -260,7 +267,16 @@ export class InProcessWorkspace implements Scheduler {
   }
 
   /** Stops every running turn and closes the store. */
-  async close(): Promise<void> {
+  close(): Promise<void> {
+    return this.stop((store) => store.close());
+  }
+
+  /** As `close`, at the end of a test whose workspace is removed next: the store is emptied and kept open for another. */
+  release(): Promise<void> {
+    return this.stop(parkPooled);
+  }
+
+  private async stop(end: (store: Store) => Promise<void>): Promise<void> {
     this.closing = true;
     while (this.running.size > 0 || this.settling > 0) {
       for (const r of this.running.values()) r.stop.abort('closing');
@@ -270,9 +286,10 @@ export class InProcessWorkspace implements Scheduler {
     if (this.watch !== null) clearInterval(this.watch);
     this.watch = null;
     await this.queue;
-    await this.store?.close();
+    const store = this.store;
     this.store = null;
     this.host = null;
+    if (store !== null) await end(store);
   }
 }
 

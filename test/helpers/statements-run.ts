@@ -1,15 +1,26 @@
 // The statements a PGlite instance ran, read from the wire messages handed to its execProtocolRawSync: each
 // simple query, and each bind of a parsed statement, named or not (a store names the statements it runs
-// again and again, so their text crosses the wire once, in the Parse that made them).
+// again and again, so their text crosses the wire once, in the Parse that made them: one parsed before the
+// watch began is named by `preparedStatements`).
+import type { PGlite } from '@electric-sql/pglite';
 
 const cstring = (buf: Buffer, at: number): [string, number] => {
   const end = buf.indexOf(0, at);
   return [buf.toString('utf8', at, end), end + 1];
 };
 
-/** The SQL text of every statement run, in order, from the messages of `calls` (a spy's mock.calls). */
-export function statementsRun(calls: ReadonlyArray<readonly unknown[]>): string[] {
-  const parsed = new Map<string, string>();
+/** The statements `pg` holds parsed now, by name. */
+export async function preparedStatements(pg: PGlite): Promise<Map<string, string>> {
+  const { rows } = await pg.query<{ name: string; statement: string }>('select name, statement from pg_prepared_statements');
+  return new Map(rows.map((r) => [r.name, r.statement]));
+}
+
+/**
+ * The SQL text of every statement run, in order, from the messages of `calls` (a spy's mock.calls); `before`
+ * names the statements parsed before the spy began.
+ */
+export function statementsRun(calls: ReadonlyArray<readonly unknown[]>, before: ReadonlyMap<string, string> = new Map()): string[] {
+  const parsed = new Map<string, string>(before);
   const out: string[] = [];
   for (const [message] of calls) {
     const buf = Buffer.from(message as Uint8Array);

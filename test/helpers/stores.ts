@@ -1,10 +1,11 @@
-// Fresh workspace stores for a test file: migrated, empty and open, each in a temp folder; all closed and
-// removed after the file's last case.
+// Fresh workspace stores for a test file: migrated, empty and open, each in a temp folder; all given back
+// (emptied and kept open for reuse, store-pool.ts) and removed after the file's last case.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, inject } from 'vitest';
-import { createStore, openStore, type Store } from '../../node-agent/adapters/store/index.js';
+import type { Store } from '../../node-agent/adapters/store/index.js';
+import { freshPooled, parkPooled } from './store-pool.js';
 
 /**
  * Registers the file's hooks and returns `freshStore()`. Called before the file's own `afterAll`, whose
@@ -17,13 +18,12 @@ export function useFreshStores(name: string): () => Promise<Store> {
     base = mkdtempSync(join(tmpdir(), `nexus-${name}-`));
   });
   afterAll(async () => {
-    for (const s of stores) await s.close().catch(() => undefined);
+    for (const s of stores) await parkPooled(s).catch(() => undefined);
     rmSync(base, { recursive: true, force: true });
   });
   return async () => {
     const dir = join(base, `store-${stores.length}`);
-    await createStore(dir, inject('nexusHome'));
-    const store = await openStore(dir);
+    const store = await freshPooled(dir, inject('nexusHome'));
     stores.push(store);
     return store;
   };

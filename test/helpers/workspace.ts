@@ -10,6 +10,7 @@ import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
 import { openStore, type Store } from '../../node-agent/adapters/store/index.js';
 import { gitEnv } from './git-env.js';
 import { runMain, serveInProcess, type InProcessWorkspace, TestClock } from './host.js';
+import { storeStamp } from './store-pool.js';
 import { leftoverProcesses, stopProcesses, TEST_RUN_VARIABLE } from './leftovers.js';
 
 export const REPO = resolve(import.meta.dirname, '..', '..');
@@ -228,7 +229,7 @@ export class TestWorkspace {
    * workspace's folder (a sidecar, an agent), whatever state a failed test left them in.
    */
   async cleanup(): Promise<void> {
-    await this.inproc?.close().catch(() => undefined);
+    await this.inproc?.release().catch(() => undefined);
     await this.stopNode();
     await stopProcesses(processesIn(join(this.root, '..')));
     rmSync(join(this.root, '..'), { recursive: true, force: true });
@@ -305,6 +306,7 @@ export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cliIn
   if (opts.git !== false) cpSync(templateRepo(), root, { recursive: true });
   else mkdirSync(root);
   const { workspace } = await initWorkspace(root, { home: inject('nexusHome') });
+  const pristine = storeStamp(workspace.paths.store);
   const ws = new TestWorkspace(root, workspace.id, workspace.short);
   // The scripted agents append to a log beside the copy, and wait for gate files the test makes in `shared/`: paths the
   // workspace declares writable for its sessions' sandboxes, which see nothing else outside the copy.
@@ -313,5 +315,7 @@ export async function makeWorkspace(opts: { git?: boolean; real?: boolean; cliIn
   const config = JSON.parse(readFileSync(join(root, '.nxs', 'config.json'), 'utf8'));
   writeFileSync(join(root, '.nxs', 'config.json'), JSON.stringify({ ...config, sandbox: { write: [ws.log, join(base, 'shared')] } }, null, 2) + '\n');
   ws.cliInProcess = opts.cliInProcess === true;
-  return opts.real ? ws : ws.serveInProcess();
+  if (opts.real) return ws;
+  ws.serveInProcess().inproc!.pristine = pristine;
+  return ws;
 }

@@ -75,6 +75,15 @@ export type OpenOptions = {
 };
 
 /**
+ * The database a store's commands run on: drizzle over `pg`, running commit hooks, with the WAL bounded.
+ * What the process keeps beside a store in memory (`keptPerStore`) is keyed by this object, so a PGlite
+ * that comes to hold other contents (the test host reuses an open one, emptied) is given a new one.
+ */
+export function storeDatabase(pg: PGlite): Db {
+  return checkpointing(runCommitHooks(drizzle(drizzleClient(pg), { schema })), pg);
+}
+
+/**
  * Takes the exclusive lock on `target`. Its holder is known by pid: a starved holder keeps it for as
  * long as it runs, a crashed one loses it at once. A store held by a node is refused at once, naming
  * that node, because a node keeps its stores open until it stops.
@@ -275,7 +284,7 @@ export async function openStore(dir: string, opts: OpenOptions = {}): Promise<St
     useNamedStatements(pg, pgliteProtocol);
     // Ingest writes op texts as literals (kernel/log.ts), where a doubled quote must be the only escape.
     await pg.exec('SET standard_conforming_strings = on');
-    const db = checkpointing(runCommitHooks(drizzle(drizzleClient(pg), { schema })), pg);
+    const db = storeDatabase(pg);
     if (!(await isCurrent(pg))) await withPrivateUmask(() => migrate(db, { migrationsFolder: migrationsFolder() }));
     tightenTree(dir, PRIVATE_MODES);
     const client = pg;

@@ -1,0 +1,169 @@
+// Open stores kept for reuse within a worker. Starting PostgreSQL in PGlite is most of what a test's first
+// command costs (~0.15 s of CPU warm, more under load, and a few hundred opens in the fast lane); emptying an
+// open store with one TRUNCATE costs a fraction of that. So at the end of a test the host empties its store
+// and keeps it open, instead of closing it; the next new workspace's store is that one, moved into place.
+//
+// A store's files always live at the workspace's own `.nxs/store`, as in the product. A store kept open is
+// moved with its folder: PGlite's file system names each file by the mount's root and its path at every
+// open, so the root is pointed at the folder's new place, and a moved folder keeps the files it has open.
+import { mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { PGlite } from '@electric-sql/pglite';
+import { acquireLock, PRIVATE_MODES, tightenTree, type Release } from '../../infra/index.js';
+import { createStore, openStore, storeDatabase, type OpenOptions, type Store } from '../../node-agent/adapters/store/index.js';
+
+/** Where PGlite mounts the store's folder in its own file system. */
+const PGDATA = '/pglite/data';
+
+/** How many emptied stores a worker keeps open: each holds some tens of megabytes. */
+const KEPT = 2;
+
+/** An open store, and the folder its files are in now. */
+type Slot = { inner: Store; at: string };
+
+/** The shape of a new store (its migrations, relations, columns, triggers and functions), as first seen in this worker. */
+let fresh: string | null = null;
+let root: string | null = null;
+let made = 0;
+const parked: Slot[] = [];
+/** The slot behind each store handed out, while it is open, and the lock taken for it here (none at the first). */
+const slots = new WeakMap<Store, { slot: Slot; release: Release | null }>();
+
+function poolRoot(): string {
+  root ??= mkdtempSync(join(tmpdir(), 'nexus-store-pool-'));
+  return root;
+}
+
+/** Moves the open store's folder to `to` (which must not exist), and PGlite's mount with it. */
+function move(slot: Slot, to: string): void {
+  renameSync(slot.at, to);
+  const fs = (slot.inner.pg as PGlite & { Module: { FS: { lookupPath(p: string): { node: { mount: { opts: { root: string } } } } } } }).Module.FS;
+  fs.lookupPath(PGDATA).node.mount.opts.root = to;
+  slot.at = to;
+}
+
+/**
+ * A store's shape. A test may change it (undo migrations, add a table, drop an index); such a store is
+ * never kept for another.
+ */
+async function shapeOf(pg: PGlite): Promise<string> {
+  const { rows } = await pg.query<{ shape: string }>(`
+    select (select count(*) from drizzle.__drizzle_migrations)::text
+      || ':' || (select count(*) from pg_trigger where not tgisinternal)::text
+      || ':' || (select count(*) from pg_proc p join pg_namespace n on n.oid = p.pronamespace where n.nspname not in ('pg_catalog', 'information_schema'))::text
+      || ':' || md5(string_agg(n.nspname || '.' || c.relname || '.' || c.relkind::text || '.' || coalesce(a.attname || ' ' || a.atttypid::text, ''), ',' order by n.nspname, c.relname, a.attnum)) as shape
+    from pg_class c
+    join pg_namespace n on n.oid = c.relnamespace
+    left join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+    where n.nspname not in ('pg_catalog', 'information_schema', 'pg_toast')`);
+  return rows[0]!.shape;
+}
+
+/** Learns what a new store looks like from one known to be new (a template copy not opened before). */
+async function learnFresh(pg: PGlite): Promise<void> {
+  fresh ??= await shapeOf(pg);
+}
+
+/** What changes whenever a store is opened and closed (the control file is rewritten at each start and stop). */
+export function storeStamp(dir: string): number | null {
+  return statSync(join(dir, 'global', 'pg_control'), { throwIfNoEntry: false })?.mtimeMs ?? null;
+}
+
+function handOut(slot: Slot, release: Release | null): Store {
+  const pg = slot.inner.pg;
+  const store: Store = {
+    dir: slot.at,
+    // A new database object: nothing the product kept beside the last one carries over.
+    db: storeDatabase(pg),
+    pg,
+    close: async () => {
+      slots.delete(store);
+      try {
+        await slot.inner.close();
+        tightenTree(slot.at, PRIVATE_MODES);
+      } finally {
+        release?.();
+      }
+    },
+  };
+  slots.set(store, { slot, release });
+  return store;
+}
+
+/** Moves a kept store to `dir` (which must not exist) and hands it out, under `dir`'s own store lock. */
+async function reuse(slot: Slot, dir: string, opts: OpenOptions): Promise<Store> {
+  // As the product's open does: whatever else opens `dir` waits for this holder.
+  const release = await acquireLock(`${dir}.lock`, {
+    waitMs: opts.waitMs ?? 60_000,
+    purpose: opts.purpose ?? 'a test',
+    busy: () => new Error(`the store at ${dir} stayed held`),
+  });
+  try {
+    move(slot, dir);
+  } catch (err) {
+    release();
+    await slot.inner.close();
+    throw err;
+  }
+  tightenTree(dir, PRIVATE_MODES);
+  return handOut(slot, release);
+}
+
+/**
+ * Opens the store at `dir`, as openStore does. With `pristine` (the stamp of `dir` as its template copy left
+ * it) and an emptied store kept, that store takes the place of the copy, unless the copy has been opened since.
+ */
+export async function openPooled(dir: string, opts: OpenOptions & { pristine?: number | null } = {}): Promise<Store> {
+  const isNew = opts.pristine != null && storeStamp(dir) === opts.pristine;
+  const kept = isNew ? parked.pop() : undefined;
+  if (kept !== undefined) {
+    rmSync(dir, { recursive: true, force: true });
+    return reuse(kept, dir, opts);
+  }
+  const inner = await openStore(dir, opts);
+  if (isNew) await learnFresh(inner.pg);
+  return handOut({ inner, at: dir }, null);
+}
+
+/** A new empty store at `dir` (which must not exist), open: an emptied one moved there, or a template copy. */
+export async function freshPooled(dir: string, home: string, opts: OpenOptions = {}): Promise<Store> {
+  const kept = parked.pop();
+  if (kept !== undefined) return reuse(kept, dir, opts);
+  await createStore(dir, home);
+  return openPooled(dir, { ...opts, pristine: storeStamp(dir) });
+}
+
+/**
+ * Done with `store`, whose folder the caller removes next: the store is emptied, moved out, and kept open for
+ * the next new one. Its lock folder goes with the caller's folder. A store not opened here, already closed,
+ * or that cannot be emptied is closed instead.
+ */
+export async function parkPooled(store: Store): Promise<void> {
+  const held = slots.get(store);
+  if (held === undefined || parked.length >= KEPT) return store.close();
+  const { slot, release } = held;
+  try {
+    const { rows } = await slot.inner.pg.query<{ t: string | null }>(
+      `select string_agg(format('%I.%I', schemaname, tablename), ', ') as t from pg_tables where schemaname = 'public'`,
+    );
+    if (fresh === null || (await shapeOf(slot.inner.pg)) !== fresh) return store.close();
+    if (rows[0]?.t) await slot.inner.pg.exec(`TRUNCATE ${rows[0].t} RESTART IDENTITY`);
+    slots.delete(store);
+    move(slot, join(poolRoot(), `kept-${made++}`));
+  } catch {
+    return store.close();
+  }
+  release?.();
+  parked.push(slot);
+}
+
+/** How many emptied stores this worker keeps open now. */
+export function keptCount(): number {
+  return parked.length;
+}
+
+/** Closes every store kept open. */
+export async function closeKept(): Promise<void> {
+  for (const slot of parked.splice(0)) await slot.inner.close().catch(() => undefined);
+}

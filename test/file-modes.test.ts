@@ -8,6 +8,7 @@ import { appendFileSync, chmodSync, chownSync, cpSync, existsSync, lstatSync, mk
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { itLong } from './helpers/lanes.js';
 import { uiSecret } from '../node-agent/host/ui/secret.js';
 import { startNode } from '../node-agent/host/node/index.js';
 import { silentLogger } from '../infra/index.js';
@@ -94,7 +95,7 @@ describe('the store templates', () => {
     expect(templateProblem(dir, { shared: false })).toMatch(/PG_VERSION.*owned by uid 65534/);
   });
 
-  it('a template under NEXUS_HOME/cache that others could write is not used: it is made again, private', async () => {
+  itLong('a template under NEXUS_HOME/cache that others could write is not used: it is made again, private', async () => {
     const home = join(base, 'home-tampered');
     const dir = homeTemplateDir(home);
     // What an older version left: a template of folders 0755 and files 0666, which somebody then changed.

@@ -5,6 +5,7 @@ import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { itLong } from './helpers/lanes.js';
 import { newOpId } from '../protocol/ids.js';
 import { openPgliteStore, openPostgresStore, packagedRelayTemplateDir, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
 import { allocatedBytes, modes, notPrivate } from './helpers/file-modes.js';
@@ -324,7 +325,7 @@ describe('the PGlite relay data folder', () => {
   /** The databases in a relay's data folder: initdb makes three (template0, template1, postgres); the packaged template keeps one. */
   const databases = (dir: string) => readdirSync(join(dir, 'pgdata', 'base')).length;
 
-  it('is made by initdb, not copied, from a template others could have changed: private (folders 0700, files 0600), and stays so after ops were written', async () => {
+  itLong('is made by initdb, not copied, from a template others could have changed: private (folders 0700, files 0600), and stays so after ops were written', async () => {
     const parent = mkdtempSync(join(tmpdir(), 'nexus-relay-perms-'));
     const template = join(parent, 'template');
     cpSync(packagedRelayTemplateDir(), template, { recursive: true });

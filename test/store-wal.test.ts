@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { itLong } from './helpers/lanes.js';
 import { createStore, openStore } from '../node-agent/adapters/store/index.js';
 import { WAL_CHECK_INTERVAL_MS } from '../node-agent/adapters/store/open.js';
 import { writeUntilNewSegment } from './helpers/wal-segments.js';
@@ -26,7 +27,7 @@ function walBytes(store: string): number {
 }
 
 describe('the write-ahead log of a workspace store', () => {
-  it('is checkpointed every 64 MB or so: after 150 MB of writes a crash would replay a bounded tail, and the log on disk stays small', async () => {
+  itLong('is checkpointed every 64 MB or so: after 150 MB of writes a crash would replay a bounded tail, and the log on disk stays small', async () => {
     const dir = join(base, 'store');
     await createStore(dir, join(base, 'home'));
     const store = await openStore(dir);

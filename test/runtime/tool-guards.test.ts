@@ -4,6 +4,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { getEventListeners } from 'node:events';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { itLong } from '../helpers/lanes.js';
 import { createModelClient, type ModelClient } from '../../node-agent/capabilities/runtime/index.js';
 import { startFakeProvider, type FakeProvider } from '../helpers/fake-provider/index.js';
 import { makeWorkingCopy, runAgainst, type RunSetup } from './fixture.js';
@@ -135,7 +136,7 @@ describe('no session rewrites the declarations it runs under', () => {
 });
 
 describe('a pattern that backtracks forever', () => {
-  it('ends the Grep call with an error and the run goes on', { timeout: 60_000 }, async () => {
+  itLong('ends the Grep call with an error and the run goes on', { timeout: 60_000 }, async () => {
     armedCopy();
     writeFileSync(path.join(wc.root, 'src', 'long.txt'), `${'a'.repeat(64)}!\n`);
     const { result } = await attempt('Grep', { pattern: '(a+)+$', path: 'src' }, {});

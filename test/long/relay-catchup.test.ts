@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { newOpId, newThreadId } from '../protocol/ids.js';
-import { SYNC_PROTOCOL, syncUrl } from '../protocol/sync.js';
-import { openPgliteStore, silentLog, startRelay, type Relay } from '../server/index.js';
+import { newOpId, newThreadId } from '../../protocol/ids.js';
+import { SYNC_PROTOCOL, syncUrl } from '../../protocol/sync.js';
+import { openPgliteStore, silentLog, startRelay, type Relay } from '../../server/index.js';
 
 const READERS = 20;
 // Enough pages that a few /healthz answers fall between them on a loaded machine too: at 4,000 ops, once

@@ -55,6 +55,20 @@ describe('a store given back', () => {
     await again.close();
   });
 
+  it('starts its sequences again, also those of tables left empty', async () => {
+    const first = next();
+    const a = await freshPooled(first, inject('nexusHome'));
+    const seq = (await a.pg.query<{ s: string }>(`select format('%I.%I', schemaname, sequencename) as s from pg_sequences where schemaname = 'public' limit 1`)).rows[0]!.s;
+    const start = Number((await a.pg.query<{ n: string }>(`select nextval('${seq}') as n`)).rows[0]!.n);
+    await a.pg.query(`select nextval('${seq}')`);
+    await parkPooled(a);
+    rmSync(first, { recursive: true, force: true });
+    const b = await freshPooled(next(), inject('nexusHome'));
+    expect(b.pg).toBe(a.pg);
+    expect(Number((await b.pg.query<{ n: string }>(`select nextval('${seq}') as n`)).rows[0]!.n)).toBe(start);
+    await b.close();
+  });
+
   it('whose shape the test changed is closed, not kept', async () => {
     const dir = next();
     const s = await freshPooled(dir, inject('nexusHome'));

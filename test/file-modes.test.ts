@@ -113,7 +113,7 @@ describe('the store templates', () => {
     await (await openStore(store)).close();
   });
 
-  it('a packaged template others could write is passed over for the one under NEXUS_HOME', async () => {
+  itLong('a packaged template others could write is passed over for the one under NEXUS_HOME', async () => {
     const home = join(base, 'home-tampered');
     const packaged = join(base, 'packaged-loose');
     cpSync(packagedTemplateDir(), packaged, { recursive: true });

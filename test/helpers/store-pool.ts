@@ -37,9 +37,12 @@ function poolRoot(): string {
 
 /** Moves the open store's folder to `to` (which must not exist), and PGlite's mount with it. */
 function move(slot: Slot, to: string): void {
-  renameSync(slot.at, to);
+  // The mount is found before anything moves: a PGlite whose insides differ fails here, its files in place.
   const fs = (slot.inner.pg as PGlite & { Module: { FS: { lookupPath(p: string): { node: { mount: { opts: { root: string } } } } } } }).Module.FS;
-  fs.lookupPath(PGDATA).node.mount.opts.root = to;
+  const mount = fs.lookupPath(PGDATA).node.mount;
+  if (mount.opts.root !== slot.at) throw new Error(`PGlite's data folder is mounted from ${mount.opts.root}, not ${slot.at}`);
+  renameSync(slot.at, to);
+  mount.opts.root = to;
   slot.at = to;
 }
 

@@ -10,8 +10,8 @@ import { mkdtempSync, renameSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PGlite } from '@electric-sql/pglite';
-import { acquireLock, PRIVATE_MODES, tightenTree, type Release } from '../../infra/index.js';
-import { createStore, openStore, storeDatabase, type OpenOptions, type Store } from '../../node-agent/adapters/store/index.js';
+import { PRIVATE_MODES, tightenTree, type Release } from '../../infra/index.js';
+import { acquireStoreLock, createStore, openStore, storeDatabase, type OpenOptions, type Store } from '../../node-agent/adapters/store/index.js';
 
 /** Where PGlite mounts the store's folder in its own file system. */
 const PGDATA = '/pglite/data';
@@ -22,8 +22,11 @@ const KEPT = 2;
 /** An open store, and the folder its files are in now. */
 type Slot = { inner: Store; at: string };
 
-/** The shape of a new store (its migrations, relations, columns, triggers and functions), as first seen in this worker. */
-let fresh: string | null = null;
+/**
+ * A new store as first seen in this worker: its shape (migrations, relations, columns, triggers, functions) and
+ * its tables, which every store of that shape has.
+ */
+let fresh: { shape: string; tables: string[] } | null = null;
 let root: string | null = null;
 let made = 0;
 const parked: Slot[] = [];
@@ -65,7 +68,9 @@ async function shapeOf(pg: PGlite): Promise<string> {
 
 /** Learns what a new store looks like from one known to be new (a template copy not opened before). */
 async function learnFresh(pg: PGlite): Promise<void> {
-  fresh ??= await shapeOf(pg);
+  if (fresh !== null) return;
+  const { rows } = await pg.query<{ name: string }>(`select format('%I.%I', schemaname, tablename) as name from pg_tables where schemaname = 'public'`);
+  fresh = { shape: await shapeOf(pg), tables: rows.map((r) => r.name) };
 }
 
 /** What changes whenever a store is opened and closed (the control file is rewritten at each start and stop). */
@@ -84,7 +89,8 @@ function handOut(slot: Slot, release: Release | null): Store {
       slots.delete(store);
       try {
         await slot.inner.close();
-        tightenTree(slot.at, PRIVATE_MODES);
+        // The inner close tightens the folder it was opened at; a store moved since is tightened where it is.
+        if (slot.at !== slot.inner.dir) tightenTree(slot.at, PRIVATE_MODES);
       } finally {
         release?.();
       }
@@ -96,12 +102,8 @@ function handOut(slot: Slot, release: Release | null): Store {
 
 /** Moves a kept store to `dir` (which must not exist) and hands it out, under `dir`'s own store lock. */
 async function reuse(slot: Slot, dir: string, opts: OpenOptions): Promise<Store> {
-  // As the product's open does: whatever else opens `dir` waits for this holder.
-  const release = await acquireLock(`${dir}.lock`, {
-    waitMs: opts.waitMs ?? 60_000,
-    purpose: opts.purpose ?? 'a test',
-    busy: () => new Error(`the store at ${dir} stayed held`),
-  });
+  // The product's own store lock: whatever else opens `dir` waits for this holder, or is refused as openStore refuses.
+  const release = await acquireStoreLock(dir, opts);
   try {
     move(slot, dir);
   } catch (err) {
@@ -147,9 +149,9 @@ export async function parkPooled(store: Store): Promise<void> {
   if (held === undefined || parked.length >= KEPT) return store.close();
   const { slot, release } = held;
   try {
-    if (fresh === null || (await shapeOf(slot.inner.pg)) !== fresh) return store.close();
+    if (fresh === null || (await shapeOf(slot.inner.pg)) !== fresh.shape) return store.close();
     // Only the tables that hold rows: a TRUNCATE costs some milliseconds per table, each made anew on disk.
-    const tables = (await slot.inner.pg.query<{ name: string }>(`select format('%I.%I', schemaname, tablename) as name from pg_tables where schemaname = 'public'`)).rows.map((r) => r.name);
+    const { tables } = fresh;
     const filled = (await slot.inner.pg.query<Record<string, boolean>>(`select ${tables.map((t, i) => `exists (select 1 from ${t}) as t${i}`).join(', ')}`)).rows[0]!;
     const full = tables.filter((_, i) => filled[`t${i}`]);
     if (full.length > 0) await slot.inner.pg.exec(`TRUNCATE ${full.join(', ')}`);

@@ -88,7 +88,7 @@ export function storeDatabase(pg: PGlite): Db {
  * long as it runs, a crashed one loses it at once. A store held by a node is refused at once, naming
  * that node, because a node keeps its stores open until it stops.
  */
-function acquireStoreLock(target: string, opts: OpenOptions): Promise<Release> {
+export function acquireStoreLock(target: string, opts: OpenOptions): Promise<Release> {
   const waitMs = opts.waitMs ?? LOCK_WAIT_MS;
   return acquireLock(`${target}.lock`, {
     waitMs,

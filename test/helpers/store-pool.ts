@@ -136,7 +136,9 @@ export async function freshPooled(dir: string, home: string, opts: OpenOptions =
   const kept = parked.pop();
   if (kept !== undefined) return reuse(kept, dir, opts);
   await createStore(dir, home);
-  return openPooled(dir, { ...opts, pristine: storeStamp(dir) });
+  const inner = await openStore(dir, opts);
+  await learnFresh(inner.pg);
+  return handOut({ inner, at: dir }, null);
 }
 
 /**

@@ -1,5 +1,5 @@
 // A workspace: a folder with a private .nxs/ (store, key pair, config). Made by `nxs init`, found by walking up.
-import { existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { z } from 'zod';
 import { generateWorkspaceKey } from '../../../crypto/index.js';
@@ -96,6 +96,40 @@ export function declaredSandbox(paths: WorkspacePaths): SandboxDeclaration {
 }
 
 /**
+ * Whether `.nxs/config.json` is there. A `.nxs` this user may not look into (another user's workspace, its
+ * folder private to its owner) is neither "no workspace", which would send the walk on upwards to some other
+ * one, nor a folder to move away: it is refused, naming the owner.
+ * @throws {NexusError} `CONFIG_INVALID` when the folder or the file cannot be looked at.
+ */
+function holdsConfig(paths: WorkspacePaths): boolean {
+  try {
+    // Whatever is there (a folder, a FIFO) is the workspace's: reading it says what is wrong with it.
+    statSync(paths.config);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return false;
+    if (code !== 'EACCES' && code !== 'EPERM') throw new NexusError('CONFIG_INVALID', `${paths.config} cannot be looked at: ${(err as Error).message}`, undefined, { cause: err });
+    const owner = ownerOf(paths.nxs);
+    const yours = typeof process.getuid === 'function' ? ` (you are uid ${process.getuid()})` : '';
+    throw new NexusError(
+      'CONFIG_INVALID',
+      `${paths.nxs} is not readable by you${yours}: the workspace belongs to ${owner === null ? 'another user' : `uid ${owner}`}; run nxc and nxs as the user who owns it`,
+      { path: paths.nxs, owner },
+      { cause: err },
+    );
+  }
+}
+
+function ownerOf(path: string): number | null {
+  try {
+    return statSync(path).uid;
+  } catch {
+    return null;
+  }
+}
+
+/**
  * Finds the workspace for `start`: NXC_WORKSPACE_DIR when set (sessions get it),
  * otherwise the nearest folder at or above `start` holding `.nxs/config.json`.
  */
@@ -103,13 +137,13 @@ export function findWorkspace(start: string, env: NodeJS.ProcessEnv = process.en
   const pinned = env['NXC_WORKSPACE_DIR'];
   if (pinned) {
     const paths = workspacePaths(resolve(pinned));
-    if (!existsSync(paths.config)) throw new NexusError('NOT_A_WORKSPACE', `NXC_WORKSPACE_DIR=${pinned} is not a workspace`);
+    if (!holdsConfig(paths)) throw new NexusError('NOT_A_WORKSPACE', `NXC_WORKSPACE_DIR=${pinned} is not a workspace`);
     return readConfig(paths);
   }
   let dir = resolve(start);
   for (;;) {
     const paths = workspacePaths(dir);
-    if (existsSync(paths.config)) return readConfig(paths);
+    if (holdsConfig(paths)) return readConfig(paths);
     const up = dirname(dir);
     if (up === dir) {
       throw new NexusError('NOT_A_WORKSPACE', `no workspace at or above ${resolve(start)}; run \`nxs init\` in the project folder`);
@@ -127,7 +161,7 @@ export type InitResult = { created: boolean; workspace: Workspace };
  */
 export async function initWorkspace(root: string, opts: { name?: string; home?: string } = {}): Promise<InitResult> {
   const paths = workspacePaths(resolve(root));
-  if (existsSync(paths.config)) return { created: false, workspace: readConfig(paths) };
+  if (holdsConfig(paths)) return { created: false, workspace: readConfig(paths) };
   const name = opts.name ?? basename(paths.root);
   if (!NAME_RE.test(name)) {
     throw new NexusError('USAGE', `workspace name ${JSON.stringify(name)} is not valid: letters, digits, space, . _ - (up to 64)`);

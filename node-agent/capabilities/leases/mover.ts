@@ -1,7 +1,9 @@
 // The lease's hands in a git working copy: fence a grant, park an operation's uncommitted work onto a branch and
 // check out its base, restore it later. Every change is guarded by the token ref; every move is journalled so
 // that running it again after a crash finishes it or rolls it back, with every byte recoverable.
+import { CHANNEL_DIR } from '../../../protocol/channel.js';
 import { isNexusError } from '../../../protocol/errors.js';
+import { PERSONA_DIR } from '../../../protocol/persona.js';
 import type { ParkRecord, ParkResult, RestoreResult } from '../../../protocol/leases.js';
 import { restoreNotice, type RestoreFacts } from './notice.js';
 import {
@@ -81,6 +83,11 @@ export async function park(
     if (baseCommit === null) return unpassable(`the base branch ${req.base} does not exist`);
     await guard(repo, req.token);
     const snap = await snapshot(repo, head, `operation ${req.operation}`);
+    // Only objects so far: refusing here leaves the tree, the index and every ref as they were.
+    const declarations = await declarationChanges(repo, snap.work ?? head, baseCommit);
+    if (declarations !== null) {
+      return { outcome: 'refused_passable', what: `${req.base} holds other declarations than the working copy (${declarations}): a person brings them in, or puts them back, before the lease checks it out` };
+    }
     await fault('park:snapshot');
     const ref = `refs/heads/${PARK_BRANCH_PREFIX}${req.operation}`;
     const journal: Journal = {
@@ -148,6 +155,12 @@ export async function restore(
         // Asked again after a restore that finished but was never reported: the tree already is the work.
         if (await alreadyRestored(repo, r)) return done(true, null, branchTip, baseTip);
         return done(false, 'the working tree holds changes that are not this operation\u2019s', branchTip, baseTip);
+      }
+      // The move leaves the work (what the disk held when it was parked) or, when the branch moved on since, the
+      // branch as it is now: that one must bring no declaration the disk did not hold then.
+      const declarations = r.work !== null && branchTip === r.head ? null : await declarationChanges(repo, r.work ?? r.head, branchTip);
+      if (declarations !== null) {
+        return done(false, `${r.branch} holds other declarations than the working copy (${declarations}), and the lease checks none out; the work stays on ${PARK_BRANCH_PREFIX}${req.operation}`, branchTip, baseTip);
       }
       const index = r.work === null ? null : (await git(repo, ['rev-parse', `${r.work}^2`], { readOnly: true })).stdout.trim();
       const journal: Journal = { kind: 'restore', operation: req.operation, token: req.token, step: 'moving', branch: r.branch, head: r.head, base: r.base, base_commit: r.base_commit, work: r.work, index, previous: null };
@@ -250,6 +263,25 @@ async function alreadyRestored(repo: Repo, r: ParkRecord): Promise<boolean> {
   const trees = await git(repo, ['rev-parse', `${now.work}^{tree}`, `${r.work}^{tree}`], { readOnly: true });
   const [a, b] = trees.stdout.trim().split('\n');
   return a === b;
+}
+
+/** The folders of declarations sessions run under: a session may not write them, nor may a move of the lease. */
+const DECLARATION_DIRS = [PERSONA_DIR, CHANNEL_DIR];
+
+/**
+ * The declaration files a move to commit `to` would write with other content than `disk` (the commit holding what a
+ * person left on disk) has, or add, as one line; null when there are none. A session cannot write those folders,
+ * but git's objects and refs are its to write: it can commit another declaration without touching the file. A
+ * checkout by the lease must never be the way such a commit reaches the disk, so such a move is not made. A
+ * declaration the move would take off the disk (one nobody committed, parked with the work) raises nobody's
+ * permissions, and moves as it always did.
+ */
+async function declarationChanges(repo: Repo, disk: string, to: string): Promise<string | null> {
+  const diff = await git(repo, ['diff-tree', '-r', '-z', '--no-renames', '--diff-filter=d', '--name-only', disk, to, '--', ...DECLARATION_DIRS], { readOnly: true });
+  const paths = diff.raw.toString('utf8').split('\0').filter((p) => p !== '');
+  if (paths.length === 0) return null;
+  const shown = paths.slice(0, 5).join(', ');
+  return paths.length > 5 ? `${shown} and ${paths.length - 5} more` : shown;
 }
 
 function parked(j: Journal, now: number): ParkResult {

@@ -1,0 +1,105 @@
+// A session cannot write .nxs-personas/ or .nxs-channels/ on disk, but git's objects and refs are its to
+// write: it can commit another declaration without touching the file. The lease's moves check branches out,
+// so they must never be how such a commit reaches the disk.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { fenceGrant, park, restore } from '../../node-agent/capabilities/leases/index.js';
+import type { ParkRecord } from '../../protocol/leases.js';
+import { gitEnv, runTestGit } from '../helpers/git-env.js';
+import { cleanupRepos, git, gitPicture, repoWith, write } from './repos.js';
+
+afterEach(cleanupRepos);
+
+const NOW = 1_700_000_000_000;
+const PERSONA = '.nxs-personas/coder.yaml';
+const DECLARED = 'model: m\nsystem_prompt: code\nnetwork: none\n';
+const PLANTED = 'model: m\nsystem_prompt: code\nnetwork: all\n';
+
+/** What a sandboxed session can do: commit a new declaration through an index of its own, the file on disk untouched. */
+async function plantOn(dir: string, branch: string, text: string, path = PERSONA): Promise<string> {
+  const env = { ...gitEnv(), GIT_INDEX_FILE: join(dir, '.git', 'plant.index') };
+  const run = (args: string[], input?: string) => runTestGit(dir, args, { env, ...(input === undefined ? {} : { input }) }).then((out) => out.trim());
+  const blob = await run(['hash-object', '-w', '--stdin'], text);
+  await run(['read-tree', branch]);
+  await run(['update-index', '--add', '--cacheinfo', `100644,${blob},${path}`]);
+  const commit = await run(['commit-tree', await run(['write-tree']), '-p', branch, '-m', 'tidy up']);
+  await run(['update-ref', `refs/heads/${branch}`, commit]);
+  return commit;
+}
+
+async function persona(dir: string): Promise<string> {
+  return readFile(join(dir, PERSONA), 'utf8');
+}
+
+describe('the lease never checks out declarations a session committed', () => {
+  it('a park whose base holds another declaration than the working copy is refused (passable), and nothing moves', async () => {
+    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
+    expect(await fenceGrant(dir, 1)).toEqual({ branch: 'main' });
+    // The holder works on main, commits a planted declaration, and leaves work in the tree.
+    const planted = await plantOn(dir, 'main', PLANTED);
+    await write(dir, 'a.txt', 'alpha, edited\n');
+    const r = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
+    expect(r.outcome).toBe('refused_passable');
+    expect(r.outcome === 'refused_passable' ? r.what : '').toContain(PERSONA);
+    // Nothing moved: the declaration on disk is the person's, the work is still in the tree, no park branch.
+    expect(await persona(dir)).toBe(DECLARED);
+    expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('alpha, edited\n');
+    expect((await git(dir, 'rev-parse', 'HEAD')).trim()).toBe(planted);
+    expect(await git(dir, 'branch', '--list', 'nexus/park/*')).toBe('');
+  });
+
+  it('a restore whose branch now holds another declaration is not applied, and the working copy keeps its own', async () => {
+    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
+    await git(dir, 'checkout', '-q', '-b', 'feat');
+    await fenceGrant(dir, 1);
+    await write(dir, 'a.txt', 'work in progress\n');
+    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
+    expect(parked.outcome).toBe('parked');
+    const record = (parked as { record: ParkRecord }).record;
+    // While it is parked, a session holding the copy commits a planted declaration onto the parked branch.
+    await plantOn(dir, 'feat', PLANTED);
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record });
+    expect(back.applied).toBe(false);
+    expect(back.notice).toContain(PERSONA);
+    expect(await persona(dir)).toBe(DECLARED);
+    expect(await gitPicture(dir)).toEqual({ status: '', staged: '', branch: 'main' });
+    // The work is not lost: it stays on its park branch.
+    expect(await git(dir, 'show', `${record.park_branch}:a.txt`)).toBe('work in progress\n');
+  });
+
+  it('a planted new persona is refused as well, and one nobody committed is parked with the work and comes back', async () => {
+    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
+    await git(dir, 'checkout', '-q', '-b', 'feat');
+    await fenceGrant(dir, 1);
+    // A person's declaration, not committed yet: parked away with the work, as every untracked file is.
+    await write(dir, '.nxs-channels/review.yaml', 'steps: []\n');
+    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
+    expect(parked.outcome).toBe('parked');
+    const record = (parked as { record: ParkRecord }).record;
+    await fenceGrant(dir, 2);
+    expect((await restore(dir, { operation: 'op1', token: 2, record })).applied).toBe(true);
+    expect(await readFile(join(dir, '.nxs-channels/review.yaml'), 'utf8')).toBe('steps: []\n');
+    // A role nobody declared, committed onto the base without a file on disk.
+    await plantOn(dir, 'main', PLANTED, '.nxs-personas/root.yaml');
+    await fenceGrant(dir, 3);
+    const again = await park(dir, { operation: 'op2', base: 'main', token: 3, now: NOW });
+    expect(again).toMatchObject({ outcome: 'refused_passable', what: expect.stringContaining('.nxs-personas/root.yaml') });
+    await expect(readFile(join(dir, '.nxs-personas/root.yaml'), 'utf8')).rejects.toThrow();
+  });
+
+  it('declarations that are the same on both sides move as before', async () => {
+    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
+    await git(dir, 'checkout', '-q', '-b', 'feat');
+    await fenceGrant(dir, 1);
+    await write(dir, 'a.txt', 'work in progress\n');
+    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
+    expect(parked.outcome).toBe('parked');
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: (parked as { record: ParkRecord }).record });
+    expect(back.applied).toBe(true);
+    expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('work in progress\n');
+    expect(await persona(dir)).toBe(DECLARED);
+  });
+});

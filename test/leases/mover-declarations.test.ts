@@ -1,10 +1,10 @@
 // A session cannot write .nxs-personas/ or .nxs-channels/ on disk, but git's objects and refs are its to
 // write: it can commit another declaration without touching the file. The lease's moves check branches out,
 // so they must never be how such a commit reaches the disk.
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fenceGrant, park, restore } from '../../node-agent/capabilities/leases/index.js';
+import { fenceGrant, park, recover, restore } from '../../node-agent/capabilities/leases/index.js';
 import type { ParkRecord } from '../../protocol/leases.js';
 import { gitEnv, runTestGit } from '../helpers/git-env.js';
 import { cleanupRepos, git, gitPicture, repoWith, write } from './repos.js';
@@ -101,5 +101,45 @@ describe('the lease never checks out declarations a session committed', () => {
     expect(back.applied).toBe(true);
     expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('work in progress\n');
     expect(await persona(dir)).toBe(DECLARED);
+  });
+});
+
+describe('the journal of an interrupted move', () => {
+  it('is kept where sessions cannot write: a journal planted in .git is not finished by recover', async () => {
+    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
+    const nxs = join(dir, '.nxs');
+    await mkdir(nxs, { mode: 0o700 });
+    await writeFile(join(nxs, '.gitignore'), '*\n');
+    await git(dir, 'branch', 'evil');
+    const evil = await plantOn(dir, 'evil', PLANTED);
+    await fenceGrant(dir, 1);
+    // What a session can write: a restore "interrupted" onto its own branch, under the token the ref holds.
+    const main = (await git(dir, 'rev-parse', 'main')).trim();
+    const fake = { kind: 'restore', operation: 'x', token: 1, step: 'moving', branch: 'evil', head: evil, base: 'main', base_commit: main, work: null, index: null, previous: null };
+    await writeFile(join(dir, '.git', 'nexus-lease-journal.json'), JSON.stringify(fake));
+    expect(await recover(dir, { journalDir: nxs })).toBeNull();
+    expect(await persona(dir)).toBe(DECLARED);
+    expect(await gitPicture(dir)).toEqual({ status: '', staged: '', branch: 'main' });
+  });
+
+  it('in the folder given, finishes a park a crash interrupted', async () => {
+    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
+    const nxs = join(dir, '.nxs');
+    await mkdir(nxs, { mode: 0o700 });
+    await writeFile(join(nxs, '.gitignore'), '*\n');
+    await git(dir, 'checkout', '-q', '-b', 'feat');
+    await fenceGrant(dir, 1);
+    await write(dir, 'a.txt', 'work in progress\n');
+    const crash = new Error('crash');
+    const stop = (point: string) => {
+      if (point === 'park:moving') throw crash;
+    };
+    await expect(park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }, { journalDir: nxs, fault: stop })).rejects.toBe(crash);
+    expect(JSON.parse(await readFile(join(nxs, 'lease-journal.json'), 'utf8'))).toMatchObject({ kind: 'park', step: 'moving' });
+    await expect(readFile(join(dir, '.git', 'nexus-lease-journal.json'))).rejects.toThrow();
+    expect(await recover(dir, { journalDir: nxs })).toMatchObject({ kind: 'park', operation: 'op1' });
+    expect(await gitPicture(dir)).toEqual({ status: '', staged: '', branch: 'main' });
+    expect(await git(dir, 'show', 'nexus/park/op1:a.txt')).toBe('work in progress\n');
+    await expect(readFile(join(nxs, 'lease-journal.json'))).rejects.toThrow();
   });
 });

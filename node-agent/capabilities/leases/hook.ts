@@ -54,6 +54,8 @@ export function factDrafts(facts: readonly LeaseOpPayload[]): OpDraft[] {
 export function createLeaseHook(env: HookEnv) {
   const { deps, writer } = env;
   const dir = deps.workspace.paths.root;
+  // The journal of a move goes where no session can write it.
+  const mover = { journalDir: deps.workspace.paths.nxs };
   const ws = deps.workspace.id;
   const now = () => deps.now().getTime();
 
@@ -191,7 +193,7 @@ export function createLeaseHook(env: HookEnv) {
         }
         case 'restore': {
           if (acc.fenced.has(e.operation)) break;
-          const out = await move(e.operation, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }));
+          const out = await move(e.operation, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }, mover));
           if (out !== null) {
             const result = { applied: out.applied, notice: out.notice };
             await decideNow([{ type: 'restore_result', operation: e.operation, token: e.token, result }], warnings, acc);
@@ -200,7 +202,7 @@ export function createLeaseHook(env: HookEnv) {
         }
         case 'park': {
           const result = await move(e.operation, warnings, acc, () =>
-            park(dir, { operation: e.operation, base: e.base, token: e.token, now: now() }),
+            park(dir, { operation: e.operation, base: e.base, token: e.token, now: now() }, mover),
           );
           if (result === null) break;
           if (result.outcome === 'parked') acc.parked = result.record;

@@ -35,7 +35,11 @@ export type FaultPoint =
   | 'restore:materialise'
   | 'restore:index';
 
-export type MoverOptions = { fault?: (point: FaultPoint) => void | Promise<void> };
+export type MoverOptions = {
+  /** The folder a move's journal is kept in: the workspace's `.nxs/`, which no session can write (see repo.ts). */
+  journalDir?: string;
+  fault?: (point: FaultPoint) => void | Promise<void>;
+};
 
 export const PARK_BRANCH_PREFIX = 'nexus/park/';
 
@@ -66,7 +70,7 @@ export async function park(
   opts: MoverOptions = {},
 ): Promise<ParkResult> {
   if (dir === null) return unpassable(NO_COPY);
-  const repo = await probe(dir);
+  const repo = await probe(dir, opts.journalDir);
   if (repo === null) return unpassable(NOT_A_REPO);
   const fault = opts.fault ?? (() => {});
   try {
@@ -139,7 +143,7 @@ export async function restore(
     return { applied, notice: restoreNotice(facts), facts };
   };
   if (dir === null) return done(false, NO_COPY, null, null);
-  const repo = await probe(dir);
+  const repo = await probe(dir, opts.journalDir);
   if (repo === null) return done(false, NOT_A_REPO, null, null);
   try {
     const resumed = await settleJournal(repo, opts, { kind: 'restore', ...req });
@@ -183,7 +187,7 @@ export async function restore(
  * calls it when it starts. A park that had not yet touched the tree is rolled back; one that had is finished.
  */
 export async function recover(dir: string | null, opts: MoverOptions = {}): Promise<Journal | null> {
-  const repo = dir === null ? null : await probe(dir);
+  const repo = dir === null ? null : await probe(dir, opts.journalDir);
   if (repo === null) return null;
   const j = await readJournal(repo);
   await settleJournal(repo, opts, null);

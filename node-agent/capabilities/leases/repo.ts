@@ -9,21 +9,25 @@ import { runGit, type RunGitOptions } from '../../adapters/git/index.js';
 /** The ref holding the current grant's token, as a blob `nexus-lease-token <n>`. Only ever raised. */
 export const TOKEN_REF = 'refs/nexus/lease/token';
 
-export type Repo = { top: string; gitDir: string; tokenOids: Map<number, string> };
+/** `journal`: the file an interrupted move is recorded in (see {@link journalFile}). */
+export type Repo = { top: string; gitDir: string; tokenOids: Map<number, string>; journal: string };
 
 export function git(repo: Repo, args: readonly string[], opts?: RunGitOptions) {
   return runGit(repo.top, args, opts);
 }
 
-/** The repository whose work tree contains `dir`, or null when there is none (a plain or missing folder). */
-export async function probe(dir: string): Promise<Repo | null> {
+/**
+ * The repository whose work tree contains `dir`, or null when there is none (a plain or missing folder).
+ * `journalDir`: where the journal of a move is kept (see {@link journalFile}).
+ */
+export async function probe(dir: string, journalDir?: string): Promise<Repo | null> {
   const exists = await stat(dir).then((s) => s.isDirectory(), () => false);
   if (!exists) return null;
   try {
     const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir'], { readOnly: true });
     const [top, gitDir] = out.stdout.split('\n');
     if (!top || !gitDir) return null;
-    return { top, gitDir, tokenOids: new Map() };
+    return { top, gitDir, tokenOids: new Map(), journal: journalFile(gitDir, journalDir) };
   } catch (err) {
     const stderr = isNexusError(err) ? String(err.details?.stderr ?? '') : '';
     if (/not a git repository|must be run in a work tree/.test(stderr)) return null;
@@ -116,7 +120,17 @@ function fenced(token: number, current: number): NexusError {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The journal: one interrupted move at most, in the git directory (never in the work tree).
+// The journal: one interrupted move at most, never in the work tree.
+
+/**
+ * A workspace keeps its journal in its private `.nxs/`, which no session sees: the git folder is the session's to
+ * write, and a journal planted there would have the next move "finish" a checkout of the session's choosing. A
+ * journal an older version left in the git folder is not read then, for the same reason. A copy no session works
+ * in (no folder given) keeps it in its git folder.
+ */
+function journalFile(gitDir: string, journalDir: string | undefined): string {
+  return journalDir === undefined ? join(gitDir, 'nexus-lease-journal.json') : join(journalDir, 'lease-journal.json');
+}
 
 export type Journal = {
   kind: 'park' | 'restore';
@@ -134,12 +148,9 @@ export type Journal = {
   previous: string | null;
 };
 
-function journalPath(repo: Repo): string {
-  return join(repo.gitDir, 'nexus-lease-journal.json');
-}
 
 export async function readJournal(repo: Repo): Promise<Journal | null> {
-  const text = await readFile(journalPath(repo), 'utf8').catch((err: NodeJS.ErrnoException) => {
+  const text = await readFile(repo.journal, 'utf8').catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return null;
     throw err;
   });
@@ -148,9 +159,9 @@ export async function readJournal(repo: Repo): Promise<Journal | null> {
 
 /** Written whole or not at all: infra's atomic write (a synced temporary file renamed over the journal). */
 export async function writeJournal(repo: Repo, j: Journal): Promise<void> {
-  writeFileAtomic(journalPath(repo), JSON.stringify(j), { mode: 0o644 });
+  writeFileAtomic(repo.journal, JSON.stringify(j), { mode: 0o600 });
 }
 
 export async function clearJournal(repo: Repo): Promise<void> {
-  await rm(journalPath(repo), { force: true });
+  await rm(repo.journal, { force: true });
 }

@@ -84,7 +84,7 @@ export class Served {
     if (existing) return existing;
     const store = await openStore(workspace.paths.store, { waitMs: 30_000, purpose: NODE_PURPOSE, home: paths.home, tiering: true });
     // A move of the working copy that a crash interrupted is finished or rolled back before anything else.
-    await recover(workspace.paths.root).catch((err: unknown) => log.error('recovering the working copy failed', { workspace: workspace.id, err }));
+    await recover(workspace.paths.root, { journalDir: workspace.paths.nxs }).catch((err: unknown) => log.error('recovering the working copy failed', { workspace: workspace.id, err }));
     const ticks = new TickScheduler(
       () => this.withHost(workspace.id, (h) => h.run('tick', {})),
       (err) => log.error('lease tick failed', { workspace: workspace.id, err }),

@@ -3,7 +3,7 @@ export { acquireLock, acquireLockSync, describeOwner, pidNamespace, processAlive
 export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type TreeModes } from './private-dir.js';
-export { readCapped, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedRead } from './read.js';
+export { readCapped, readCappedBytes, readCappedSync, readSmallFileSync, READ_TIMEOUT_MS, type CappedBytes, type CappedRead } from './read.js';
 export { guardOutput, outputClosed, outputGone, writeOutput } from './pipes.js';
 export { packageRoot, packageVersion, pgliteVersion } from './package.js';
 export { copyRow, sqlInteger, sqlLiteral, sqlText } from './sql.js';

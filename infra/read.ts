@@ -5,6 +5,8 @@ import { lstat, open } from 'node:fs/promises';
 
 /** The text of a file, or why it was not read (`code`: the errno code, when the system refused). */
 export type CappedRead = { text: string } | { reason: string; code?: string };
+/** The bytes of a file, or why they were not read. */
+export type CappedBytes = { bytes: Buffer } | { reason: string; code?: string };
 
 /** How long {@link readCapped} waits for a file's bytes (a regular file on a hung network mount). */
 export const READ_TIMEOUT_MS = 5_000;
@@ -46,20 +48,26 @@ function grow(buffer: Buffer, maxBytes: number): Buffer {
  * opened is checked again. Gives up after `timeoutMs`. Never throws.
  */
 export async function readCapped(absolute: string, maxBytes: number, opts: { timeoutMs?: number } = {}): Promise<CappedRead> {
+  const read = await readCappedBytes(absolute, maxBytes, opts);
+  return 'bytes' in read ? { text: read.bytes.toString('utf8') } : read;
+}
+
+/** {@link readCapped}'s bytes, as they are (an index file, anything that is not text). */
+export async function readCappedBytes(absolute: string, maxBytes: number, opts: { timeoutMs?: number } = {}): Promise<CappedBytes> {
   let timer: NodeJS.Timeout | undefined;
   const timeoutMs = opts.timeoutMs ?? READ_TIMEOUT_MS;
-  const timedOut = new Promise<CappedRead>((resolve) => {
+  const timedOut = new Promise<CappedBytes>((resolve) => {
     timer = setTimeout(() => resolve({ reason: `the file was not read within ${timeoutMs} ms` }), timeoutMs);
     timer.unref();
   });
   try {
-    return await Promise.race([readCappedNow(absolute, maxBytes), timedOut]);
+    return await Promise.race([readBytesNow(absolute, maxBytes), timedOut]);
   } finally {
     clearTimeout(timer);
   }
 }
 
-async function readCappedNow(absolute: string, maxBytes: number): Promise<CappedRead> {
+async function readBytesNow(absolute: string, maxBytes: number): Promise<CappedBytes> {
   try {
     const before = await lstat(absolute);
     const bad = notRegular(before);
@@ -78,7 +86,7 @@ async function readCappedNow(absolute: string, maxBytes: number): Promise<Capped
         filled += bytesRead;
         if (filled > maxBytes) return overCap(maxBytes);
       }
-      return { text: buffer.subarray(0, filled).toString('utf8') };
+      return { bytes: buffer.subarray(0, filled) };
     } finally {
       await handle.close();
     }

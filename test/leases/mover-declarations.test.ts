@@ -1,7 +1,7 @@
 // A session cannot write .nxs-personas/ or .nxs-channels/ on disk, but git's objects and refs are its to
 // write: it can commit another declaration without touching the file. The lease's moves check branches out,
 // so they must never be how such a commit reaches the disk.
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, rename, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fenceGrant, park, recover, restore } from '../../node-agent/capabilities/leases/index.js';
@@ -141,5 +141,54 @@ describe('the journal of an interrupted move', () => {
     expect(await gitPicture(dir)).toEqual({ status: '', staged: '', branch: 'main' });
     expect(await git(dir, 'show', 'nexus/park/op1:a.txt')).toBe('work in progress\n');
     await expect(readFile(join(nxs, 'lease-journal.json'))).rejects.toThrow();
+  });
+});
+
+describe('the files a move writes for itself', () => {
+  async function workspaceRepo(): Promise<{ dir: string; nxs: string }> {
+    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n', 'b.txt': 'beta\n' });
+    const nxs = join(dir, '.nxs');
+    await mkdir(nxs, { mode: 0o700 });
+    await writeFile(join(nxs, '.gitignore'), '*\n');
+    await git(dir, 'checkout', '-q', '-b', 'feat');
+    return { dir, nxs };
+  }
+
+  it('a .git/index that is a link is not copied: the staged state parked is HEAD\u2019s', async () => {
+    const { dir, nxs } = await workspaceRepo();
+    await write(dir, 'b.txt', 'beta, staged\n');
+    await git(dir, 'add', 'b.txt');
+    // The real index, moved out and linked back: git follows the link, the lease must not.
+    const outside = join(nxs, 'elsewhere.index');
+    await rename(join(dir, '.git', 'index'), outside);
+    await symlink(outside, join(dir, '.git', 'index'));
+    await fenceGrant(dir, 1);
+    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }, { journalDir: nxs });
+    expect(parked.outcome).toBe('parked');
+    const record = (parked as { record: ParkRecord }).record;
+    const staged = (await git(dir, 'rev-parse', `${record.work}^2^{tree}`)).trim();
+    expect(staged).toBe((await git(dir, 'rev-parse', `${record.head}^{tree}`)).trim());
+    // The work itself is all there.
+    expect(await git(dir, 'show', `${record.work}:b.txt`)).toBe('beta, staged\n');
+  });
+
+  it('writes its private index files in the folder given, never in .git where a session could plant a link', async () => {
+    const { dir, nxs } = await workspaceRepo();
+    const victim = join(nxs, 'victim.txt');
+    await writeFile(victim, 'untouched\n');
+    await symlink(victim, join(dir, '.git', 'nexus-lease-park.index'));
+    await symlink(victim, join(dir, '.git', 'nexus-lease-restore.index'));
+    await write(dir, 'a.txt', 'work in progress\n');
+    await fenceGrant(dir, 1);
+    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }, { journalDir: nxs });
+    expect(parked.outcome).toBe('parked');
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: (parked as { record: ParkRecord }).record }, { journalDir: nxs });
+    expect(back.applied).toBe(true);
+    expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('work in progress\n');
+    // Nothing of the move's went near the planted links: they are still there, and so is what they point at.
+    expect((await lstat(join(dir, '.git', 'nexus-lease-park.index'))).isSymbolicLink()).toBe(true);
+    expect((await lstat(join(dir, '.git', 'nexus-lease-restore.index'))).isSymbolicLink()).toBe(true);
+    expect(await readFile(victim, 'utf8')).toBe('untouched\n');
   });
 });

@@ -9,8 +9,11 @@ import { runGit, type RunGitOptions } from '../../adapters/git/index.js';
 /** The ref holding the current grant's token, as a blob `nexus-lease-token <n>`. Only ever raised. */
 export const TOKEN_REF = 'refs/nexus/lease/token';
 
-/** `journal`: the file an interrupted move is recorded in (see {@link journalFile}). */
-export type Repo = { top: string; gitDir: string; tokenOids: Map<number, string>; journal: string };
+/**
+ * `journal`: the file an interrupted move is recorded in; `scratch`: the folder for the move's private index files.
+ * Both are in the folder given to {@link probe} (a workspace's `.nxs/`) when there is one (see {@link journalFile}).
+ */
+export type Repo = { top: string; gitDir: string; tokenOids: Map<number, string>; journal: string; scratch: string };
 
 export function git(repo: Repo, args: readonly string[], opts?: RunGitOptions) {
   return runGit(repo.top, args, opts);
@@ -27,7 +30,7 @@ export async function probe(dir: string, journalDir?: string): Promise<Repo | nu
     const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir'], { readOnly: true });
     const [top, gitDir] = out.stdout.split('\n');
     if (!top || !gitDir) return null;
-    return { top, gitDir, tokenOids: new Map(), journal: journalFile(gitDir, journalDir) };
+    return { top, gitDir, tokenOids: new Map(), journal: journalFile(gitDir, journalDir), scratch: journalDir ?? gitDir };
   } catch (err) {
     const stderr = isNexusError(err) ? String(err.details?.stderr ?? '') : '';
     if (/not a git repository|must be run in a work tree/.test(stderr)) return null;
@@ -126,7 +129,8 @@ function fenced(token: number, current: number): NexusError {
  * A workspace keeps its journal in its private `.nxs/`, which no session sees: the git folder is the session's to
  * write, and a journal planted there would have the next move "finish" a checkout of the session's choosing. A
  * journal an older version left in the git folder is not read then, for the same reason. A copy no session works
- * in (no folder given) keeps it in its git folder.
+ * in (no folder given) keeps it in its git folder. The private index files go beside it: one in the git folder
+ * could be swapped for a link between its removal and its writing, and Nexus would write through the link.
  */
 function journalFile(gitDir: string, journalDir: string | undefined): string {
   return journalDir === undefined ? join(gitDir, 'nexus-lease-journal.json') : join(journalDir, 'lease-journal.json');

@@ -1,9 +1,13 @@
 // Turning a working tree into commits and back, through private index files: the user's index is copied,
 // never written, and the stash is never used.
-import { copyFile, rm, rmdir, unlink } from 'node:fs/promises';
+import { rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
 import { LEASE_GIT_IDENTITY } from '../../adapters/git/index.js';
 import { git, type Repo } from './repo.js';
+
+/** The largest index copied (a repository of a few million files); past it the snapshot hashes afresh from HEAD. */
+const MAX_INDEX_BYTES = 1024 * 2 ** 20;
 
 export type Snapshot = {
   /** The commit holding the whole tree (tracked changes, deletions, untracked files not ignored), or null when clean. */
@@ -18,13 +22,14 @@ export type Snapshot = {
  * out. The work commit has two parents, `head` and a commit of the staged state, so a restore can put both back.
  */
 export async function snapshot(repo: Repo, head: string, label: string): Promise<Snapshot> {
-  const tmp = join(repo.gitDir, 'nexus-lease-park.index');
+  const tmp = join(repo.scratch, 'nexus-lease-park.index');
   await rm(tmp, { force: true });
   try {
-    await copyFile(join(repo.gitDir, 'index'), tmp).catch(async (err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-      await git(repo, ['read-tree', head], { indexFile: tmp });
-    });
+    // Only a regular file is copied: a session can swap .git/index for a link to a secret (Nexus would copy the
+    // secret where the session reads it) or to a FIFO. Without one, the staged state is HEAD's.
+    const userIndex = await readCappedBytes(join(repo.gitDir, 'index'), MAX_INDEX_BYTES);
+    if ('bytes' in userIndex) writeFileAtomic(tmp, userIndex.bytes, { mode: 0o600 });
+    else await git(repo, ['read-tree', head], { indexFile: tmp });
     const indexTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
     await git(repo, ['add', '-A'], { indexFile: tmp });
     const workTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
@@ -64,7 +69,7 @@ export async function materialise(repo: Repo, from: string, to: string): Promise
     await pruneEmptyParents(top, path);
   }
   if (writes.length === 0) return;
-  const tmp = join(repo.gitDir, 'nexus-lease-restore.index');
+  const tmp = join(repo.scratch, 'nexus-lease-restore.index');
   try {
     await git(repo, ['read-tree', to], { indexFile: tmp });
     const input = Buffer.concat(writes.flatMap((p) => [p, Buffer.from([0])]));

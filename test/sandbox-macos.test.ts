@@ -9,7 +9,8 @@ const policy = (over: Partial<SandboxPolicy> = {}): SandboxPolicy => ({
   copy: '/Users/ann/work/repo',
   writable: true,
   protect: ['/Users/ann/work/repo/.nxs-personas', '/Users/ann/work/repo/.nxs-channels', '/Users/ann/work/repo/.git/config', '/Users/ann/work/repo/.git/hooks'],
-  write: ['/Users/ann/.cache/npm'],
+  write: ['/Users/ann/.cache/npm', '/Users/ann/.codex'],
+  keep: ['/Users/ann/.codex/config.toml'],
   hide: ['/Users/ann/work/repo/.nxs', '/Users/ann/.nexus', '/Users/ann/.ssh', '/Users/ann/.aws'],
   home: '/private/tmp/nexus-home-1',
   network: 'none',
@@ -34,14 +35,14 @@ describe('the Seatbelt profile', () => {
     }
   });
 
-  it('writes only the copy, the declared paths, the private HOME, the temp folder and /dev, and never the rules the session runs under', () => {
+  it('writes only the copy, the declared paths, the private HOME, the temp folder and /dev, and never the rules the session runs under nor a CLI\'s settings', () => {
     const lines = seatbeltProfile(policy(), '/private/tmp/t1').trimEnd().split('\n');
     const allows = lines.filter((l) => l.startsWith('(allow file-write*'));
     expect(allows).toEqual([
-      '(allow file-write* (subpath "/Users/ann/work/repo") (subpath "/Users/ann/.cache/npm") (subpath "/private/tmp/nexus-home-1") (subpath "/private/tmp/t1") (subpath "/dev"))',
+      '(allow file-write* (subpath "/Users/ann/work/repo") (subpath "/Users/ann/.cache/npm") (subpath "/Users/ann/.codex") (subpath "/private/tmp/nexus-home-1") (subpath "/private/tmp/t1") (subpath "/dev"))',
     ]);
     const allow = at(lines, allows[0]!);
-    for (const p of policy().protect) expect(at(lines, `(deny file-write* (subpath ${JSON.stringify(p)}))`), p).toBeGreaterThan(allow);
+    for (const p of [...policy().protect, ...policy().keep]) expect(at(lines, `(deny file-write* (subpath ${JSON.stringify(p)}))`), p).toBeGreaterThan(allow);
   });
 
   it('leaves the copy read-only for a session that may not write it', () => {

@@ -31,6 +31,10 @@ writes channel ".nxs-channels/evil-$tag.yaml"
 writes outside "$OUTSIDE_DIR/outside-$tag.txt"
 writes git-config .git/config
 writes git-hook .git/hooks/post-checkout
+# The CLIs' own settings, in the state folders they may write: programs they run, hosts the next turn may reach.
+writes codex-config "$CODEX_CONFIG"
+writes claude-settings "$CLAUDE_SETTINGS"
+if mv "$CODEX_CONFIG" "$CODEX_CONFIG.moved" 2>/dev/null; then say codex-config-move moved; mv "$CODEX_CONFIG.moved" "$CODEX_CONFIG"; else say codex-config-move refused; fi
 if mv .git ".git-moved-$tag" 2>/dev/null; then say git-move moved; mv ".git-moved-$tag" .git; else say git-move refused; fi
 if node -e "const s=require('net').connect(process.argv[1]);s.on('connect',()=>process.exit(0));s.on('error',()=>process.exit(1))" "$NODE_SOCKET" 2>/dev/null; then say node-socket connected; else say node-socket refused; fi
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then say net connected; else say net refused; fi

@@ -20,7 +20,8 @@ let listener: Server;
 let connections = 0;
 /** Bytes of each secret that must never leave it. */
 const canaries: Record<string, string> = {};
-let before: { personas: string; gitConfig: string; hooks: string[] };
+let before: { personas: string; gitConfig: string; hooks: string[]; codexConfig: string };
+let home: string;
 
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
 const hashDir = (d: string) => readdirSync(d).sort().map((f) => `${f}:${sha(join(d, f))}`).join(',');
@@ -41,7 +42,7 @@ beforeAll(async () => {
   ws = await makeWorkspace({ real: true, onDisk: true });
   const base = join(ws.root, '..');
   // The user's home: an ssh key and the claude CLI's own folder.
-  const home = join(base, 'home');
+  home = join(base, 'home');
   mkdirSync(join(home, '.ssh'), { recursive: true });
   writeFileSync(join(home, '.ssh', 'id_ed25519'), canary('ssh') + '\n');
   // Another workspace beside this one, with its own key.
@@ -76,6 +77,8 @@ beforeAll(async () => {
       `OUTSIDE_DIR=${join(base, 'outside')}`,
       `NODE_SOCKET=${join(nexusHome, 'node', 'node.sock')}`,
       `PORT=${port}`,
+      `CODEX_CONFIG=${join(home, '.codex', 'config.toml')}`,
+      `CLAUDE_SETTINGS=${join(home, '.claude', 'settings.json')}`,
       '',
     ].join('\n'),
   );
@@ -89,7 +92,7 @@ beforeAll(async () => {
   // Codex reads its provider from its own home: the fake's Responses API, no update checks, no plugins.
   mkdirSync(join(home, '.codex'), { recursive: true });
   writeFileSync(join(home, '.codex', 'config.toml'), codexConfig(fake.openaiUrl));
-  before = { personas: hashDir(personas), gitConfig: sha(join(ws.root, '.git', 'config')), hooks: readdirSync(join(ws.root, '.git', 'hooks')).sort() };
+  before = { personas: hashDir(personas), gitConfig: sha(join(ws.root, '.git', 'config')), hooks: readdirSync(join(ws.root, '.git', 'hooks')).sort(), codexConfig: sha(join(home, '.codex', 'config.toml')) };
   await ws.startNode([], {
     HOME: home,
     ANTHROPIC_API_KEY: 'test-key',
@@ -162,7 +165,7 @@ describe.each([
     if (process.env['DEBUG_SB']) console.log(tag, existsSync(join(ws.root, `attack-${tag}.txt`)) ? readFileSync(join(ws.root, `attack-${tag}.txt`), 'utf8') : readdirSync(join(ws.root, '.nxs', 'sessions')).map((d) => { const dd = join(ws.root, '.nxs', 'sessions', d); return readdirSync(dd).filter((f) => /(\.log|jsonl|run\.json)$/.test(f)).map((f) => `== ${f}\n` + readFileSync(join(dd, f), 'utf8').slice(-3000)).join('\n'); }).join('\n'));
     const r = report(tag);
     for (const read of ['keys', 'keys-glob', 'sync', 'config', 'nexus-home', 'ssh', 'other-workspace', 'link', 'store']) expect([read, r[read]]).toEqual([read, 'nothing']);
-    for (const write of ['persona', 'channel', 'outside', 'git-config', 'git-hook', 'git-move']) expect([write, r[write]]).toEqual([write, 'refused']);
+    for (const write of ['persona', 'channel', 'outside', 'git-config', 'git-hook', 'git-move', 'codex-config', 'claude-settings', 'codex-config-move']) expect([write, r[write]]).toEqual([write, 'refused']);
     expect(r['node-socket']).toBe('refused');
     // No runtime reaches a host it did not declare. The claude and codex CLIs call their model themselves: by default they
     // reach their provider's host (the fake's 127.0.0.1:<port>) through the filtering proxy, which refuses any other (403).
@@ -185,6 +188,9 @@ describe.each([
     expect(readdirSync(join(ws.root, '..', 'outside'))).toEqual([]);
     expect(sha(join(ws.root, '.git', 'config'))).toBe(before.gitConfig);
     expect(readdirSync(join(ws.root, '.git', 'hooks')).sort()).toEqual(before.hooks);
+    // The CLIs' settings are as the user left them (Claude Code's, absent before, is an empty one the node made).
+    expect(sha(join(home, '.codex', 'config.toml'))).toBe(before.codexConfig);
+    if (existsSync(join(home, '.claude', 'settings.json'))) expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe('{}\n');
     expect(await readWorkingCopy(ws.root)).not.toBeNull();
 
     // No secret's bytes anywhere a session's words go: messages, transcripts and journals, the model's requests, the node's log.

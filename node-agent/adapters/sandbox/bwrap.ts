@@ -53,6 +53,8 @@ export function bwrapArgv(policy: SandboxPolicy, command: readonly string[], cwd
     }
   }
   for (const w of policy.write) if (existsSync(w)) a.push('--bind', w, w);
+  // After the write paths, so the folder's own bind does not cover them; a mount point cannot be renamed or removed.
+  for (const k of policy.keep) if (existsSync(k)) a.push('--ro-bind', k, k);
   a.push('--bind', policy.home, SANDBOX_HOME);
   if (policy.socket !== null) a.push('--bind', policy.socket, SESSION_SOCKET_PATH);
   if (Array.isArray(policy.network)) {

@@ -13,7 +13,7 @@ export function seatbeltProfile(policy: SandboxPolicy, tmp: string): string {
   for (const h of policy.hide) lines.push(`(deny file-read* (subpath ${q(h)}))`);
   const writes = [...(policy.writable ? [policy.copy] : []), ...policy.write, policy.home, tmp, '/dev'];
   lines.push(`(allow file-write* ${writes.map((w) => `(subpath ${q(w)})`).join(' ')})`);
-  for (const p of policy.protect) lines.push(`(deny file-write* (subpath ${q(p)}))`);
+  for (const p of [...policy.protect, ...policy.keep]) lines.push(`(deny file-write* (subpath ${q(p)}))`);
   for (const h of policy.hide) lines.push(`(deny file-write* (subpath ${q(h)}))`);
   if (policy.network === 'all') lines.push('(allow network*)');
   else lines.push('(allow network-outbound (remote unix-socket))');

@@ -1,8 +1,9 @@
 // Inside a sandbox with a host list: the bridge from a loopback port to the filtering proxy's socket, the variables
 // that point programs at it, and the host list a CLI runtime gets by default (its provider's).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { readCappedSync } from '../../../infra/index.js';
 
 /** Where the filtering proxy's socket is bound inside the sandbox (under the sandbox's own /run, like the session's). */
 export const PROXY_SOCKET_PATH = '/run/nexus/proxy.sock';
@@ -51,14 +52,14 @@ function hostOf(url: string): string | null {
   }
 }
 
+const CONFIG_MAX_BYTES = 1024 * 1024;
+
 /** The provider codex is configured for, read from its config.toml: the top-level `model_provider` and that provider's `base_url`. */
 function codexBaseUrl(env: NodeJS.ProcessEnv): string | null | undefined {
-  let text = '';
-  try {
-    text = readFileSync(join(env['CODEX_HOME'] || join(env['HOME'] || homedir(), '.codex'), 'config.toml'), 'utf8');
-  } catch {
-    // No config: the default provider.
-  }
+  // A regular file only (the sandbox keeps it read-only, turn.ts): never a link or a FIFO a session put there.
+  const read = readCappedSync(join(env['CODEX_HOME'] || join(env['HOME'] || homedir(), '.codex'), 'config.toml'), CONFIG_MAX_BYTES);
+  // No config: the default provider.
+  const text = 'text' in read ? read.text : '';
   const top = text.split(/^\s*\[/m)[0]!;
   const provider = /^\s*model_provider\s*=\s*"([^"]+)"/m.exec(top)?.[1];
   if (provider === undefined || provider === 'openai') return undefined;

@@ -16,6 +16,12 @@ export type SandboxPolicy = {
   protect: string[];
   /** Declared write paths besides the copy (already checked). */
   write: string[];
+  /**
+   * Files inside those write paths that stay read-only: a CLI's own settings, which name the programs it runs and
+   * the hosts it calls. A session that rewrote them would run its code in the user's next unsandboxed run of the
+   * CLI, and widen its own network at its next turn (the host list is read from them). Regular files (turn.ts).
+   */
+  keep: string[];
   /** Secrets: not there at all inside (an empty read-only folder, or an empty file). Mounted last, so nothing opens them. */
   hide: string[];
   /** The session's private HOME outside; mounted at SANDBOX_HOME. */
@@ -109,6 +115,8 @@ export type PolicyInput = {
   defaultNetwork: Network;
   /** Declared by the workspace and the persona. */
   write: string[];
+  /** Files in the write paths kept read-only (see SandboxPolicy.keep). */
+  keep?: string[];
   hide: string[];
   socket: string | null;
 };
@@ -140,6 +148,7 @@ export function sandboxPolicy(input: PolicyInput): SandboxPolicy {
     writable: input.writable,
     protect: PROTECTED_IN_COPY.map((p) => join(copy, p)),
     write,
+    keep: [...(input.keep ?? [])],
     hide,
     home: input.privateHome,
     network: Array.isArray(net) ? [...net] : net,

@@ -1,7 +1,7 @@
 // One session turn's sandbox: decided from the spec's workspace, the persona and `.nxs/config.json`, or refused.
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { NexusError } from '../../../protocol/errors.js';
 import { runtimeKind, type Persona } from '../../../protocol/persona.js';
 import { nexusHome, workspacePaths } from '../../paths.js';
@@ -44,17 +44,42 @@ export const NETWORK_LOG = 'network.log';
 /** Variables a builtin runtime's tools never see: the provider key stays with the runtime outside. */
 const SECRET_VARIABLE = /(^|_)(API_KEY|TOKEN|SECRET|PASSWORD|CREDENTIALS?)$/i;
 
-/** The CLI's own state folder (its login, its settings): it calls its model itself, so it needs it writable. */
-function cliState(kind: string, env: NodeJS.ProcessEnv, home: string): { write: string[]; env: Record<string, string> } {
+/** A CLI's settings file kept read-only, and what stands in for it when there is none yet. */
+type Kept = { path: string; empty: string };
+
+/**
+ * The CLI's own state folder (its login, its session logs): it calls its model itself, so it needs it writable. Its
+ * settings file in there is kept read-only (SandboxPolicy.keep): codex's config.toml (MCP servers, `notify`, the
+ * provider whose host the turn may reach), Claude Code's settings.json (hooks, helpers, environment).
+ */
+function cliState(kind: string, env: NodeJS.ProcessEnv, home: string): { write: string[]; env: Record<string, string>; keep: Kept[] } {
   if (kind === 'codex') {
     const dir = env['CODEX_HOME'] || join(home, '.codex');
-    return { write: [dir], env: { CODEX_HOME: dir } };
+    return { write: [dir], env: { CODEX_HOME: dir }, keep: [{ path: join(dir, 'config.toml'), empty: '' }] };
   }
   if (kind === 'claude-code') {
     const dir = env['CLAUDE_CONFIG_DIR'] || join(home, '.claude');
-    return { write: [dir], env: { CLAUDE_CONFIG_DIR: dir } };
+    return { write: [dir], env: { CLAUDE_CONFIG_DIR: dir }, keep: [{ path: join(dir, 'settings.json'), empty: '{}\n' }] };
   }
-  return { write: [], env: {} };
+  return { write: [], env: {}, keep: [] };
+}
+
+/**
+ * Makes each kept settings file a regular file the sandbox can pin: an empty one where there is none, so the session
+ * cannot create it either. A link is refused: the session could replace the link itself, whatever it points at.
+ */
+function pinSettings(keep: readonly Kept[]): void {
+  for (const k of keep) {
+    mkdirSync(dirname(k.path), { recursive: true, mode: 0o700 });
+    try {
+      writeFileSync(k.path, k.empty, { flag: 'wx', mode: 0o600 });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    if (!lstatSync(k.path).isFile()) {
+      throw new NexusError('SANDBOX_REFUSED', `${k.path} is not a regular file (a symbolic link?): a session could put another in its place, and with it the programs the CLI runs and the hosts it may reach. Make it a regular file`);
+    }
+  }
 }
 
 export type TurnSandboxInput = {
@@ -86,6 +111,8 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
   const kind = runtimeKind(input.persona.runtime);
   const userHome = input.env['HOME'] || homedir();
   const state = cliState(kind, input.env, userHome);
+  // Before the host list is read from them (providerNetwork).
+  pinSettings(state.keep);
   const privateHome = join(input.sessionDir, 'home');
   if (!existsSync(privateHome)) {
     mkdirSync(privateHome, { recursive: true, mode: 0o700 });
@@ -109,6 +136,7 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
     network: p.network,
     defaultNetwork: cli ? (platform === 'linux' ? providerNetwork(kind, input.env) : 'all') : 'none',
     write: [...declared.write, ...(p.sandbox?.write ?? []), ...state.write],
+    keep: state.keep.map((k) => k.path),
     hide: declared.hide,
     socket: input.socket,
   });

@@ -33,12 +33,15 @@ beforeAll(async () => {
   }
   // A workspace the other user may read (its .nxs opened up), with a private one inside it.
   outer = join(base, 'outer');
-  mkdirSync(outer, { mode: 0o755 });
+  mkdirSync(outer);
+  // Set outright: the worker's umask may be 077 (a private folder made earlier in the same process).
+  chmodSync(outer, 0o755);
   await initWorkspace(outer, { name: 'outer', home: join(base, 'home') });
   chmodSync(join(outer, '.nxs'), 0o755);
   chmodSync(join(outer, '.nxs', 'config.json'), 0o644);
   inner = join(outer, 'inner');
-  mkdirSync(inner, { mode: 0o755 });
+  mkdirSync(inner);
+  chmodSync(inner, 0o755);
   await initWorkspace(inner, { name: 'inner', home: join(base, 'home') });
   if (!root) chmodSync(join(inner, '.nxs'), 0o000);
 }, 60_000);

@@ -154,7 +154,7 @@ describe('the files a move writes for itself', () => {
     return { dir, nxs };
   }
 
-  it('a .git/index that is a link is not copied: the staged state parked is HEAD\u2019s', async () => {
+  it('a .git/index that is a link is not copied: what is parked as staged is HEAD', async () => {
     const { dir, nxs } = await workspaceRepo();
     await write(dir, 'b.txt', 'beta, staged\n');
     await git(dir, 'add', 'b.txt');

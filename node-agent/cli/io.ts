@@ -8,6 +8,7 @@ import { routed, type DirectOptions, type Router } from '../host/remote.js';
 import { parseHopClaim } from '../capabilities/threads/depth.js';
 import { paintFor } from './colour.js';
 import { readLimited, STDIN_TOO_LARGE } from './stdin.js';
+import { terminalSafeJson, visible } from './visible.js';
 
 export { STDIN_LIMIT_BYTES } from './stdin.js';
 
@@ -117,14 +118,14 @@ export async function runCommand(io: Io, json: boolean, body: () => Promise<void
     // A quiet error has already been reported by the command's own output (e.g. `nxs personas list`
     // lists what is invalid); printing it again would put a second JSON document on stdout.
     if ((err as { quiet?: boolean } | null | undefined)?.quiet === true) return e.exitCode;
-    if (json) io.stdout(JSON.stringify({ ok: false, error: e.toJSON() }) + '\n');
-    else io.stderr(`${paintFor(io.stderrIsTty, io.env).red(`error ${e.code}`)}: ${e.message}\n`);
+    if (json) io.stdout(terminalSafeJson(JSON.stringify({ ok: false, error: e.toJSON() })) + '\n');
+    else io.stderr(`${paintFor(io.stderrIsTty, io.env).red(`error ${e.code}`)}: ${visible(e.message)}\n`);
     return e.exitCode;
   }
 }
 
 export function printJson(io: Io, value: unknown): void {
-  io.stdout(JSON.stringify(value, null, 2) + '\n');
+  io.stdout(terminalSafeJson(JSON.stringify(value, null, 2)) + '\n');
 }
 
 /**

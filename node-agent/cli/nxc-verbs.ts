@@ -12,6 +12,7 @@ import { bool, str, verbPath, type Verb } from './spec.js';
 import { WAIT_VERB, watchStatus } from './watch-cmd.js';
 import { paintFor } from './colour.js';
 import { renderGuide, renderReceipt, renderStatus, renderThread, renderTranscript, renderWithdraw, type Viewer } from './render.js';
+import { visible, visibleDeep } from './visible.js';
 
 const transcriptShow: Verb = {
   path: verbPath('transcripts.show'),
@@ -29,7 +30,7 @@ const transcriptShow: Verb = {
     const input = { session: a.positionals[0]!, turn: turnText === undefined ? null : Number(turnText) };
     const t = (await routerOf(io)(ws, (run) => run('transcripts.show', input), io.env)).result;
     if (a.json) printJson(io, t);
-    else io.stdout(renderTranscript(t));
+    else io.stdout(renderTranscript(visibleDeep(t)));
   },
 };
 
@@ -40,7 +41,7 @@ const guidePersonas: Verb = {
     const ws = findWorkspace(io.cwd, io.env);
     const g = (await routerOf(io)(ws, (run) => run('guide.personas', {}), io.env)).result;
     if (a.json) printJson(io, g);
-    else io.stdout(renderGuide(g));
+    else io.stdout(renderGuide(visibleDeep(g)));
   },
 };
 
@@ -75,7 +76,7 @@ const send: Verb = {
     const r = await routerOf(io)(ws, (run) => run('send', { to, subject: subject ?? null, text: body, caller }), io.env);
     const receipt = withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.round);
     if (a.json) printJson(io, receipt);
-    else io.stdout(renderReceipt(receipt));
+    else io.stdout(renderReceipt(visibleDeep(receipt)));
     return exitCodeOf(receipt.warnings);
   },
 };
@@ -107,7 +108,7 @@ const reply: Verb = {
     const r = await routerOf(io)(ws, (run) => run('reply', input), io.env);
     const receipt = withWindowWarning(io, ws, withServiceWarning(r.result, r.serviceWarning), r.result.round);
     if (a.json) printJson(io, receipt);
-    else io.stdout(renderReceipt(receipt));
+    else io.stdout(renderReceipt(visibleDeep(receipt)));
     return exitCodeOf(receipt.warnings);
   },
 };
@@ -124,11 +125,11 @@ const status: Verb = {
     const ws = findWorkspace(io.cwd, io.env);
     if (bool(a, 'watch')) {
       if (a.json) throw new NexusError('USAGE', '--watch draws for people; scripts use nxc wait, or nxc status --json in a loop');
-      return watchStatus(io, ws, bool(a, 'all'), (r) => renderStatus(r, viewerOf(io, ws)));
+      return watchStatus(io, ws, bool(a, 'all'), (r) => renderStatus(visibleDeep(r), viewerOf(io, ws)));
     }
     const report = (await routerOf(io)(ws, (run) => run('status', { all: bool(a, 'all') }), io.env)).result;
     if (a.json) printJson(io, report);
-    else io.stdout(renderStatus(report, viewerOf(io, ws)));
+    else io.stdout(renderStatus(visibleDeep(report), viewerOf(io, ws)));
   },
 };
 
@@ -145,8 +146,9 @@ const done: Verb = {
   run: async (io, a) => {
     const caller = callerFromEnv(io.env);
     const ws = findWorkspace(io.cwd, io.env);
-    const r = (await routerOf(io)(ws, (run) => run('done', { thread: a.positionals[0]!, caller }), io.env)).result;
-    if (a.json) return printJson(io, r);
+    const done = (await routerOf(io)(ws, (run) => run('done', { thread: a.positionals[0]!, caller }), io.env)).result;
+    if (a.json) return printJson(io, done);
+    const r = visibleDeep(done);
     const what = `operation ${r.operation}${r.subject ? ` "${r.subject}"` : ''}${r.answered_by ? ` (answered by ${r.answered_by})` : ''}`;
     io.stdout(r.op === null ? `${what} was already marked read: nothing written\n` : `marked read: ${what}; it awaits nobody now (nxc status --all still lists it)\n`);
   },
@@ -161,7 +163,7 @@ const threadsShow: Verb = {
     const ws = findWorkspace(io.cwd, io.env);
     const view = (await routerOf(io)(ws, (run) => run('threads.show', { thread: a.positionals[0]! }), io.env)).result;
     if (a.json) printJson(io, view);
-    else io.stdout(renderThread(view));
+    else io.stdout(renderThread(visibleDeep(view)));
   },
 };
 
@@ -190,7 +192,7 @@ const tick: Verb = {
     if (a.json) printJson(io, out);
     else {
       io.stdout(`tick done via ${r.via}: ${r.result.settled} dead turn(s) settled\n`);
-      for (const w of warnings) io.stdout(`warning ${w.class}: ${w.message}\n`);
+      for (const w of warnings) io.stdout(`warning ${w.class}: ${visible(w.message)}\n`);
     }
     return exitCodeOf(warnings);
   },
@@ -211,7 +213,7 @@ const withdraw: Verb = {
     const r = await routerOf(io)(ws, (run) => run('withdraw', { thread, caller }), io.env);
     const out = withServiceWarning(r.result, r.serviceWarning);
     if (a.json) printJson(io, out);
-    else io.stdout(renderWithdraw(out));
+    else io.stdout(renderWithdraw(visibleDeep(out)));
   },
 };
 

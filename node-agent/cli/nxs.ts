@@ -17,6 +17,7 @@ import { SYNC_VERBS } from './sync-cmd.js';
 import { TRUST_VERBS } from './trust-cmd.js';
 import { UI_VERBS } from './ui-cmd.js';
 import { NexusError } from '../../protocol/errors.js';
+import { visible } from './visible.js';
 
 const init: Verb = {
   path: ['init'],
@@ -62,7 +63,7 @@ const personasList: Verb = {
       });
     } else {
       for (const p of list) io.stdout(`${p.role}  ${ws.short}/${p.role}  ${p.model}  tools: ${p.tools === undefined ? '(runtime default)' : JSON.stringify(p.tools)}  ${p.file}\n`);
-      for (const e of errors) io.stdout(`INVALID ${e.file}${e.field ? ` field "${e.field}"` : ''}: ${e.reason}\n`);
+      for (const e of errors) io.stdout(visible(`INVALID ${e.file}${e.field ? ` field "${e.field}"` : ''}: ${e.reason}\n`));
       for (const r of retiring) {
         const when = r.retired ? `was retired by ${r.provider} on ${r.end_of_life}` : `will be retired by ${r.provider} on ${r.end_of_life}`;
         io.stdout(`WARNING ${r.role}: the model ${r.model} ${when} (the provider's SDK says so); declare a current model\n`);

@@ -15,6 +15,7 @@ import { printJson, routerOf, type Io } from './io.js';
 import { bool, str, type Args, type Verb } from './spec.js';
 import { probe, type Probe } from './sync-probe.js';
 import { watchSync } from './sync-watch.js';
+import { visibleDeep } from './visible.js';
 
 function serving(io: Io, ws: Workspace): string | null {
   return servingNode(ws, io.env);
@@ -132,8 +133,10 @@ async function bind(io: Io, a: Args): Promise<void> {
 async function status(io: Io, json: boolean): Promise<void> {
   const ws = findWorkspace(io.cwd, io.env);
   const r = await routerOf(io)(ws, (run) => run('sync.status', {}), io.env);
-  const report: Record<string, unknown> = r.result.bound ? { ...r.result, node_running: r.via === 'node' } : r.result;
-  if (json) return printJson(io, report);
+  const full: Record<string, unknown> = r.result.bound ? { ...r.result, node_running: r.via === 'node' } : r.result;
+  if (json) return printJson(io, full);
+  // The last error can be a relay's words.
+  const report = visibleDeep(full);
   const inert =
     inertWords((report['inert'] as Record<string, number> | undefined) ?? {}) +
     unsignedWords((report['refusals_unsigned'] as Record<string, number> | undefined) ?? {});

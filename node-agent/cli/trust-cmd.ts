@@ -4,6 +4,7 @@ import { findWorkspace } from '../adapters/workspace/index.js';
 import { addTrust, listTrust, removeTrust, type TrustEntry } from '../capabilities/trust/index.js';
 import { printJson } from './io.js';
 import { str, type Verb } from './spec.js';
+import { visible } from './visible.js';
 
 function show(e: TrustEntry): Record<string, unknown> {
   return { workspace: e.workspace, name: e.name, key: e.key, added_at: e.added_at };
@@ -48,7 +49,7 @@ const list: Verb = {
     const entries = listTrust(ws.paths);
     if (a.json) return printJson(io, { workspace: ws.id, trusted: entries.map(show) });
     if (entries.length === 0) return io.stdout("no workspace is trusted here (nxs sync trust add <the line the other side's `nxs key show --invite` printed>)\n");
-    for (const e of entries) io.stdout(`${e.workspace}  ${e.name ?? '-'}  added ${e.added_at}\n`);
+    for (const e of entries) io.stdout(visible(`${e.workspace}  ${e.name ?? '-'}  added ${e.added_at}\n`));
   },
 };
 

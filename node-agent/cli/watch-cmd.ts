@@ -7,6 +7,7 @@ import { waitOutcome, type StatusReport, type StatusRow, type WaitOutcome } from
 import { findWorkspace, type Workspace } from '../adapters/workspace/index.js';
 import { Outcome, printJson, routerOf, untilStopped, type Io } from './io.js';
 import { str, type Verb } from './spec.js';
+import { visible } from './visible.js';
 
 /** The exit codes of `nxc wait`, beside 0 (answered) and the usual 1 and 2. */
 export const WAIT_EXIT = { escalated: 3, timed_out: 4 } as const;
@@ -43,7 +44,7 @@ async function wait(io: Io, ws: Workspace, thread: string, timeoutMs: number | n
       if (outcome !== null || over) {
         const said = outcome ?? 'timed_out';
         if (json) printJson(io, { outcome: said, thread: view.thread });
-        else io.stdout(`${thread}: ${describe(said, view.thread)}\n`);
+        else io.stdout(visible(`${thread}: ${describe(said, view.thread)}\n`));
         if (said === 'answered') return;
         throw new Outcome(said === 'timed_out' ? WAIT_EXIT.timed_out : WAIT_EXIT.escalated);
       }

@@ -3,7 +3,6 @@
 // walk on upwards to some other workspace, or tell them to move the folder away.
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initWorkspace } from '../../node-agent/adapters/workspace/index.js';
@@ -26,7 +25,7 @@ function asOther(bin: 'nxc' | 'nxs', args: string[], cwd: string): { code: numbe
 
 beforeAll(async () => {
   // Not the suite's private TMPDIR: the other user must be able to reach the folders, just not into .nxs/.
-  base = mkdtempSync(join(process.env['NEXUS_TEST_DISK_TMPDIR'] ?? tmpdir(), 'nexus-foreign-'));
+  base = mkdtempSync(join(process.env['NEXUS_TEST_DISK_TMPDIR'] ?? '/tmp', 'nexus-foreign-'));
   chmodSync(base, 0o755);
   if (root && spawnSync('setpriv', [`--reuid=${OTHER}`, `--regid=${OTHER}`, '--clear-groups', 'test', '-x', base]).status !== 0) {
     throw new Error(`uid ${OTHER} cannot reach ${base}: this test needs a temporary folder other users can traverse`);

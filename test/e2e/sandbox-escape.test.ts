@@ -22,6 +22,7 @@ let connections = 0;
 const canaries: Record<string, string> = {};
 let before: { personas: string; gitConfig: string; hooks: string[]; codexConfig: string };
 let home: string;
+let diskTmpdir: string | undefined;
 
 const sha = (p: string) => createHash('sha256').update(readFileSync(p)).digest('hex');
 const hashDir = (d: string) => readdirSync(d).sort().map((f) => `${f}:${sha(join(d, f))}`).join(',');
@@ -37,6 +38,7 @@ beforeAll(async () => {
   // the sandbox's own list, not by happening to live where it mounts something new.
   mkdirSync(join(REPO, 'node_modules', '.cache'), { recursive: true });
   scratch = mkdtempSync(join(REPO, 'node_modules', '.cache', 'nxsb-'));
+  diskTmpdir = process.env['NEXUS_TEST_DISK_TMPDIR'];
   process.env['NEXUS_TEST_DISK_TMPDIR'] = scratch;
   fake = await startFakeProvider();
   ws = await makeWorkspace({ real: true, onDisk: true });
@@ -111,7 +113,9 @@ afterAll(async () => {
   await fake?.close();
   listener?.close();
   rmSync(scratch, { recursive: true, force: true });
-  delete process.env['NEXUS_TEST_DISK_TMPDIR'];
+  // Put back as found: the files that run after this one in the same worker read it too.
+  if (diskTmpdir === undefined) delete process.env['NEXUS_TEST_DISK_TMPDIR'];
+  else process.env['NEXUS_TEST_DISK_TMPDIR'] = diskTmpdir;
 });
 
 /** A long run of a PEM key's base64: the private key's own bytes. */

@@ -162,9 +162,11 @@ export async function restore(
       }
       // The move leaves the work (what the disk held when it was parked) or, when the branch moved on since, the
       // branch as it is now: that one must bring no declaration the disk did not hold then.
-      const declarations = r.work !== null && branchTip === r.head ? null : await declarationChanges(repo, r.work ?? r.head, branchTip);
+      const parkedFrom = r.work ?? r.head;
+      const landing = r.work !== null && branchTip === r.head ? r.work : branchTip;
+      const declarations = landing === parkedFrom ? null : await declarationChanges(repo, parkedFrom, landing);
       if (declarations !== null) {
-        return done(false, `${r.branch} holds other declarations than the working copy (${declarations}), and the lease checks none out; the work stays on ${PARK_BRANCH_PREFIX}${req.operation}`, branchTip, baseTip);
+        return done(false, `${r.branch} holds other declarations than the working copy had (${declarations}), so the lease did not check it out`, branchTip, baseTip);
       }
       const index = r.work === null ? null : (await git(repo, ['rev-parse', `${r.work}^2`], { readOnly: true })).stdout.trim();
       const journal: Journal = { kind: 'restore', operation: req.operation, token: req.token, step: 'moving', branch: r.branch, head: r.head, base: r.base, base_commit: r.base_commit, work: r.work, index, previous: null };

@@ -32,6 +32,17 @@ async function persona(dir: string): Promise<string> {
   return readFile(join(dir, PERSONA), 'utf8');
 }
 
+/** A repository whose branch `feat` holds `work` uncommitted, parked as op1 onto main under token 1. */
+async function parkedFeat(work: Record<string, string>): Promise<{ dir: string; record: ParkRecord }> {
+  const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
+  await git(dir, 'checkout', '-q', '-b', 'feat');
+  await fenceGrant(dir, 1);
+  for (const [path, text] of Object.entries(work)) await write(dir, path, text);
+  const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
+  expect(parked.outcome).toBe('parked');
+  return { dir, record: (parked as { record: ParkRecord }).record };
+}
+
 describe('the lease never checks out declarations a session committed', () => {
   it('a park whose base holds another declaration than the working copy is refused (passable), and nothing moves', async () => {
     const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
@@ -50,13 +61,7 @@ describe('the lease never checks out declarations a session committed', () => {
   });
 
   it('a restore whose branch now holds another declaration is not applied, and the working copy keeps its own', async () => {
-    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
-    await git(dir, 'checkout', '-q', '-b', 'feat');
-    await fenceGrant(dir, 1);
-    await write(dir, 'a.txt', 'work in progress\n');
-    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
-    expect(parked.outcome).toBe('parked');
-    const record = (parked as { record: ParkRecord }).record;
+    const { dir, record } = await parkedFeat({ 'a.txt': 'work in progress\n' });
     // While it is parked, a session holding the copy commits a planted declaration onto the parked branch.
     await plantOn(dir, 'feat', PLANTED);
     await fenceGrant(dir, 2);
@@ -70,14 +75,8 @@ describe('the lease never checks out declarations a session committed', () => {
   });
 
   it('a planted new persona is refused as well, and one nobody committed is parked with the work and comes back', async () => {
-    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
-    await git(dir, 'checkout', '-q', '-b', 'feat');
-    await fenceGrant(dir, 1);
     // A person's declaration, not committed yet: parked away with the work, as every untracked file is.
-    await write(dir, '.nxs-channels/review.yaml', 'steps: []\n');
-    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
-    expect(parked.outcome).toBe('parked');
-    const record = (parked as { record: ParkRecord }).record;
+    const { dir, record } = await parkedFeat({ '.nxs-channels/review.yaml': 'steps: []\n' });
     await fenceGrant(dir, 2);
     expect((await restore(dir, { operation: 'op1', token: 2, record })).applied).toBe(true);
     expect(await readFile(join(dir, '.nxs-channels/review.yaml'), 'utf8')).toBe('steps: []\n');
@@ -90,14 +89,9 @@ describe('the lease never checks out declarations a session committed', () => {
   });
 
   it('declarations that are the same on both sides move as before', async () => {
-    const dir = await repoWith({ [PERSONA]: DECLARED, 'a.txt': 'alpha\n' });
-    await git(dir, 'checkout', '-q', '-b', 'feat');
-    await fenceGrant(dir, 1);
-    await write(dir, 'a.txt', 'work in progress\n');
-    const parked = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
-    expect(parked.outcome).toBe('parked');
+    const { dir, record } = await parkedFeat({ 'a.txt': 'work in progress\n' });
     await fenceGrant(dir, 2);
-    const back = await restore(dir, { operation: 'op1', token: 2, record: (parked as { record: ParkRecord }).record });
+    const back = await restore(dir, { operation: 'op1', token: 2, record });
     expect(back.applied).toBe(true);
     expect(await readFile(join(dir, 'a.txt'), 'utf8')).toBe('work in progress\n');
     expect(await persona(dir)).toBe(DECLARED);

@@ -152,7 +152,6 @@ export type Journal = {
   previous: string | null;
 };
 
-
 export async function readJournal(repo: Repo): Promise<Journal | null> {
   const text = await readFile(repo.journal, 'utf8').catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return null;

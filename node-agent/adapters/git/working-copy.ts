@@ -3,6 +3,7 @@ import { createHash } from 'node:crypto';
 import { lstat, readlink, stat } from 'node:fs/promises';
 import { NexusError } from '../../../protocol/errors.js';
 import type { WorkingCopy } from '../../../protocol/working-copy.js';
+import { mayHoldRepository } from './discovery.js';
 import { spawnGit } from './run.js';
 
 /** The words appended to a description when the working copy holds changes no commit holds. */
@@ -25,7 +26,7 @@ const MAX_ATTEMPTS = 3;
  * Read-only by construction: git runs with `GIT_OPTIONAL_LOCKS=0`, so `git status` does not
  * write back its refreshed index, and nothing else that git runs here writes at all.
  *
- * Costs one git process (`status`) for a clean tree. When paths are listed, `rev-parse
+ * Costs no process where no folder from `dir` up holds a repository, and one git process (`status`) for a clean tree. When paths are listed, `rev-parse
  * --show-toplevel` (their root), one `hash-object` batch when changed files exist, and one
  * `rev-parse` per changed submodule follow.
  *
@@ -105,6 +106,8 @@ interface StatusListing {
 }
 
 async function readOnce(dir: string): Promise<WorkingCopy | null> {
+  // Outside any repository (the usual case for a workspace that is not a git project) no process is started.
+  if (!mayHoldRepository(dir)) return null;
   const status = await runGit(dir, ['status', '--porcelain=v2', '-z', '--branch', '--untracked-files=all']);
   if (!status.ok && (await isOutsideWorkTree(dir, status))) return null;
   if (!status.ok) throw gitFailure('git status', dir, status);

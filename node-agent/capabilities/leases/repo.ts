@@ -4,7 +4,7 @@ import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
-import { runGit, type RunGitOptions } from '../../adapters/git/index.js';
+import { mayHoldRepository, runGit, type RunGitOptions } from '../../adapters/git/index.js';
 
 /** The ref holding the current grant's token, as a blob `nexus-lease-token <n>`. Only ever raised. */
 export const TOKEN_REF = 'refs/nexus/lease/token';
@@ -25,7 +25,7 @@ export function git(repo: Repo, args: readonly string[], opts?: RunGitOptions) {
  */
 export async function probe(dir: string, journalDir?: string): Promise<Repo | null> {
   const exists = await stat(dir).then((s) => s.isDirectory(), () => false);
-  if (!exists) return null;
+  if (!exists || !mayHoldRepository(dir)) return null;
   try {
     const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir'], { readOnly: true });
     const [top, gitDir] = out.stdout.split('\n');

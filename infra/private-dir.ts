@@ -59,21 +59,30 @@ export function treeProblem(root: string, owners: ReadonlySet<number>): string |
   return null;
 }
 
+/** How many {@link withPrivateUmask} calls are running, and the umask to put back when the last one ends. */
+let privateCalls = 0;
+let umaskBefore: number | undefined;
+
 /**
  * Runs `fn` with the process umask at 077, so what is created meanwhile is private from birth. The
  * umask is process-wide (anything else created in that window is private too, which does no harm);
  * in a worker thread, where it cannot be set, `fn` runs as is and {@link tightenTree} does the work.
+ * Calls may overlap (two stores opened at once): the first sets 077, and only the last to end puts back
+ * the umask from before the first, so neither ends up running under 022 nor leaves 077 behind.
  */
 export async function withPrivateUmask<T>(fn: () => Promise<T>): Promise<T> {
-  let previous: number | undefined;
-  try {
-    previous = process.umask(0o077);
-  } catch {
-    previous = undefined;
+  if (privateCalls === 0) {
+    try {
+      umaskBefore = process.umask(0o077);
+    } catch {
+      umaskBefore = undefined;
+    }
   }
+  privateCalls++;
   try {
     return await fn();
   } finally {
-    if (previous !== undefined) process.umask(previous);
+    privateCalls--;
+    if (privateCalls === 0 && umaskBefore !== undefined) process.umask(umaskBefore);
   }
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { backoffDelay, createLogger, makeDataTemplate, parseLogLevel, removeOtherTemplates, storeCacheSetting, STORE_CACHE_VARIABLE, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
+import { backoffDelay, createLogger, makeDataTemplate, parseLogLevel, removeOtherTemplates, storeCacheSetting, withPrivateUmask, STORE_CACHE_VARIABLE, wasmTieringSetting, WASM_TIERING_VARIABLE, type LoggerOptions, type LogLevel } from '../infra/index.js';
 
 const NOW = new Date('2025-06-01T12:00:00.000Z');
 
@@ -175,6 +175,32 @@ describe('templates of other versions', () => {
       expect(readdirSync(parent).sort()).toEqual(['relay-template-aa11', 'relay-template-notes', 'store-template-cc33']);
     } finally {
       rmSync(parent, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('withPrivateUmask', () => {
+  it('keeps 077 while overlapping calls run, whichever ends first, and puts back the umask from before them', async () => {
+    const before = process.umask(0o022);
+    try {
+      let endFirst!: () => void;
+      const first = withPrivateUmask(() => new Promise<void>((r) => (endFirst = r)));
+      const seen: number[] = [];
+      let endSecond!: () => void;
+      const second = withPrivateUmask(async () => {
+        seen.push(process.umask());
+        await new Promise<void>((r) => (endSecond = r));
+        // The first call has ended by now: this one's files must still be born private.
+        seen.push(process.umask());
+      });
+      endFirst();
+      await first;
+      endSecond();
+      await second;
+      expect(seen).toEqual([0o077, 0o077]);
+      expect(process.umask()).toBe(0o022);
+    } finally {
+      process.umask(before);
     }
   });
 });

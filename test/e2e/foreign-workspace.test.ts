@@ -33,7 +33,7 @@ beforeAll(async () => {
   // A workspace the other user may read (its .nxs opened up), with a private one inside it.
   outer = join(base, 'outer');
   mkdirSync(outer);
-  // Set outright: the worker's umask may be 077 (a private folder made earlier in the same process).
+  // Set outright, whatever umask the worker runs under.
   chmodSync(outer, 0o755);
   await initWorkspace(outer, { name: 'outer', home: join(base, 'home') });
   chmodSync(join(outer, '.nxs'), 0o755);

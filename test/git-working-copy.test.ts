@@ -1,22 +1,30 @@
 // Checks the working-copy handover record against real git repositories in temporary folders.
-import { chmod, mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DIRTY_NOTE, describeWorkingCopy, readWorkingCopy } from '../node-agent/adapters/git/index.js';
 import { fenceGrant } from '../node-agent/capabilities/leases/index.js';
 import { WorkingCopySchema, type WorkingCopy } from '../protocol/working-copy.js';
+import { countingGit, type CountingGit } from './helpers/counting-git.js';
 import { gitEnv, runTestGit } from './helpers/git-env.js';
 
 // Its own identity (a submodule clone has no repository config of its own), and no calling hook's GIT_DIR.
 const testEnv = gitEnv();
 
 const made: string[] = [];
+const gits: CountingGit[] = [];
+
+async function counter(): Promise<CountingGit> {
+  const c = await countingGit();
+  gits.push(c);
+  return c;
+}
 
 afterEach(async () => {
   vi.restoreAllMocks();
   await Promise.all(made.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
+  await Promise.all(gits.splice(0).map((g) => g.remove()));
 });
 
 async function tempDir(): Promise<string> {
@@ -52,28 +60,6 @@ async function repoWith(files: Record<string, string> = { 'a.txt': 'alpha\n', 'b
   await git(dir, 'add', '-A');
   await git(dir, 'commit', '-q', '-m', 'initial');
   return dir;
-}
-
-/** A `git` first on PATH that notes each call (its arguments) before it runs the real one. */
-async function countingGit(): Promise<{ around: (fn: () => Promise<void>) => Promise<void>; calls: () => Promise<string[]> }> {
-  const bin = await tempDir();
-  const log = join(bin, 'calls');
-  const real = (process.env.PATH ?? '').split(':').map((d) => join(d, 'git')).find((p) => existsSync(p));
-  if (real === undefined) throw new Error('no git on PATH');
-  await writeFile(join(bin, 'git'), `#!/bin/sh\nprintf '%s\\n' "$*" >> '${log}'\nexec '${real}' "$@"\n`);
-  await chmod(join(bin, 'git'), 0o755);
-  return {
-    around: async (fn) => {
-      const before = process.env.PATH;
-      process.env.PATH = `${bin}:${before ?? ''}`;
-      try {
-        await fn();
-      } finally {
-        process.env.PATH = before;
-      }
-    },
-    calls: async () => (await readFile(log, 'utf8').catch(() => '')).split('\n').filter((l) => l !== ''),
-  };
 }
 
 async function read(dir: string): Promise<WorkingCopy> {
@@ -218,7 +204,7 @@ describe('readWorkingCopy', () => {
   });
 
   it('starts no git process for a folder no repository holds, and still asks git inside one', async () => {
-    const counted = await countingGit();
+    const counted = await counter();
     const plain = await tempDir();
     await mkdir(join(plain, 'deep', 'er'), { recursive: true });
     const repo = await repoWith();
@@ -229,9 +215,9 @@ describe('readWorkingCopy', () => {
       // The lease's look at a folder (fencing a grant) is spared the same way.
       expect(await fenceGrant(plain, 1)).toEqual({ branch: null });
     });
-    expect(await counted.calls()).toEqual([]);
+    expect(await counted.take()).toEqual([]);
     await counted.around(async () => expect((await read(repo)).branch).toBe('main'));
-    expect((await counted.calls()).length).toBeGreaterThan(0);
+    expect((await counted.take()).length).toBeGreaterThan(0);
   });
 
   it('reads a repository through a symbolic link from outside it, as git finds it from the linked folder', async () => {
@@ -243,11 +229,11 @@ describe('readWorkingCopy', () => {
   });
 
   it('asks git in a folder that holds a HEAD entry, which may be a repository of its own', async () => {
-    const counted = await countingGit();
+    const counted = await counter();
     const dir = await tempDir();
     await writeFile(join(dir, 'HEAD'), 'not a repository\n');
     await counted.around(async () => expect(await readWorkingCopy(dir)).toBeNull());
-    expect((await counted.calls()).length).toBeGreaterThan(0);
+    expect((await counted.take()).length).toBeGreaterThan(0);
   });
 
   it('reads the inside of a .git folder as null, since it is not a work tree', async () => {

@@ -14,6 +14,7 @@ import {
   probe,
   raiseToken,
   readJournal,
+  resolveAll,
   tip,
   unfinished,
   writeJournal,
@@ -79,21 +80,20 @@ export async function park(
     if (req.base === null) return unpassable('no base branch was recorded for the operation');
     const what = await unfinished(repo);
     if (what !== null) return { outcome: 'refused_passable', what };
-    const head = await tip(repo, 'HEAD');
-    if (head === null) return unpassable('the repository has no commit yet');
+    const ref = `refs/heads/${PARK_BRANCH_PREFIX}${req.operation}`;
+    const [head, headTree, baseCommit, previous] = await resolveAll(repo, ['HEAD^{commit}', 'HEAD^{tree}', `refs/heads/${req.base}^{commit}`, `${ref}^{commit}`]);
+    if (head === null || headTree === null) return unpassable('the repository has no commit yet');
     const branch = await currentBranch(repo);
     if (branch === null) return unpassable('HEAD is detached: there is no branch to put the work back on');
-    const baseCommit = await tip(repo, `refs/heads/${req.base}`);
     if (baseCommit === null) return unpassable(`the base branch ${req.base} does not exist`);
     await guard(repo, req.token);
-    const snap = await snapshot(repo, head, `operation ${req.operation}`);
+    const snap = await snapshot(repo, head, `operation ${req.operation}`, headTree);
     // Only objects so far: refusing here leaves the tree, the index and every ref as they were.
     const declarations = await declarationChanges(repo, snap.work ?? head, baseCommit);
     if (declarations !== null) {
       return { outcome: 'refused_passable', what: `${req.base} holds other declarations than the working copy (${declarations}): a person brings them in, or puts them back, before the lease checks it out` };
     }
     await fault('park:snapshot');
-    const ref = `refs/heads/${PARK_BRANCH_PREFIX}${req.operation}`;
     const journal: Journal = {
       kind: 'park',
       operation: req.operation,
@@ -105,7 +105,7 @@ export async function park(
       base_commit: baseCommit,
       work: snap.work,
       index: snap.index,
-      previous: await tip(repo, ref),
+      previous,
     };
     await writeJournal(repo, journal);
     await fault('park:journal');
@@ -147,8 +147,7 @@ export async function restore(
   if (repo === null) return done(false, NOT_A_REPO, null, null);
   try {
     const resumed = await settleJournal(repo, opts, { kind: 'restore', ...req });
-    const branchTip = await tip(repo, `refs/heads/${r.branch}`);
-    const baseTip = await tip(repo, `refs/heads/${r.base}`);
+    const [branchTip, baseTip] = await resolveAll(repo, [`refs/heads/${r.branch}^{commit}`, `refs/heads/${r.base}^{commit}`]);
     if (resumed === null) {
       await guard(repo, req.token);
       const what = await unfinished(repo);
@@ -227,8 +226,9 @@ async function settleJournal(
 async function finishPark(repo: Repo, j: Journal, resumed: boolean, opts: MoverOptions): Promise<void> {
   const fault = opts.fault ?? (() => {});
   await guard(repo, j.token);
-  if (j.work !== null) await git(repo, ['update-ref', `refs/heads/${PARK_BRANCH_PREFIX}${j.operation}`, j.work]);
   if (resumed) {
+    // A fresh park set the branch a moment ago; a resumed one sets it again, whatever happened to it since.
+    if (j.work !== null) await git(repo, ['update-ref', `refs/heads/${PARK_BRANCH_PREFIX}${j.operation}`, j.work]);
     // The tree may be anywhere between the work and the base: keep what it holds before forcing the checkout.
     const head = await tip(repo, 'HEAD');
     const rescue = head === null ? null : await snapshot(repo, head, `operation ${j.operation} (interrupted park)`);

@@ -1,5 +1,6 @@
 // What the mover needs to know about a repository before it writes into it, the token ref that fences every
 // change, and the journal that lets an interrupted move be finished or rolled back.
+import { createHash } from 'node:crypto';
 import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../../infra/index.js';
@@ -13,7 +14,15 @@ export const TOKEN_REF = 'refs/nexus/lease/token';
  * `journal`: the file an interrupted move is recorded in; `scratch`: the folder for the move's private index files.
  * Both are in the folder given to {@link probe} (a workspace's `.nxs/`) when there is one (see {@link journalFile}).
  */
-export type Repo = { top: string; gitDir: string; tokenOids: Map<number, string>; journal: string; scratch: string };
+export type Repo = {
+  top: string;
+  gitDir: string;
+  /** `sha1` or `sha256`; null when this git did not say (older than 2.25), and blob names are then asked of git. */
+  objectFormat: 'sha1' | 'sha256' | null;
+  tokenOids: Map<number, string>;
+  journal: string;
+  scratch: string;
+};
 
 export function git(repo: Repo, args: readonly string[], opts?: RunGitOptions) {
   return runGit(repo.top, args, opts);
@@ -27,10 +36,11 @@ export async function probe(dir: string, journalDir?: string): Promise<Repo | nu
   const exists = await stat(dir).then((s) => s.isDirectory(), () => false);
   if (!exists || !mayHoldRepository(dir)) return null;
   try {
-    const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir'], { readOnly: true });
-    const [top, gitDir] = out.stdout.split('\n');
+    const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir', '--show-object-format'], { readOnly: true });
+    const [top, gitDir, format] = out.stdout.split('\n');
     if (!top || !gitDir) return null;
-    return { top, gitDir, tokenOids: new Map(), journal: journalFile(gitDir, journalDir), scratch: journalDir ?? gitDir };
+    const objectFormat = format === 'sha1' || format === 'sha256' ? format : null;
+    return { top, gitDir, objectFormat, tokenOids: new Map(), journal: journalFile(gitDir, journalDir), scratch: journalDir ?? gitDir };
   } catch (err) {
     const stderr = isNexusError(err) ? String(err.details?.stderr ?? '') : '';
     if (/not a git repository|must be run in a work tree/.test(stderr)) return null;
@@ -67,19 +77,52 @@ export async function tip(repo: Repo, ref: string): Promise<string | null> {
   return out.code === 0 ? out.stdout.trim() : null;
 }
 
+/**
+ * What each name resolves to (`main^{commit}`, `HEAD^{tree}`), or null for one that resolves to nothing, read in
+ * one git process instead of one each: a move asks for four. A name git could not be handed on one line (it holds
+ * a newline, which no ref name may) resolves to nothing without asking.
+ */
+export async function resolveAll<const N extends readonly string[]>(repo: Repo, names: N): Promise<{ -readonly [K in keyof N]: string | null }> {
+  const asked = names.filter((n) => !n.includes('\n'));
+  const found = new Map<string, string | null>();
+  if (asked.length > 0) {
+    const out = await git(repo, ['cat-file', '--batch-check=%(objectname)'], { input: asked.map((n) => `${n}\n`).join(''), readOnly: true });
+    const lines = out.stdout.split('\n');
+    // One line per name, in order: the object's name, or `<name> missing` (or `ambiguous`).
+    asked.forEach((n, i) => found.set(n, /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(lines[i] ?? '') ? lines[i]! : null));
+  }
+  return names.map((n) => found.get(n) ?? null) as { -readonly [K in keyof N]: string | null };
+}
+
 /** The branch HEAD is on (short name), or null when it is detached. */
 export async function currentBranch(repo: Repo): Promise<string | null> {
   const out = await git(repo, ['symbolic-ref', '-q', '--short', 'HEAD'], { okCodes: [1], readOnly: true });
   return out.code === 0 ? out.stdout.trim() : null;
 }
 
+/** The token's blob, written to the object store (a grant's ref must point at an object that exists). */
 async function tokenOid(repo: Repo, token: number): Promise<string> {
   const known = repo.tokenOids.get(token);
   if (known) return known;
-  const out = await git(repo, ['hash-object', '-w', '--stdin'], { input: `nexus-lease-token ${token}\n` });
+  const out = await git(repo, ['hash-object', '-w', '--stdin'], { input: tokenText(token) });
   const oid = out.stdout.trim();
   repo.tokenOids.set(token, oid);
   return oid;
+}
+
+function tokenText(token: number): string {
+  return `nexus-lease-token ${token}\n`;
+}
+
+/**
+ * The name the token's blob has, worked out here as git does (the hash of `blob <size>\0<text>`) when the
+ * repository's object format is known. A guard needs only the name: a ref that holds the token points at a blob
+ * that exists, and one that does not fails the compare-and-swap either way.
+ */
+function tokenName(repo: Repo, token: number): Promise<string> | string {
+  if (repo.objectFormat === null) return tokenOid(repo, token);
+  const text = Buffer.from(tokenText(token));
+  return createHash(repo.objectFormat).update(`blob ${text.length}\0`).update(text).digest('hex');
 }
 
 /** The token the ref holds now (0 when no grant was ever fenced here). */
@@ -113,7 +156,7 @@ export async function raiseToken(repo: Repo, token: number): Promise<void> {
  * the ref still holds this grant's token. A holder that lost the lease can never move the checkout.
  */
 export async function guard(repo: Repo, token: number): Promise<void> {
-  const oid = await tokenOid(repo, token);
+  const oid = await tokenName(repo, token);
   const out = await git(repo, ['update-ref', TOKEN_REF, oid, oid], { okCodes: [1, 128] });
   if (out.code !== 0) throw fenced(token, (await readToken(repo)).token);
 }

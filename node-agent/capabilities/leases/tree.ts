@@ -20,8 +20,9 @@ export type Snapshot = {
  * Commits the tree as it stands on top of `head` without touching it: a copy of the user's index (its stat
  * data saves hashing unchanged files) takes everything `git add -A` would, so .gitignore decides what stays
  * out. The work commit has two parents, `head` and a commit of the staged state, so a restore can put both back.
+ * `headTree`: `head`'s tree, when the caller read it already.
  */
-export async function snapshot(repo: Repo, head: string, label: string): Promise<Snapshot> {
+export async function snapshot(repo: Repo, head: string, label: string, headTree?: string): Promise<Snapshot> {
   const tmp = join(repo.scratch, 'nexus-lease-park.index');
   await rm(tmp, { force: true });
   try {
@@ -33,8 +34,8 @@ export async function snapshot(repo: Repo, head: string, label: string): Promise
     const indexTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
     await git(repo, ['add', '-A'], { indexFile: tmp });
     const workTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
-    const headTree = (await git(repo, ['rev-parse', `${head}^{tree}`], { readOnly: true })).stdout.trim();
-    if (workTree === headTree && indexTree === headTree) return { work: null, index: null };
+    const baseTree = headTree ?? (await git(repo, ['rev-parse', `${head}^{tree}`], { readOnly: true })).stdout.trim();
+    if (workTree === baseTree && indexTree === baseTree) return { work: null, index: null };
     const env = { ...LEASE_GIT_IDENTITY };
     const index = (await git(repo, ['commit-tree', indexTree, '-p', head, '-m', `nexus: staged state of ${label}`], { env })).stdout.trim();
     const work = (await git(repo, ['commit-tree', workTree, '-p', head, '-p', index, '-m', `nexus: uncommitted work of ${label}`], { env }))

@@ -1,5 +1,5 @@
 // Checks the working-copy handover record against real git repositories in temporary folders.
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
+import { chown, lchown, mkdir, mkdtemp, readFile, readdir, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -60,6 +60,12 @@ async function repoWith(files: Record<string, string> = { 'a.txt': 'alpha\n', 'b
   await git(dir, 'add', '-A');
   await git(dir, 'commit', '-q', '-m', 'initial');
   return dir;
+}
+
+/** Gives `root` and everything under it to `uid`. */
+async function chownTree(root: string, uid: number): Promise<void> {
+  await chown(root, uid, uid);
+  for (const entry of await readdir(root, { recursive: true })) await lchown(join(root, entry), uid, uid);
 }
 
 async function read(dir: string): Promise<WorkingCopy> {
@@ -226,6 +232,26 @@ describe('readWorkingCopy', () => {
     const outside = await tempDir();
     await symlink(join(repo, 'sub'), join(outside, 'link'));
     expect(await read(join(outside, 'link'))).toEqual(await read(repo));
+  });
+
+  it.skipIf(process.geteuid?.() !== 0)('takes a folder under another user’s repository for none, without asking git, and the lease does too', async () => {
+    // Another user made a repository in a shared folder (their /tmp/.git) above a workspace of this user's.
+    const shared = await tempDir();
+    await initRepo(shared);
+    await chownTree(shared, 65534);
+    const mine = join(shared, 'mine');
+    await mkdir(mine);
+    const counted = await counter();
+    await counted.around(async () => {
+      expect(await readWorkingCopy(mine)).toBeNull();
+      expect(await fenceGrant(mine, 1)).toEqual({ branch: null });
+    });
+    expect(await counted.take()).toEqual([]);
+    // A .git of this user's that git passes over (not a repository) leads git to the other one, which it refuses.
+    await mkdir(join(mine, '.git'));
+    await counted.around(async () => expect(await readWorkingCopy(mine)).toBeNull());
+    expect((await counted.take()).length).toBeGreaterThan(0);
+    expect(await fenceGrant(mine, 1)).toEqual({ branch: null });
   });
 
   it('asks git in a folder that holds a HEAD entry, which may be a repository of its own', async () => {

@@ -165,7 +165,7 @@ describe('a workspace outside any git repository', () => {
   it('status says so too', async () => {
     const all = await ws.status(true);
     expect(all.worker_names_a_working_copy).toBe(false);
-    expect(all.notes.join('\n')).toMatch(/not a git repository/);
+    expect(all.notes.join('\n')).toMatch(/no git repository of yours holds this workspace/);
     for (const op of all.operations) for (const row of op.threads) expect(row.working_copy).toBeNull();
   });
 });

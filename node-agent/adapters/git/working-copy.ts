@@ -333,8 +333,9 @@ async function isOutsideWorkTree(dir: string, result: GitResult): Promise<boolea
       () => true,
     );
   }
-  // LC_ALL=C keeps these messages in English whatever the user's locale.
-  return /not a git repository|must be run in a work tree/.test(result.stderr);
+  // LC_ALL=C keeps these messages in English whatever the user's locale. A repository git will not use for this
+  // user (another user's, found above a folder of theirs that holds none) is none of theirs either.
+  return /not a git repository|must be run in a work tree|detected dubious ownership/.test(result.stderr);
 }
 
 function gitFailure(what: string, dir: string, result: GitResult): NexusError {

@@ -43,7 +43,7 @@ export async function probe(dir: string, journalDir?: string): Promise<Repo | nu
     return { top, gitDir, objectFormat, tokenOids: new Map(), journal: journalFile(gitDir, journalDir), scratch: journalDir ?? gitDir };
   } catch (err) {
     const stderr = isNexusError(err) ? String(err.details?.stderr ?? '') : '';
-    if (/not a git repository|must be run in a work tree/.test(stderr)) return null;
+    if (/not a git repository|must be run in a work tree|detected dubious ownership/.test(stderr)) return null;
     throw err;
   }
 }

@@ -54,7 +54,7 @@ export async function statusReport(deps: EngineDeps, opts: { all: boolean }): Pr
   } else untrusted.workspaces = [];
   const rows = await readRows(deps, listed);
   const wc = await deps.readWorkingCopy(deps.workspace.paths.root);
-  if (wc === null) notes.push('this workspace is not a git repository, so no working copy is named in any handover');
+  if (wc === null) notes.push('no git repository of yours holds this workspace, so no working copy is named in any handover');
   notes.push(...lease.notes);
   const boards = await roundsOfOperations(deps.db, rows.map((r) => r.id));
   // A state folded by older rules (a store from before an upgrade) is folded again, as loadOperation does.

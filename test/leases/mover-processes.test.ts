@@ -2,7 +2,7 @@
 // itself, and both still hold in a SHA-256 repository, where the blob has another name.
 import { afterEach, describe, expect, it } from 'vitest';
 import { fenceGrant, park, restore } from '../../node-agent/capabilities/leases/index.js';
-import { probe, resolveAll } from '../../node-agent/capabilities/leases/repo.js';
+import { probe, readToken, resolveAll } from '../../node-agent/capabilities/leases/repo.js';
 import { isNexusError } from '../../protocol/errors.js';
 import { countingGit, type CountingGit } from '../helpers/counting-git.js';
 import { cleanupRepos, git, gitPicture, messUp, picture, richRepo, tempDir, write } from './repos.js';
@@ -36,22 +36,26 @@ describe('the git processes of a move', () => {
     const r = await counted.around(() => park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }));
     if (r.outcome !== 'parked') throw new Error(JSON.stringify(r));
     const parking = verbs(await counted.take());
-    await fenceGrant(dir, 2);
+    await counted.around(() => fenceGrant(dir, 2));
+    const fencing = verbs(await counted.take());
     const back = await counted.around(() => restore(dir, { operation: 'op1', token: 2, record: r.record }));
     expect(back.applied).toBe(true);
     const restoring = verbs(await counted.take());
     expect(await picture(dir)).toEqual(before);
 
-    // Before the batching a park started 20 processes (rev-parse five times, hash-object once) and a restore 16.
+    // Before the batching a park started 20 processes (rev-parse five times, hash-object once), a restore 16 and
+    // a fence 6 (the token ref and its blob apart).
     expect(parking.filter((v) => v === 'rev-parse')).toEqual(['rev-parse']);
     expect(parking.filter((v) => v === 'cat-file')).toEqual(['cat-file']);
     expect(parking).not.toContain('hash-object');
     expect(parking.filter((v) => v === 'update-ref')).toHaveLength(3);
-    // Finding the repository, the staged state's commit, and the branch after the checkout.
-    expect(restoring.filter((v) => v === 'rev-parse')).toHaveLength(3);
+    // Finding the repository, and the branch after the checkout; the staged state's commit comes with the refs.
+    expect(restoring.filter((v) => v === 'rev-parse')).toHaveLength(2);
     expect(restoring).not.toContain('hash-object');
+    // The token ref and its blob in one process; the new token's blob is written once.
+    expect(fencing).toEqual(['rev-parse', 'cat-file', 'hash-object', 'update-ref', 'symbolic-ref']);
     expect(parking.length).toBeLessThanOrEqual(15);
-    expect(restoring.length).toBeLessThanOrEqual(14);
+    expect(restoring.length).toBeLessThanOrEqual(13);
   });
 
   it('parks, fences and restores in a SHA-256 repository, whose token blob has another name', async () => {
@@ -97,5 +101,21 @@ describe('the git processes of a move', () => {
       null,
       head,
     ]);
+  });
+});
+
+describe('the token ref read in one process', () => {
+  it('reads the token a grant left, 0 where none was fenced, and refuses a ref turned to another kind of object', async () => {
+    const dir = await richRepo();
+    expect(await readToken((await probe(dir))!)).toEqual({ oid: null, token: 0 });
+    await fenceGrant(dir, 7);
+    const blob = (await git(dir, 'rev-parse', 'refs/nexus/lease/token')).trim();
+    expect(await readToken((await probe(dir))!)).toEqual({ oid: blob, token: 7 });
+    // Git's objects and refs are a session's to write: a token ref moved to a commit stops the move (GIT_FAILED).
+    await git(dir, 'update-ref', 'refs/nexus/lease/token', 'HEAD');
+    const code = await readToken((await probe(dir))!).then(() => 'read', (err: unknown) => (isNexusError(err) ? err.code : String(err)));
+    expect(code).toBe('GIT_FAILED');
+    const r = await park(dir, { operation: 'op1', base: 'main', token: 7, now: NOW });
+    expect(r.outcome).toBe('refused_passable');
   });
 });

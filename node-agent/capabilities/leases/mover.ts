@@ -2,7 +2,7 @@
 // check out its base, restore it later. Every change is guarded by the token ref; every move is journalled so
 // that running it again after a crash finishes it or rolls it back, with every byte recoverable.
 import { CHANNEL_DIR } from '../../../protocol/channel.js';
-import { isNexusError } from '../../../protocol/errors.js';
+import { isNexusError, NexusError } from '../../../protocol/errors.js';
 import { PERSONA_DIR } from '../../../protocol/persona.js';
 import type { ParkRecord, ParkResult, RestoreResult } from '../../../protocol/leases.js';
 import { restoreNotice, type RestoreFacts } from './notice.js';
@@ -147,7 +147,8 @@ export async function restore(
   if (repo === null) return done(false, NOT_A_REPO, null, null);
   try {
     const resumed = await settleJournal(repo, opts, { kind: 'restore', ...req });
-    const [branchTip, baseTip] = await resolveAll(repo, [`refs/heads/${r.branch}^{commit}`, `refs/heads/${r.base}^{commit}`]);
+    // With the staged state's commit (the work's second parent), which the journal needs.
+    const [branchTip, baseTip, index] = await resolveAll(repo, [`refs/heads/${r.branch}^{commit}`, `refs/heads/${r.base}^{commit}`, r.work === null ? '' : `${r.work}^2`]);
     if (resumed === null) {
       await guard(repo, req.token);
       const what = await unfinished(repo);
@@ -167,7 +168,7 @@ export async function restore(
       if (declarations !== null) {
         return done(false, `${r.branch} holds other declarations than the working copy had (${declarations}), so the lease did not check it out`, branchTip, baseTip);
       }
-      const index = r.work === null ? null : (await git(repo, ['rev-parse', `${r.work}^2`], { readOnly: true })).stdout.trim();
+      if (r.work !== null && index === null) throw new NexusError('GIT_FAILED', `the parked work ${r.work} has no staged state (no second parent)`);
       const journal: Journal = { kind: 'restore', operation: req.operation, token: req.token, step: 'moving', branch: r.branch, head: r.head, base: r.base, base_commit: r.base_commit, work: r.work, index, previous: null };
       await writeJournal(repo, journal);
       await (opts.fault ?? (() => {}))('restore:journal');

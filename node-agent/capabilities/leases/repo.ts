@@ -79,11 +79,11 @@ export async function tip(repo: Repo, ref: string): Promise<string | null> {
 
 /**
  * What each name resolves to (`main^{commit}`, `HEAD^{tree}`), or null for one that resolves to nothing, read in
- * one git process instead of one each: a move asks for four. A name git could not be handed on one line (it holds
- * a newline, which no ref name may) resolves to nothing without asking.
+ * one git process instead of one each: a move asks for four. A name git could not be handed on one line (empty, or
+ * holding a newline, which no ref name may) resolves to nothing without asking.
  */
 export async function resolveAll<const N extends readonly string[]>(repo: Repo, names: N): Promise<{ -readonly [K in keyof N]: string | null }> {
-  const asked = names.filter((n) => !n.includes('\n'));
+  const asked = names.filter((n) => n !== '' && !n.includes('\n'));
   const found = new Map<string, string | null>();
   if (asked.length > 0) {
     const out = await git(repo, ['cat-file', '--batch-check=%(objectname)'], { input: asked.map((n) => `${n}\n`).join(''), readOnly: true });
@@ -127,11 +127,14 @@ function tokenName(repo: Repo, token: number): Promise<string> | string {
 
 /** The token the ref holds now (0 when no grant was ever fenced here). */
 export async function readToken(repo: Repo): Promise<{ oid: string | null; token: number }> {
-  const ref = await git(repo, ['rev-parse', '--verify', '-q', TOKEN_REF], { okCodes: [1], readOnly: true });
-  if (ref.code !== 0) return { oid: null, token: 0 };
-  const oid = ref.stdout.trim();
-  const blob = await git(repo, ['cat-file', 'blob', oid], { readOnly: true });
-  const m = /^nexus-lease-token (\d+)\n?$/.exec(blob.stdout);
+  // The ref and the blob it names in one process: `<oid> <type> <size>`, then that many bytes (or `<ref> missing`).
+  const out = await git(repo, ['cat-file', '--batch'], { input: `${TOKEN_REF}\n`, readOnly: true });
+  const end = out.raw.indexOf(0x0a);
+  const [oid, type, size] = out.raw.subarray(0, end === -1 ? out.raw.length : end).toString('latin1').split(' ');
+  if (oid === undefined || !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(oid)) return { oid: null, token: 0 };
+  if (type !== 'blob') throw new NexusError('GIT_FAILED', `${TOKEN_REF} names a ${type ?? 'missing'} object, not the token's blob`, { ref: TOKEN_REF, oid });
+  const text = out.raw.subarray(end + 1, end + 1 + Number(size)).toString('utf8');
+  const m = /^nexus-lease-token (\d+)\n?$/.exec(text);
   return { oid, token: m ? Number(m[1]) : 0 };
 }
 

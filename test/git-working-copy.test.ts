@@ -45,8 +45,6 @@ async function gitQuiet(cwd: string, ...args: string[]): Promise<string> {
 
 async function initRepo(dir: string): Promise<void> {
   await git(dir, 'init', '-q', '-b', 'main');
-  await git(dir, 'config', 'user.name', 'Test Person');
-  await git(dir, 'config', 'user.email', 'test@example.invalid');
 }
 
 /** A repository on `main` with one commit holding `files` (path -> content). */

@@ -61,8 +61,6 @@ describe('the git processes of a move', () => {
   it('parks, fences and restores in a SHA-256 repository, whose token blob has another name', async () => {
     const dir = await tempDir();
     await git(dir, 'init', '-q', '-b', 'main', '--object-format=sha256');
-    await git(dir, 'config', 'user.name', 'Test Person');
-    await git(dir, 'config', 'user.email', 'test@example.invalid');
     await write(dir, 'a.txt', 'alpha\n');
     await git(dir, 'add', '-A');
     await git(dir, 'commit', '-q', '-m', 'first');

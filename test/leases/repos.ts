@@ -33,13 +33,11 @@ export async function write(dir: string, path: string, content: string | Buffer,
   if (mode !== undefined) await chmod(join(dir, path), mode);
 }
 
-/** A repository on `main` with one commit of `files`, its own identity (CI has none), and a .gitignore. */
+/** A repository on `main` with one commit of `files` (every call of `git` here carries the test identity: CI has none). */
 export async function repoWith(files: Record<string, string | Buffer>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'nexus-lease-'));
   made.push(dir);
   await git(dir, 'init', '-q', '-b', 'main');
-  await git(dir, 'config', 'user.name', 'Test Person');
-  await git(dir, 'config', 'user.email', 'test@example.invalid');
   for (const [path, content] of Object.entries(files)) await write(dir, path, content);
   await git(dir, 'add', '-A');
   await git(dir, 'commit', '-q', '-m', 'first');

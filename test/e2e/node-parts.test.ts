@@ -133,6 +133,23 @@ describe("the clock's Scheduler on a test clock", () => {
   });
 });
 
+describe('the test clock', () => {
+  it('fires a timer at the move that reaches it, however much wall time passed since it was armed', () => {
+    const clock = new TestClock();
+    let fired = 0;
+    clock.timers.after(1_000, () => void fired++);
+    // A loaded machine between two lines of a test: the wall clock moves, the test's has not.
+    const armed = Date.now();
+    while (Date.now() - armed < 5) {
+      // waiting on the wall clock, on purpose
+    }
+    clock.advance(999);
+    expect(fired).toBe(0);
+    clock.advance(1);
+    expect(fired).toBe(1);
+  });
+});
+
 describe("the node's ticker on a test clock", () => {
   it('ticks every workspace each period, skipping one whose previous tick has not finished, and stops at close', async () => {
     const clock = new TestClock();

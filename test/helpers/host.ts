@@ -26,23 +26,25 @@ export type CliResult = { code: number; stdout: string; stderr: string; json: an
 /**
  * A clock the test moves; every rule that reads time reads this one. Its `timers` are the kernel's Timers
  * port on this clock: a timer armed through them fires when the test moves the clock past it, not before.
+ * The time read goes on with the wall clock (processes the tests start see it move), but a timer counts only
+ * the test's moves: one armed for 1,000 ms fires at the move that brings them to 1,000, however long the
+ * machine took meanwhile.
  */
 export class TestClock {
   private offset = 0;
-  private armed: Array<{ at: number; fn: () => void }> = [];
+  private armed: Array<{ due: number; fn: () => void }> = [];
   now = (): Date => new Date(Date.now() + this.offset);
   advance(ms: number): void {
     this.offset += ms;
-    const now = this.now().getTime();
     // Earliest first; a timer armed by one that fires waits for the next move.
-    const due = this.armed.filter((t) => t.at <= now).sort((a, b) => a.at - b.at);
-    this.armed = this.armed.filter((t) => t.at > now);
+    const due = this.armed.filter((t) => t.due <= this.offset).sort((a, b) => a.due - b.due);
+    this.armed = this.armed.filter((t) => t.due > this.offset);
     for (const t of due) t.fn();
   }
   readonly timers: Timers = {
     now: () => this.now().getTime(),
     after: (ms, fn) => {
-      const timer = { at: this.now().getTime() + Math.max(0, ms), fn };
+      const timer = { due: this.offset + Math.max(0, ms), fn };
       this.armed.push(timer);
       return { cancel: () => void (this.armed = this.armed.filter((t) => t !== timer)) };
     },

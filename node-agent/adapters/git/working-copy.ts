@@ -333,9 +333,16 @@ async function isOutsideWorkTree(dir: string, result: GitResult): Promise<boolea
       () => true,
     );
   }
-  // LC_ALL=C keeps these messages in English whatever the user's locale. A repository git will not use for this
-  // user (another user's, found above a folder of theirs that holds none) is none of theirs either.
-  return /not a git repository|must be run in a work tree|detected dubious ownership/.test(result.stderr);
+  return saysOutsideRepository(result.stderr);
+}
+
+/**
+ * Whether git's error says the folder is in no work tree of this user's. LC_ALL=C (runGit) keeps these messages in
+ * English whatever the user's locale. A repository git will not use for this user (another user's, found above a
+ * folder of theirs that holds none) is none of theirs either.
+ */
+export function saysOutsideRepository(stderr: string): boolean {
+  return /not a git repository|must be run in a work tree|detected dubious ownership/.test(stderr);
 }
 
 function gitFailure(what: string, dir: string, result: GitResult): NexusError {

@@ -5,7 +5,10 @@ import { readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
-import { mayHoldRepository, runGit, type RunGitOptions } from '../../adapters/git/index.js';
+import { mayHoldRepository, runGit, saysOutsideRepository, type RunGitOptions } from '../../adapters/git/index.js';
+
+/** A full object name: 40 hex digits (SHA-1) or 64 (SHA-256). */
+const OBJECT_NAME = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
 
 /** The ref holding the current grant's token, as a blob `nexus-lease-token <n>`. Only ever raised. */
 export const TOKEN_REF = 'refs/nexus/lease/token';
@@ -43,7 +46,7 @@ export async function probe(dir: string, journalDir?: string): Promise<Repo | nu
     return { top, gitDir, objectFormat, tokenOids: new Map(), journal: journalFile(gitDir, journalDir), scratch: journalDir ?? gitDir };
   } catch (err) {
     const stderr = isNexusError(err) ? String(err.details?.stderr ?? '') : '';
-    if (/not a git repository|must be run in a work tree|detected dubious ownership/.test(stderr)) return null;
+    if (saysOutsideRepository(stderr)) return null;
     throw err;
   }
 }
@@ -89,7 +92,7 @@ export async function resolveAll<const N extends readonly string[]>(repo: Repo, 
     const out = await git(repo, ['cat-file', '--batch-check=%(objectname)'], { input: asked.map((n) => `${n}\n`).join(''), readOnly: true });
     const lines = out.stdout.split('\n');
     // One line per name, in order: the object's name, or `<name> missing` (or `ambiguous`).
-    asked.forEach((n, i) => found.set(n, /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(lines[i] ?? '') ? lines[i]! : null));
+    asked.forEach((n, i) => found.set(n, OBJECT_NAME.test(lines[i] ?? '') ? lines[i]! : null));
   }
   return names.map((n) => found.get(n) ?? null) as { -readonly [K in keyof N]: string | null };
 }
@@ -131,7 +134,7 @@ export async function readToken(repo: Repo): Promise<{ oid: string | null; token
   const out = await git(repo, ['cat-file', '--batch'], { input: `${TOKEN_REF}\n`, readOnly: true });
   const end = out.raw.indexOf(0x0a);
   const [oid, type, size] = out.raw.subarray(0, end === -1 ? out.raw.length : end).toString('latin1').split(' ');
-  if (oid === undefined || !/^[0-9a-f]{40}([0-9a-f]{24})?$/.test(oid)) return { oid: null, token: 0 };
+  if (oid === undefined || !OBJECT_NAME.test(oid)) return { oid: null, token: 0 };
   if (type !== 'blob') throw new NexusError('GIT_FAILED', `${TOKEN_REF} names a ${type ?? 'missing'} object, not the token's blob`, { ref: TOKEN_REF, oid });
   const text = out.raw.subarray(end + 1, end + 1 + Number(size)).toString('utf8');
   const m = /^nexus-lease-token (\d+)\n?$/.exec(text);

@@ -19,6 +19,7 @@ export const WarningClassSchema = z.enum([
   'declaration_changed', // a persona started under a different declaration than its previous run
   'work_not_parked', // the working copy was due to move on, and its holder's work could not be parked yet: it stays
   'work_handed_on_unparked', // the working copy moved on without its holder's uncommitted work being parked
+  'lease_token_reset', // the repository's lease token ref held what no grant of this workspace wrote: it was set back
   'sandbox_off', // the workspace declares `sandbox: off`: this turn runs with nothing around it
   'usage_refused', // a turn's runtime reported usage that is not counts or amounts: its end is recorded without it
   'relay_unreachable', // the message is written here, and the workspace's relay cannot be reached: it waits in the outbox

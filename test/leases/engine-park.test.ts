@@ -159,23 +159,27 @@ describe('fencing', () => {
     expect(await git(ws.root, 'cat-file', 'blob', 'refs/nexus/lease/token')).toBe('nexus-lease-token 3\n');
   });
 
-  it('fencing: a holder whose grant the repository no longer honours never moves the checkout', async () => {
+  it('fencing: a token ref a session moved past every grant is set back and said so; the work parks and the waiting operation starts', async () => {
     ws = await leaseWorkspace();
     const a = await escalatedWithWork();
     await send(ws, 'rival');
-    // A newer grant fenced this copy elsewhere (a node paused past its bound, say): the ref is ahead of us.
+    // Git's refs are the session's to write: one line of shell would fence every grant to come, holding the copy
+    // with A for good. The store says A's grant is the latest, so nothing but a session or a person moved the ref.
     await fence99();
     ws.advance(30 * MIN);
     const t = await tick(ws);
-    expect(t.warnings).toEqual([expect.objectContaining({ class: 'step_skipped', reason: 'lease_fenced', thread: a.operation })]);
-    expect(readFileSync(join(ws.root, 'tracked.txt'), 'utf8')).toBe('changed by A\n');
-    expect(exists(ws, 'new-A.txt')).toBe(true);
-    expect(await gitCode(ws.root, 'rev-parse', '--verify', '-q', `nexus/park/${a.operation}`)).not.toBe(0);
-    expect(starts(ws, 'rival')).toEqual([]);
+    expect(t.warnings).toEqual([
+      expect.objectContaining({ class: 'lease_token_reset', message: expect.stringMatching(/held token 99 .*set back to token 1, the latest grant/) }),
+    ]);
+    expect(await branch(ws)).toBe('main');
+    expect(await show(ws, `nexus/park/${a.operation}`, 'tracked.txt')).toBe('changed by A\n');
+    expect(exists(ws, 'new-A.txt')).toBe(false);
+    expect(starts(ws, 'rival').map((e) => e.lease_token)).toEqual(['2']);
+    expect(await git(ws.root, 'cat-file', 'blob', 'refs/nexus/lease/token')).toBe('nexus-lease-token 2\n');
   });
 });
 
-/** Raises the token ref to 99, as a newer grant would have. */
+/** Raises the token ref to 99, as a session with a shell can. */
 async function fence99(): Promise<void> {
   const oid = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: ws.root, input: 'nexus-lease-token 99\n' }).toString().trim();
   await git(ws.root, 'update-ref', 'refs/nexus/lease/token', oid);

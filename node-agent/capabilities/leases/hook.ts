@@ -11,7 +11,8 @@ import { tables } from '../../adapters/store/index.js';
 import { appendOps, type Author as Writer, type Exec, type OpDraft, type Tx } from '../../kernel/index.js';
 import { emptyPlan, loadOperation, planTurn, startTurns, type EngineDeps, type PlannedTurn } from '../threads/index.js';
 import { PersonaLookup, parseTrigger, toEvent, triggerOf, worldFacts, type LeaseIntent } from './events.js';
-import { fenceGrant, park, restore } from './mover.js';
+import { fenceGrant, park, restore, type MoverOptions } from './mover.js';
+import { TOKEN_REF } from './repo.js';
 import { decide } from './rules.js';
 import { loadLease } from './store.js';
 import { queuePlace } from './view.js';
@@ -54,9 +55,22 @@ export function factDrafts(facts: readonly LeaseOpPayload[]): OpDraft[] {
 export function createLeaseHook(env: HookEnv) {
   const { deps, writer } = env;
   const dir = deps.workspace.paths.root;
-  // The journal of a move goes where no session can write it.
-  const mover = { journalDir: deps.workspace.paths.nxs };
   const ws = deps.workspace.id;
+  /**
+   * A move's options. The journal goes where no session can write it, and the store, which no session writes
+   * either, says which grant is the latest: a token ref a session moved is set back, and said so.
+   */
+  const mover = (warnings: Warning[]): MoverOptions => ({
+    journalDir: deps.workspace.paths.nxs,
+    authority: {
+      lastGranted: async () => (await loadLease(deps.db, ws)).token,
+      onReset: ({ token, found }) =>
+        warnings.push({
+          class: 'lease_token_reset',
+          message: `${TOKEN_REF} held ${found}, which no grant of this workspace's lease wrote (a session, a person or an earlier workspace in this repository put it there); it was set back to token ${token}, the latest grant`,
+        }),
+    },
+  });
   const now = () => deps.now().getTime();
 
   /**
@@ -187,13 +201,13 @@ export function createLeaseHook(env: HookEnv) {
           acc.queuedOp = e.operation;
           break;
         case 'fence': {
-          const moved = await move(e.operation, warnings, acc, () => fenceGrant(dir, e.token));
+          const moved = await move(e.operation, warnings, acc, () => fenceGrant(dir, e.token, mover(warnings)));
           if (moved !== null) await decideNow([{ type: 'base_recorded', operation: e.operation, token: e.token, branch: moved.branch }], warnings, acc);
           break;
         }
         case 'restore': {
           if (acc.fenced.has(e.operation)) break;
-          const out = await move(e.operation, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }, mover));
+          const out = await move(e.operation, warnings, acc, () => restore(dir, { operation: e.operation, token: e.token, record: e.record }, mover(warnings)));
           if (out !== null) {
             const result = { applied: out.applied, notice: out.notice };
             await decideNow([{ type: 'restore_result', operation: e.operation, token: e.token, result }], warnings, acc);
@@ -202,7 +216,7 @@ export function createLeaseHook(env: HookEnv) {
         }
         case 'park': {
           const result = await move(e.operation, warnings, acc, () =>
-            park(dir, { operation: e.operation, base: e.base, token: e.token, now: now() }, mover),
+            park(dir, { operation: e.operation, base: e.base, token: e.token, now: now() }, mover(warnings)),
           );
           if (result === null) break;
           if (result.outcome === 'parked') acc.parked = result.record;

@@ -20,6 +20,7 @@ import {
   writeJournal,
   type Journal,
   type Repo,
+  type TokenAuthority,
 } from './repo.js';
 import { materialise, snapshot } from './tree.js';
 
@@ -40,6 +41,8 @@ export type MoverOptions = {
   /** The folder a move's journal is kept in: the workspace's `.nxs/`, which no session can write (see repo.ts). */
   journalDir?: string;
   fault?: (point: FaultPoint) => void | Promise<void>;
+  /** What the workspace's store says of its grants, so a token ref a session moved is set back (see repo.ts). */
+  authority?: TokenAuthority;
 };
 
 export const PARK_BRANCH_PREFIX = 'nexus/park/';
@@ -52,10 +55,10 @@ const NOT_A_REPO = 'the working copy is not a git repository';
  * base the operation starts from (`base_recorded`). Nothing to fence without a repository.
  * @throws {NexusError} LEASE_FENCED when a newer grant already fenced this copy.
  */
-export async function fenceGrant(dir: string | null, token: number): Promise<{ branch: string | null }> {
+export async function fenceGrant(dir: string | null, token: number, opts: MoverOptions = {}): Promise<{ branch: string | null }> {
   const repo = dir === null ? null : await probe(dir);
   if (repo === null) return { branch: null };
-  await raiseToken(repo, token);
+  await raiseToken(repo, token, opts.authority);
   return { branch: await currentBranch(repo) };
 }
 
@@ -86,7 +89,7 @@ export async function park(
     const branch = await currentBranch(repo);
     if (branch === null) return unpassable('HEAD is detached: there is no branch to put the work back on');
     if (baseCommit === null) return unpassable(`the base branch ${req.base} does not exist`);
-    await guard(repo, req.token);
+    await guard(repo, req.token, opts.authority);
     const snap = await snapshot(repo, head, `operation ${req.operation}`, headTree);
     // Only objects so far: refusing here leaves the tree, the index and every ref as they were.
     const declarations = await declarationChanges(repo, snap.work ?? head, baseCommit);
@@ -150,7 +153,7 @@ export async function restore(
     // With the staged state's commit (the work's second parent), which the journal needs.
     const [branchTip, baseTip, index] = await resolveAll(repo, [`refs/heads/${r.branch}^{commit}`, `refs/heads/${r.base}^{commit}`, r.work === null ? '' : `${r.work}^2`]);
     if (resumed === null) {
-      await guard(repo, req.token);
+      await guard(repo, req.token, opts.authority);
       const what = await unfinished(repo);
       if (what !== null) return done(false, what, branchTip, baseTip);
       if (branchTip === null) return done(false, `its branch ${r.branch} no longer exists`, null, baseTip);
@@ -226,7 +229,7 @@ async function settleJournal(
 
 async function finishPark(repo: Repo, j: Journal, resumed: boolean, opts: MoverOptions): Promise<void> {
   const fault = opts.fault ?? (() => {});
-  await guard(repo, j.token);
+  await guard(repo, j.token, opts.authority);
   if (resumed) {
     // A fresh park set the branch a moment ago; a resumed one sets it again, whatever happened to it since.
     if (j.work !== null) await git(repo, ['update-ref', `refs/heads/${PARK_BRANCH_PREFIX}${j.operation}`, j.work]);
@@ -245,7 +248,7 @@ async function finishPark(repo: Repo, j: Journal, resumed: boolean, opts: MoverO
 
 async function finishRestore(repo: Repo, j: Journal, opts: MoverOptions): Promise<void> {
   const fault = opts.fault ?? (() => {});
-  await guard(repo, j.token);
+  await guard(repo, j.token, opts.authority);
   // Forced: the tree was checked clean before the journal was written, and anything since is this move's own.
   await git(repo, ['checkout', '-f', '-q', j.branch]);
   await fault('restore:checkout');

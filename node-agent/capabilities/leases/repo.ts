@@ -128,28 +128,45 @@ function tokenName(repo: Repo, token: number): Promise<string> | string {
   return createHash(repo.objectFormat).update(`blob ${text.length}\0`).update(text).digest('hex');
 }
 
-/** The token the ref holds now (0 when no grant was ever fenced here). */
-export async function readToken(repo: Repo): Promise<{ oid: string | null; token: number }> {
+/**
+ * What the token ref holds now: the token (0 when no grant was ever fenced here, or the blob says no token), or
+ * `foreign` when it names another kind of object than a blob, which no grant ever wrote.
+ */
+export async function readToken(repo: Repo): Promise<{ oid: string | null; token: number; foreign: string | null }> {
   // The ref and the blob it names in one process: `<oid> <type> <size>`, then that many bytes (or `<ref> missing`).
   const out = await git(repo, ['cat-file', '--batch'], { input: `${TOKEN_REF}\n`, readOnly: true });
   const end = out.raw.indexOf(0x0a);
   const [oid, type, size] = out.raw.subarray(0, end === -1 ? out.raw.length : end).toString('latin1').split(' ');
-  if (oid === undefined || !OBJECT_NAME.test(oid)) return { oid: null, token: 0 };
-  if (type !== 'blob') throw new NexusError('GIT_FAILED', `${TOKEN_REF} names a ${type ?? 'missing'} object, not the token's blob`, { ref: TOKEN_REF, oid });
+  if (oid === undefined || !OBJECT_NAME.test(oid)) return { oid: null, token: 0, foreign: null };
+  if (type !== 'blob') return { oid, token: 0, foreign: type ?? 'missing' };
   const text = out.raw.subarray(end + 1, end + 1 + Number(size)).toString('utf8');
   const m = /^nexus-lease-token (\d+)\n?$/.exec(text);
-  return { oid, token: m ? Number(m[1]) : 0 };
+  return { oid, token: m ? Number(m[1]) : 0, foreign: null };
 }
 
 /**
- * Raises the token ref to `token` by compare-and-swap. A ref already above it means a newer grant exists and
- * this caller decides on a stale state: LEASE_FENCED, and nothing is written.
+ * What a fence and a guard may know of the workspace's own lease. Git's refs are a session's to write: one can
+ * move the token ref anywhere (delete it, point it at a commit, or at a token no grant reached, which would fence
+ * every grant after it and hold the copy where it is forever). The store is the lease's record, and no session
+ * writes it: a ref that does not hold a grant which is the workspace's latest was not set by a newer grant of it.
  */
-export async function raiseToken(repo: Repo, token: number): Promise<void> {
+export type TokenAuthority = {
+  /** The last token the workspace's lease granted, read from its store. Asked only after the ref was read. */
+  lastGranted?: () => Promise<number>;
+  /** Told when the ref held what no grant of this lease wrote, before it is set to `token`. */
+  onReset?: (reset: { token: number; found: string }) => void;
+};
+
+/**
+ * Raises the token ref to `token` by compare-and-swap. A ref already above it means a newer grant exists and
+ * this caller decides on a stale state: LEASE_FENCED, and nothing is written. Unless `token` is the workspace's
+ * latest grant ({@link TokenAuthority}): then a ref above it, or not a token at all, is set to it.
+ */
+export async function raiseToken(repo: Repo, token: number, authority: TokenAuthority = {}): Promise<void> {
   for (let attempt = 0; attempt < 5; attempt++) {
     const cur = await readToken(repo);
-    if (cur.token > token) throw fenced(token, cur.token);
-    if (cur.token === token) return;
+    if (cur.foreign === null && cur.token === token) return;
+    if (cur.foreign !== null || cur.token > token) await mayReset(repo, token, cur, authority);
     const next = await tokenOid(repo, token);
     const swapped = await git(repo, ['update-ref', '-m', `nexus lease token ${token}`, TOKEN_REF, next, cur.oid ?? ''], { okCodes: [1, 128] });
     if (swapped.code === 0) return;
@@ -159,12 +176,37 @@ export async function raiseToken(repo: Repo, token: number): Promise<void> {
 
 /**
  * Guards one change to the checkout: compare-and-swap the token ref from `token` to itself, which fails unless
- * the ref still holds this grant's token. A holder that lost the lease can never move the checkout.
+ * the ref still holds this grant's token. A holder that lost the lease can never move the checkout. When the
+ * grant is the workspace's latest ({@link TokenAuthority}), a ref moved anywhere else is set back, and the change
+ * goes ahead.
  */
-export async function guard(repo: Repo, token: number): Promise<void> {
-  const oid = await tokenName(repo, token);
-  const out = await git(repo, ['update-ref', TOKEN_REF, oid, oid], { okCodes: [1, 128] });
-  if (out.code !== 0) throw fenced(token, (await readToken(repo)).token);
+export async function guard(repo: Repo, token: number, authority: TokenAuthority = {}): Promise<void> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const oid = await tokenName(repo, token);
+    const out = await git(repo, ['update-ref', TOKEN_REF, oid, oid], { okCodes: [1, 128] });
+    if (out.code === 0) return;
+    const cur = await readToken(repo);
+    await mayReset(repo, token, cur, authority);
+    // The blob may be gone too (a session can prune objects): written again before the ref names it.
+    const next = await tokenOid(repo, token);
+    await git(repo, ['update-ref', '-m', `nexus lease token ${token} (set back)`, TOKEN_REF, next, cur.oid ?? ''], { okCodes: [1, 128] });
+  }
+  throw new NexusError('GIT_FAILED', 'the lease token ref kept changing while it was guarded', { ref: TOKEN_REF });
+}
+
+/**
+ * Returns when the ref, read as `cur`, may be set to `token`: the store says `token` is the latest grant, so
+ * whatever the ref holds was not written by a newer one. Read in this order (ref, then store), a grant that
+ * committed in between and raised the ref shows in the store. Otherwise throws what the ref's state means.
+ */
+async function mayReset(repo: Repo, token: number, cur: Awaited<ReturnType<typeof readToken>>, authority: TokenAuthority): Promise<void> {
+  const latest = authority.lastGranted === undefined ? false : (await authority.lastGranted()) === token;
+  if (!latest) {
+    if (cur.foreign !== null) throw new NexusError('GIT_FAILED', `${TOKEN_REF} names a ${cur.foreign} object, not the token's blob`, { ref: TOKEN_REF, oid: cur.oid });
+    throw fenced(token, cur.token);
+  }
+  const found = cur.oid === null ? 'nothing' : cur.foreign !== null ? `a ${cur.foreign} (${cur.oid})` : `token ${cur.token} (${cur.oid})`;
+  authority.onReset?.({ token, found });
 }
 
 function fenced(token: number, current: number): NexusError {

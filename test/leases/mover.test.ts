@@ -1,7 +1,7 @@
 // The mover on real git repositories: parking every kind of change, refusing what must be finished first,
 // fencing, restoring with the fixed notice, and finishing or rolling back a move a crash interrupted.
 import { join } from 'node:path';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, rm, stat } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fenceGrant, park, recover, restore, type FaultPoint } from '../../node-agent/capabilities/leases/index.js';
 import { isNexusError } from '../../protocol/errors.js';
@@ -251,6 +251,63 @@ describe('a move a crash interrupted', () => {
     expect((await restore(dir, { operation: 'op1', token: 2, record: rec })).applied).toBe(true);
     expect(await picture(dir)).toEqual(before);
     expect(await gitPicture(dir)).toEqual(gitBefore);
+  });
+});
+
+describe('a move git refuses before it touched anything', () => {
+  // A git the session ran and killed leaves .git/index.lock behind: a checkout then fails before it writes a
+  // file, after the journal already said the move was under way. The move is refused, and nothing is left to
+  // "finish" later over the work that goes on in the tree meanwhile.
+  const lock = (dir: string) => write(dir, '.git/index.lock', '');
+  const unlock = (dir: string) => rm(join(dir, '.git', 'index.lock'));
+  const journal = (dir: string) => stat(join(dir, '.git', 'nexus-lease-journal.json')).then(() => true, () => false);
+
+  it('a park: refused with the lock named, no journal and no park branch; the work done after it is what the next park takes', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    await fenceGrant(dir, 1);
+    await lock(dir);
+    const r = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW });
+    expect(r).toMatchObject({ outcome: 'refused_passable', what: expect.stringContaining('index.lock') });
+    expect(await journal(dir)).toBe(false);
+    expect(await gitCode(dir, 'rev-parse', '--verify', '-q', 'nexus/park/op1')).not.toBe(0);
+    // The holder keeps the copy and works on; then the lock goes and the park is tried again.
+    await unlock(dir);
+    await write(dir, 'a.txt', 'alpha changed again, after the refused park\n');
+    await write(dir, 'later.txt', 'written after the refused park\n');
+    const before = await picture(dir);
+    const gitBefore = await gitPicture(dir);
+    const rec = await parkOk(dir, 1);
+    await fenceGrant(dir, 2);
+    expect((await restore(dir, { operation: 'op1', token: 2, record: rec })).applied).toBe(true);
+    expect(await picture(dir)).toEqual(before);
+    expect(await gitPicture(dir)).toEqual(gitBefore);
+  });
+
+  it('a restore: not applied, with the lock named and no journal; the next park keeps what was written since', async () => {
+    const dir = await richRepo();
+    await messUp(dir);
+    const parkedWork = await picture(dir);
+    await fenceGrant(dir, 1);
+    const rec = await parkOk(dir, 1);
+    await fenceGrant(dir, 2);
+    await lock(dir);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: rec });
+    expect(back.applied).toBe(false);
+    expect(back.notice).toContain('index.lock');
+    expect(await journal(dir)).toBe(false);
+    // The session starts on the base anyway, and changes a tracked file there.
+    await unlock(dir);
+    await write(dir, 'a.txt', 'written on the base after the restore failed\n');
+    const before = await picture(dir);
+    const rec2 = await parkOk(dir, 2, 'op1');
+    expect(await gitPicture(dir)).toMatchObject({ status: '', branch: 'main' });
+    await fenceGrant(dir, 3);
+    expect((await restore(dir, { operation: 'op1', token: 3, record: rec2 })).applied).toBe(true);
+    expect(await picture(dir)).toEqual(before);
+    // The first park's work is still on nothing but its commit: it was never put back, and never lost.
+    expect(rec.work).not.toBeNull();
+    expect(parkedWork['a.txt']).not.toEqual(before['a.txt']);
   });
 });
 

@@ -13,6 +13,7 @@ import {
   guard,
   probe,
   raiseToken,
+  readHeadFile,
   readJournal,
   resolveAll,
   tip,
@@ -90,7 +91,9 @@ export async function park(
     if (branch === null) return unpassable('HEAD is detached: there is no branch to put the work back on');
     if (baseCommit === null) return unpassable(`the base branch ${req.base} does not exist`);
     await guard(repo, req.token, opts.authority);
+    const headFile = await readHeadFile(repo);
     const snap = await snapshot(repo, head, `operation ${req.operation}`, headTree);
+    const standing: Standing = { headFile, head, trees: snap.trees };
     // Only objects so far: refusing here leaves the tree, the index and every ref as they were.
     const declarations = await declarationChanges(repo, snap.work ?? head, baseCommit);
     if (declarations !== null) {
@@ -118,7 +121,12 @@ export async function park(
     // The point of no return: from here a rerun finishes the move instead of rolling it back.
     await writeJournal(repo, { ...journal, step: 'moving' });
     await fault('park:moving');
-    await finishPark(repo, { ...journal, step: 'moving' }, false, opts);
+    await finishPark(repo, { ...journal, step: 'moving' }, false, opts).catch(async (err: unknown) => {
+      // Git refused before it changed anything (a lock a killed git left in .git, say). The holder keeps the copy
+      // and works on, so a journal left saying "moving" would later finish this park over that newer work.
+      if (isNexusError(err) && err.code === 'GIT_FAILED' && (await stillStands(repo, standing))) await rollBackPark(repo, journal);
+      throw err;
+    });
     return parked(journal, req.now);
   } catch (err) {
     if (isNexusError(err) && err.code === 'GIT_FAILED') return { outcome: 'refused_passable', what: `a git command failed: ${err.message}` };
@@ -151,7 +159,13 @@ export async function restore(
   try {
     const resumed = await settleJournal(repo, opts, { kind: 'restore', ...req });
     // With the staged state's commit (the work's second parent), which the journal needs.
-    const [branchTip, baseTip, index] = await resolveAll(repo, [`refs/heads/${r.branch}^{commit}`, `refs/heads/${r.base}^{commit}`, r.work === null ? '' : `${r.work}^2`]);
+    const [branchTip, baseTip, index, head, headTree] = await resolveAll(repo, [
+      `refs/heads/${r.branch}^{commit}`,
+      `refs/heads/${r.base}^{commit}`,
+      r.work === null ? '' : `${r.work}^2`,
+      'HEAD^{commit}',
+      'HEAD^{tree}',
+    ]);
     if (resumed === null) {
       await guard(repo, req.token, opts.authority);
       const what = await unfinished(repo);
@@ -173,9 +187,16 @@ export async function restore(
       }
       if (r.work !== null && index === null) throw new NexusError('GIT_FAILED', `the parked work ${r.work} has no staged state (no second parent)`);
       const journal: Journal = { kind: 'restore', operation: req.operation, token: req.token, step: 'moving', branch: r.branch, head: r.head, base: r.base, base_commit: r.base_commit, work: r.work, index, previous: null };
+      // The tree is clean here: it holds HEAD's tree, staged and all.
+      const standing: Standing | null = head === null || headTree === null ? null : { headFile: await readHeadFile(repo), head, trees: { work: headTree, index: headTree } };
       await writeJournal(repo, journal);
       await (opts.fault ?? (() => {}))('restore:journal');
-      await finishRestore(repo, journal, opts);
+      await finishRestore(repo, journal, opts).catch(async (err: unknown) => {
+        // As for a park: a restore git refused before it changed anything leaves nothing to finish later, when
+        // the session started on the base (its work left on the park branch) may have changed the tree.
+        if (isNexusError(err) && err.code === 'GIT_FAILED' && standing !== null && (await stillStands(repo, standing))) await clearJournal(repo);
+        throw err;
+      });
     }
     if (r.work !== null && branchTip !== r.head) {
       return done(false, `its branch ${r.branch} moved on since it was parked, so the work was left on ${PARK_BRANCH_PREFIX}${req.operation}`, branchTip, baseTip);
@@ -213,18 +234,35 @@ async function settleJournal(
   const same = want !== null && j.kind === want.kind && j.operation === want.operation && j.token === want.token;
   if (j.kind === 'park' && j.step === 'snapshot') {
     // Nothing in the tree moved yet: put the park branch back and start afresh from the tree as it is now.
-    const ref = `refs/heads/${PARK_BRANCH_PREFIX}${j.operation}`;
-    const now = await tip(repo, ref);
-    if (j.work !== null && now === j.work) {
-      if (j.previous === null) await git(repo, ['update-ref', '-d', ref, j.work]);
-      else await git(repo, ['update-ref', ref, j.previous, j.work]);
-    }
-    await clearJournal(repo);
+    await rollBackPark(repo, j);
     return null;
   }
   if (j.kind === 'park') await finishPark(repo, j, true, opts);
   else await finishRestore(repo, j, opts);
   return same ? j : null;
+}
+
+/** Undoes a park that has not touched the tree: its branch back where it was, and no journal. */
+async function rollBackPark(repo: Repo, j: Journal): Promise<void> {
+  const ref = `refs/heads/${PARK_BRANCH_PREFIX}${j.operation}`;
+  const now = await tip(repo, ref);
+  if (j.work !== null && now === j.work) {
+    if (j.previous === null) await git(repo, ['update-ref', '-d', ref, j.work]);
+    else await git(repo, ['update-ref', ref, j.previous, j.work]);
+  }
+  await clearJournal(repo);
+}
+
+/** Where a checkout stood before a move: HEAD's file (its branch, or a commit), its commit, and the trees it held. */
+type Standing = { headFile: string | null; head: string; trees: { work: string; index: string } };
+
+/** Whether the checkout still stands exactly where `before` found it: same HEAD, same tree, same index. */
+async function stillStands(repo: Repo, before: Standing): Promise<boolean> {
+  if ((await readHeadFile(repo)) !== before.headFile) return false;
+  const [head] = await resolveAll(repo, ['HEAD^{commit}']);
+  if (head !== before.head) return false;
+  const now = await snapshot(repo, head, 'a check that nothing moved');
+  return now.trees.work === before.trees.work && now.trees.index === before.trees.index;
 }
 
 async function finishPark(repo: Repo, j: Journal, resumed: boolean, opts: MoverOptions): Promise<void> {

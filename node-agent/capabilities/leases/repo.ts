@@ -97,6 +97,11 @@ export async function resolveAll<const N extends readonly string[]>(repo: Repo, 
   return names.map((n) => found.get(n) ?? null) as { -readonly [K in keyof N]: string | null };
 }
 
+/** HEAD's file as it is, read without a process: a checkout that moves to another branch rewrites it last. */
+export function readHeadFile(repo: Repo): Promise<string | null> {
+  return readFile(join(repo.gitDir, 'HEAD'), 'utf8').catch(() => null);
+}
+
 /** The branch HEAD is on (short name), or null when it is detached. */
 export async function currentBranch(repo: Repo): Promise<string | null> {
   const out = await git(repo, ['symbolic-ref', '-q', '--short', 'HEAD'], { okCodes: [1], readOnly: true });

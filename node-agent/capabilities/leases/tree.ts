@@ -14,6 +14,8 @@ export type Snapshot = {
   work: string | null;
   /** The commit holding what was staged (second parent of `work`). */
   index: string | null;
+  /** The trees of the whole tree and of the staged state, clean or not: two snapshots hold the same when these match. */
+  trees: { work: string; index: string };
 };
 
 /**
@@ -35,12 +37,13 @@ export async function snapshot(repo: Repo, head: string, label: string, headTree
     await git(repo, ['add', '-A'], { indexFile: tmp });
     const workTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
     const baseTree = headTree ?? (await git(repo, ['rev-parse', `${head}^{tree}`], { readOnly: true })).stdout.trim();
-    if (workTree === baseTree && indexTree === baseTree) return { work: null, index: null };
+    const trees = { work: workTree, index: indexTree };
+    if (workTree === baseTree && indexTree === baseTree) return { work: null, index: null, trees };
     const env = { ...LEASE_GIT_IDENTITY };
     const index = (await git(repo, ['commit-tree', indexTree, '-p', head, '-m', `nexus: staged state of ${label}`], { env })).stdout.trim();
     const work = (await git(repo, ['commit-tree', workTree, '-p', head, '-p', index, '-m', `nexus: uncommitted work of ${label}`], { env }))
       .stdout.trim();
-    return { work, index };
+    return { work, index, trees };
   } finally {
     await rm(tmp, { force: true });
   }

@@ -147,7 +147,7 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   }
   const tick = (id: string) =>
     served
-      .withHost(id, (h) => h.run('tick', {}))
+      .tick(id)
       .then((r) => void (r.settled > 0 && announce(id)))
       .catch((err: unknown) => log.error('tick failed', { workspace: id, err }));
   ticker = new Ticker(tickMs, () => served.ids(), tick, opts.timers);

@@ -50,6 +50,8 @@ export type ServedOptions = {
 /** The registry of served workspaces and their queues. */
 export class Served {
   private readonly map = new Map<string, ServedWorkspace>();
+  /** What each workspace's last tick warned of (see {@link tick}). */
+  private readonly said = new Map<string, Set<string>>();
   /** Offers a workspace's new ops to the others served here (local delivery sets it). */
   deliver: (entry: ServedWorkspace) => void = () => undefined;
 
@@ -86,7 +88,7 @@ export class Served {
     // A move of the working copy that a crash interrupted is finished or rolled back before anything else.
     await recover(workspace.paths.root, { journalDir: workspace.paths.nxs }).catch((err: unknown) => log.error('recovering the working copy failed', { workspace: workspace.id, err }));
     const ticks = new TickScheduler(
-      () => this.withHost(workspace.id, (h) => h.run('tick', {})),
+      () => this.tick(workspace.id),
       (err) => log.error('lease tick failed', { workspace: workspace.id, err }),
       this.opts.timers,
     );
@@ -126,6 +128,7 @@ export class Served {
     const entry = this.map.get(id);
     if (!entry) return;
     this.map.delete(id);
+    this.said.delete(id);
     this.opts.counters?.forget(id);
     await this.stop(entry);
   }
@@ -153,6 +156,24 @@ export class Served {
     const run = entry.queue.then(fn);
     entry.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * Runs the clock's work in a workspace (its lease, dead turns, lapsed rounds). Nobody reads a tick's receipt,
+   * so its warnings go to the log: each once, while the ticks before kept saying it (a park refused every tick
+   * is one line), and again when it comes back after a tick without it.
+   */
+  async tick(id: string): Promise<{ settled: number }> {
+    const out = await this.withHost(id, (h) => h.run('tick', {}));
+    const said = (out.warnings ?? []).map((w) => ({ w, key: `${w.class}\0${w.thread ?? ''}\0${w.message}` }));
+    const before = this.said.get(id);
+    for (const { w, key } of said) {
+      if (before?.has(key)) continue;
+      this.opts.log.warn(w.message, { workspace: id, class: w.class, ...(w.reason ? { reason: w.reason } : {}), ...(w.thread ? { thread: w.thread } : {}) });
+    }
+    if (said.length > 0) this.said.set(id, new Set(said.map((x) => x.key)));
+    else this.said.delete(id);
+    return out;
   }
 
   /** Runs `fn` with the workspace's host in its queue; NOT_SERVED when this node does not serve it. */

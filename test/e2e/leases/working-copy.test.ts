@@ -202,3 +202,33 @@ describe('the node keeps the lease’s clock', () => {
     expect(await git(ws.root, 'show', `nexus/park/${a.operation}:tracked.txt`)).toBe('left by a crash\n');
   });
 });
+
+describe('the node’s clock and a token ref a session moved', () => {
+  let ws: TestWorkspace;
+  beforeAll(async () => {
+    ws = await leaseRepo();
+    await ws.startNode(['--tick-ms', '300']);
+  });
+  afterAll(() => ws.cleanup());
+
+  it('with nobody running a command, sets the ref back, parks the dead holder’s work, starts the waiting operation, and logs lease_token_reset once', async () => {
+    exclusive(ws, 'coder', 'hang');
+    exclusive(ws, 'rival', 'reply');
+    const a = await send(ws, 'coder');
+    const b = await send(ws, 'rival');
+    expect(b.queued).toBeDefined();
+    writeFileSync(join(ws.root, 'tracked.txt'), 'left by the coder\n');
+    // What one line of the session's shell can do: a token no grant reached, which fenced every grant after it.
+    const oid = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: ws.root, input: 'nexus-lease-token 99\n' }).toString().trim();
+    await git(ws.root, 'update-ref', 'refs/nexus/lease/token', oid);
+    process.kill(-a.woke.pid, 'SIGKILL');
+    await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
+    expect(await git(ws.root, 'show', `nexus/park/${a.operation}:tracked.txt`)).toBe('left by the coder\n');
+    const log = readFileSync(join(ws.home!, 'node', 'node.log'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { level: string; msg: string; class?: string; workspace?: string });
+    const resets = log.filter((l) => l.class === 'lease_token_reset');
+    expect(resets).toEqual([expect.objectContaining({ level: 'warn', workspace: ws.id, msg: expect.stringContaining(`held token 99 (${oid})`) })]);
+  });
+});

@@ -231,4 +231,35 @@ describe('the node’s clock and a token ref a session moved', () => {
     const resets = log.filter((l) => l.class === 'lease_token_reset');
     expect(resets).toEqual([expect.objectContaining({ level: 'warn', workspace: ws.id, msg: expect.stringContaining(`held token 99 (${oid})`) })]);
   });
+
+  it('a park refused on every tick (a dead holder’s tree mid-merge) is one line of the log, not one a tick', async () => {
+    // The case before handed the copy to the rival: its answer settles first.
+    await ws.waitIdle();
+    const rivals = sessionsOf(ws, 'rival').length;
+    const a = await send(ws, 'coder');
+    expect(a.woke).not.toBeNull();
+    const b = await send(ws, 'rival');
+    expect(b.queued).toBeDefined();
+    // A merge stopped on a conflict: never parked until a person finishes or aborts it.
+    await git(ws.root, 'checkout', '-q', '-b', `theirs-${a.operation}`);
+    writeFileSync(join(ws.root, 'tracked.txt'), 'their version\n');
+    await git(ws.root, 'commit', '-q', '-am', 'theirs');
+    await git(ws.root, 'checkout', '-q', 'main');
+    writeFileSync(join(ws.root, 'tracked.txt'), 'our version\n');
+    await git(ws.root, 'commit', '-q', '-am', 'ours');
+    await git(ws.root, 'merge', '-q', `theirs-${a.operation}`).catch(() => undefined);
+    expect(existsSync(join(ws.root, '.git', 'MERGE_HEAD'))).toBe(true);
+    process.kill(-a.woke.pid, 'SIGKILL');
+    const refusals = () =>
+      readFileSync(join(ws.home!, 'node', 'node.log'), 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as { class?: string; thread?: string; reason?: string })
+        .filter((l) => l.class === 'work_not_parked' && l.thread === a.operation);
+    await waitFor('the refused park in the log', () => refusals().length > 0, 60_000);
+    // Ten more ticks of 300 ms, each refusing the park again.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(refusals()).toEqual([expect.objectContaining({ reason: 'dead' })]);
+    expect(sessionsOf(ws, 'rival')).toHaveLength(rivals);
+  });
 });

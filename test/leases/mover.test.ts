@@ -1,7 +1,7 @@
 // The mover on real git repositories: parking every kind of change, refusing what must be finished first,
 // fencing, restoring with the fixed notice, and finishing or rolling back a move a crash interrupted.
 import { join } from 'node:path';
-import { readFile, rm, stat } from 'node:fs/promises';
+import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fenceGrant, park, recover, restore, type FaultPoint } from '../../node-agent/capabilities/leases/index.js';
 import { isNexusError } from '../../protocol/errors.js';
@@ -308,6 +308,51 @@ describe('a move git refuses before it touched anything', () => {
     // The first park's work is still on nothing but its commit: it was never put back, and never lost.
     expect(rec.work).not.toBeNull();
     expect(parkedWork['a.txt']).not.toEqual(before['a.txt']);
+  });
+});
+
+describe('parked work a session deleted', () => {
+  // The park branch and its objects live in .git, which every session writes: a session of another operation
+  // (tidying branches it does not know, or set on harm) can delete the branch and prune what it held. The mover
+  // keeps a copy of what each park committed where no session reaches, and a restore takes the work from it.
+  it('is put back byte for byte from the private copy after its branch was deleted and its objects pruned', async () => {
+    const dir = await richRepo();
+    const keep = await tempDir();
+    await messUp(dir);
+    const before = await picture(dir);
+    const gitBefore = await gitPicture(dir);
+    await fenceGrant(dir, 1);
+    const r = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }, { journalDir: keep });
+    if (r.outcome !== 'parked') throw new Error(JSON.stringify(r));
+    await git(dir, 'branch', '-D', 'nexus/park/op1');
+    await git(dir, 'reflog', 'expire', '--expire=now', '--all');
+    await git(dir, 'gc', '-q', '--prune=now');
+    expect(await gitCode(dir, 'cat-file', '-e', `${r.record.work}^{commit}`)).not.toBe(0);
+    await fenceGrant(dir, 2);
+    const back = await restore(dir, { operation: 'op1', token: 2, record: r.record }, { journalDir: keep });
+    expect(back.applied).toBe(true);
+    expect(await picture(dir)).toEqual(before);
+    expect(await gitPicture(dir)).toEqual(gitBefore);
+    // The branch the notice names is there again, and the copy goes once the work is back in the tree.
+    expect((await git(dir, 'rev-parse', 'nexus/park/op1')).trim()).toBe(r.record.work);
+    expect(await readdir(join(keep, 'parked'))).toEqual([]);
+  });
+
+  it('keeps the copy private (0600 in a 0700 folder) and small: the work’s own objects, not the history under them', async () => {
+    const dir = await richRepo();
+    const keep = await tempDir();
+    await messUp(dir);
+    await fenceGrant(dir, 1);
+    const r = await park(dir, { operation: 'op1', base: 'main', token: 1, now: NOW }, { journalDir: keep });
+    if (r.outcome !== 'parked') throw new Error(JSON.stringify(r));
+    const file = join(keep, 'parked', 'op1.bundle');
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+    expect((await stat(join(keep, 'parked'))).mode & 0o777).toBe(0o700);
+    // Its one prerequisite is the commit the work stands on.
+    const heads = await git(dir, 'bundle', 'list-heads', file);
+    expect(heads.trim()).toBe(`${r.record.work} refs/heads/nexus/park/op1`);
+    const verify = await git(dir, 'bundle', 'verify', file);
+    expect(verify).toContain(r.record.head);
   });
 });
 

@@ -11,6 +11,9 @@ import {
   currentBranch,
   git,
   guard,
+  bringBackParked,
+  dropParked,
+  keepParked,
   probe,
   raiseToken,
   readHeadFile,
@@ -116,7 +119,10 @@ export async function park(
     await writeJournal(repo, journal);
     await fault('park:journal');
     // The branch's old value stays in its reflog; nothing is lost by moving it.
-    if (snap.work !== null) await git(repo, ['update-ref', '-m', `nexus: park ${req.operation}`, ref, snap.work]);
+    if (snap.work !== null) {
+      await git(repo, ['update-ref', '-m', `nexus: park ${req.operation}`, ref, snap.work]);
+      await keepParked(repo, req.operation, ref, head);
+    }
     await fault('park:branch');
     // The point of no return: from here a rerun finishes the move instead of rolling it back.
     await writeJournal(repo, { ...journal, step: 'moving' });
@@ -159,13 +165,12 @@ export async function restore(
   try {
     const resumed = await settleJournal(repo, opts, { kind: 'restore', ...req });
     // With the staged state's commit (the work's second parent), which the journal needs.
-    const [branchTip, baseTip, index, head, headTree] = await resolveAll(repo, [
-      `refs/heads/${r.branch}^{commit}`,
-      `refs/heads/${r.base}^{commit}`,
-      r.work === null ? '' : `${r.work}^2`,
-      'HEAD^{commit}',
-      'HEAD^{tree}',
-    ]);
+    const names = [`refs/heads/${r.branch}^{commit}`, `refs/heads/${r.base}^{commit}`, r.work === null ? '' : `${r.work}^2`, 'HEAD^{commit}', 'HEAD^{tree}'] as const;
+    let [branchTip, baseTip, index, head, headTree] = await resolveAll(repo, names);
+    // The work's objects are gone (a session deleted its branch and pruned them): they come back from the kept copy.
+    if (r.work !== null && index === null && (await bringBackParked(repo, req.operation, `refs/heads/${PARK_BRANCH_PREFIX}${req.operation}`, r.work))) {
+      [branchTip, baseTip, index, head, headTree] = await resolveAll(repo, names);
+    }
     if (resumed === null) {
       await guard(repo, req.token, opts.authority);
       const what = await unfinished(repo);
@@ -174,7 +179,10 @@ export async function restore(
       const status = await git(repo, ['status', '--porcelain', '-z', '--untracked-files=all'], { readOnly: true });
       if (status.raw.length > 0) {
         // Asked again after a restore that finished but was never reported: the tree already is the work.
-        if (await alreadyRestored(repo, r)) return done(true, null, branchTip, baseTip);
+        if (await alreadyRestored(repo, r)) {
+          await dropParked(repo, req.operation);
+          return done(true, null, branchTip, baseTip);
+        }
         return done(false, 'the working tree holds changes that are not this operation\u2019s', branchTip, baseTip);
       }
       // The move leaves the work (what the disk held when it was parked) or, when the branch moved on since, the
@@ -201,6 +209,8 @@ export async function restore(
     if (r.work !== null && branchTip !== r.head) {
       return done(false, `its branch ${r.branch} moved on since it was parked, so the work was left on ${PARK_BRANCH_PREFIX}${req.operation}`, branchTip, baseTip);
     }
+    // The work is back in the tree: its kept copy is no longer needed.
+    await dropParked(repo, req.operation);
     return done(true, null, branchTip, baseTip);
   } catch (err) {
     if (isNexusError(err) && err.code === 'GIT_FAILED') return done(false, `a git command failed: ${err.message}`, null, null);
@@ -250,6 +260,7 @@ async function rollBackPark(repo: Repo, j: Journal): Promise<void> {
     if (j.previous === null) await git(repo, ['update-ref', '-d', ref, j.work]);
     else await git(repo, ['update-ref', ref, j.previous, j.work]);
   }
+  await dropParked(repo, j.operation);
   await clearJournal(repo);
 }
 

@@ -1,8 +1,8 @@
 // What the mover needs to know about a repository before it writes into it, the token ref that fences every
 // change, and the journal that lets an interrupted move be finished or rolled back.
 import { createHash } from 'node:crypto';
-import { readFile, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import { writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
 import { mayHoldRepository, runGit, saysOutsideRepository, type RunGitOptions } from '../../adapters/git/index.js';
@@ -263,4 +263,42 @@ export async function writeJournal(repo: Repo, j: Journal): Promise<void> {
 
 export async function clearJournal(repo: Repo): Promise<void> {
   await rm(repo.journal, { force: true });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// A private copy of each park's work. The park branch and its objects are in .git, which sessions write: a
+// session of another operation can delete the branch and prune what it held, and the work is nowhere else.
+
+/** Where the copy of an operation's parked work is kept: beside the journal, where no session reaches. */
+function keptFile(repo: Repo, operation: string): string {
+  return join(repo.scratch, 'parked', `${operation}.bundle`);
+}
+
+/**
+ * Copies what a park committed under `ref` (the work and its staged state, without the history they stand on,
+ * `head`) into a bundle kept with the journal, readable by its owner alone.
+ */
+export async function keepParked(repo: Repo, operation: string, ref: string, head: string): Promise<void> {
+  const file = keptFile(repo, operation);
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  await git(repo, ['bundle', 'create', file, ref, `^${head}`]);
+  await chmod(file, 0o600);
+}
+
+/**
+ * Puts the kept copy's objects back into the repository and its branch back where it was missing, when the park's
+ * objects are gone from it. False when there is no copy to take them from.
+ */
+export async function bringBackParked(repo: Repo, operation: string, ref: string, work: string): Promise<boolean> {
+  const file = keptFile(repo, operation);
+  if (!(await stat(file).then((s) => s.isFile(), () => false))) return false;
+  await git(repo, ['bundle', 'unbundle', file]);
+  // A branch a session moved is left where it is; a deleted one names the work again, as the notice says.
+  await git(repo, ['update-ref', ref, work, ''], { okCodes: [1, 128] });
+  return true;
+}
+
+/** The copy is dropped once the work is back in the tree. */
+export async function dropParked(repo: Repo, operation: string): Promise<void> {
+  await rm(keptFile(repo, operation), { force: true });
 }

@@ -1,9 +1,12 @@
 // The mover on real git repositories: parking every kind of change, refusing what must be finished first,
 // fencing, restoring with the fixed notice, and finishing or rolling back a move a crash interrupted.
+import { execFileSync } from 'node:child_process';
+import { closeSync, constants as fsConstants, openSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readdir, readFile, rm, stat } from 'node:fs/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fenceGrant, park, recover, restore, type FaultPoint } from '../../node-agent/capabilities/leases/index.js';
+import { probe, readHeadFile } from '../../node-agent/capabilities/leases/repo.js';
 import { isNexusError } from '../../protocol/errors.js';
 import type { ParkRecord } from '../../protocol/leases.js';
 import { cleanupRepos, git, gitCode, gitPicture, messUp, picture, repoWith, richRepo, tempDir, write } from './repos.js';
@@ -308,6 +311,39 @@ describe('a move git refuses before it touched anything', () => {
     // The first park's work is still on nothing but its commit: it was never put back, and never lost.
     expect(rec.work).not.toBeNull();
     expect(parkedWork['a.txt']).not.toEqual(before['a.txt']);
+  });
+});
+
+describe('HEAD read by the node itself', () => {
+  // Git's HEAD file is a session's to replace. The mover reads it in the node (to tell whether a refused move
+  // touched anything): a FIFO there must not hang it, nor a link to /dev/zero fill its memory.
+  it('is read only as a small regular file: a FIFO, a link to /dev/zero or an oversized file read as unknown, at once', async () => {
+    const dir = await richRepo();
+    const repo = (await probe(dir))!;
+    expect(await readHeadFile(repo)).toBe('ref: refs/heads/feat/x\n');
+    const head = join(dir, '.git', 'HEAD');
+    const cases: Array<[string, () => void]> = [
+      ['a FIFO', () => execFileSync('mkfifo', [head])],
+      ['a link to /dev/zero', () => symlinkSync('/dev/zero', head)],
+      ['an oversized file', () => writeFileSync(head, 'x'.repeat(100_000))],
+    ];
+    for (const [what, make] of cases) {
+      await rm(head, { force: true });
+      make();
+      try {
+        const read = await Promise.race([readHeadFile(repo), new Promise((r) => setTimeout(() => r('still reading'), 3_000))]);
+        expect(read, what).toBeNull();
+      } finally {
+        // A reader blocked on the FIFO (before this was mended) is let go, so the worker can end.
+        if (what === 'a FIFO') {
+          try {
+            closeSync(openSync(head, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK));
+          } catch {
+            // No reader waits: nothing to let go.
+          }
+        }
+      }
+    }
   });
 });
 

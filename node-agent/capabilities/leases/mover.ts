@@ -269,7 +269,8 @@ type Standing = { headFile: string | null; head: string; trees: { work: string; 
 
 /** Whether the checkout still stands exactly where `before` found it: same HEAD, same tree, same index. */
 async function stillStands(repo: Repo, before: Standing): Promise<boolean> {
-  if ((await readHeadFile(repo)) !== before.headFile) return false;
+  // A HEAD that could not be read safely says nothing: the move is left to be finished, as after a crash.
+  if (before.headFile === null || (await readHeadFile(repo)) !== before.headFile) return false;
   const [head] = await resolveAll(repo, ['HEAD^{commit}']);
   if (head !== before.head) return false;
   const now = await snapshot(repo, head, 'a check that nothing moved');

@@ -3,7 +3,7 @@
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { writeFileAtomic } from '../../../infra/index.js';
+import { readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
 import { mayHoldRepository, runGit, saysOutsideRepository, type RunGitOptions } from '../../adapters/git/index.js';
 
@@ -97,10 +97,18 @@ export async function resolveAll<const N extends readonly string[]>(repo: Repo, 
   return names.map((n) => found.get(n) ?? null) as { -readonly [K in keyof N]: string | null };
 }
 
-/** HEAD's file as it is, read without a process: a checkout that moves to another branch rewrites it last. */
-export function readHeadFile(repo: Repo): Promise<string | null> {
-  return readFile(join(repo.gitDir, 'HEAD'), 'utf8').catch(() => null);
+/**
+ * HEAD's file as it is, read without a process: a checkout that moves to another branch rewrites it last. Null
+ * when it is not a small regular file: a session can swap it for a FIFO (a read that never ends) or a link to
+ * `/dev/zero` (one that never stops), and this runs in the node, not in the session's sandbox.
+ */
+export async function readHeadFile(repo: Repo): Promise<string | null> {
+  const read = await readCappedBytes(join(repo.gitDir, 'HEAD'), HEAD_FILE_MAX_BYTES);
+  return 'bytes' in read ? read.bytes.toString('utf8') : null;
 }
+
+/** A HEAD file holds a ref name or an object name: far under this. */
+const HEAD_FILE_MAX_BYTES = 4096;
 
 /** The branch HEAD is on (short name), or null when it is detached. */
 export async function currentBranch(repo: Repo): Promise<string | null> {

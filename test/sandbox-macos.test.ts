@@ -11,6 +11,7 @@ const policy = (over: Partial<SandboxPolicy> = {}): SandboxPolicy => ({
   protect: ['/Users/ann/work/repo/.nxs-personas', '/Users/ann/work/repo/.nxs-channels', '/Users/ann/work/repo/.git/config', '/Users/ann/work/repo/.git/hooks'],
   write: ['/Users/ann/.cache/npm', '/Users/ann/.codex'],
   keep: ['/Users/ann/.codex/config.toml'],
+  read: [],
   hide: ['/Users/ann/work/repo/.nxs', '/Users/ann/.nexus', '/Users/ann/.ssh', '/Users/ann/.aws'],
   home: '/private/tmp/nexus-home-1',
   network: 'none',

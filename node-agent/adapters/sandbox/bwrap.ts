@@ -39,6 +39,8 @@ export function bwrapArgv(policy: SandboxPolicy, command: readonly string[], cwd
   } catch {
     // No resolver file: nothing to keep.
   }
+  // What must stay readable under the fresh /tmp and /run (Nexus or Node unpacked there), before the copy's own bind.
+  for (const r of policy.read) if (existsSync(r)) a.push('--ro-bind', r, r);
   a.push(policy.writable ? '--bind' : '--ro-bind', policy.copy, policy.copy);
   if (policy.writable) {
     // .git as a mount point of its own cannot be renamed away and replaced by one whose config the session wrote;

@@ -22,6 +22,12 @@ export type SandboxPolicy = {
    * CLI, and widen its own network at its next turn (the host list is read from them). Regular files (turn.ts).
    */
   keep: string[];
+  /**
+   * Folders under a root the sandbox lays fresh and empty ({@link MASKED_ROOTS}) that a turn still needs to read:
+   * Nexus's own install (the session's `nxc`, the demo's agent) and Node's, when either was unpacked under /tmp.
+   * Read-only; a secret inside one is still hidden.
+   */
+  read: string[];
   /** Secrets: not there at all inside (an empty read-only folder, or an empty file). Mounted last, so nothing opens them. */
   hide: string[];
   /** The session's private HOME outside; mounted at SANDBOX_HOME. */
@@ -36,6 +42,9 @@ export type SandboxPolicy = {
 
 /** The user's secrets a session never needs, relative to the home folder. */
 export const HOME_SECRETS = ['.ssh', '.aws', '.config/gcloud', '.netrc', '.gnupg', '.kube', '.docker/config.json', '.git-credentials', '.config/gh', '.npmrc', '.pypirc', '.azure', '.password-store', '.nexus'];
+
+/** Folders every sandbox replaces with an empty one of its own: what lies under them outside is not there inside. */
+export const MASKED_ROOTS = ['/tmp', '/run'];
 
 /** Paths inside a working copy that stay read-only whatever the session may write. */
 export const PROTECTED_IN_COPY = ['.nxs-personas', '.nxs-channels', '.git/config', '.git/hooks'];
@@ -117,6 +126,8 @@ export type PolicyInput = {
   write: string[];
   /** Files in the write paths kept read-only (see SandboxPolicy.keep). */
   keep?: string[];
+  /** Folders a turn reads from wherever they lie (see SandboxPolicy.read): kept only when under a masked root. */
+  read?: string[];
   hide: string[];
   socket: string | null;
 };
@@ -149,6 +160,7 @@ export function sandboxPolicy(input: PolicyInput): SandboxPolicy {
     protect: PROTECTED_IN_COPY.map((p) => join(copy, p)),
     write,
     keep: [...(input.keep ?? [])],
+    read: [...new Set((input.read ?? []).map(real))].filter((r) => MASKED_ROOTS.some((m) => inside(r, m) && r !== m)),
     hide,
     home: input.privateHome,
     network: Array.isArray(net) ? [...net] : net,

@@ -1,7 +1,8 @@
 // One session turn's sandbox: decided from the spec's workspace, the persona and `.nxs/config.json`, or refused.
-import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, lstatSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { packageRoot } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { runtimeKind, type Persona } from '../../../protocol/persona.js';
 import { nexusHome, workspacePaths } from '../../paths.js';
@@ -137,6 +138,8 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
     defaultNetwork: cli ? (platform === 'linux' ? providerNetwork(kind, input.env) : 'all') : 'none',
     write: [...declared.write, ...(p.sandbox?.write ?? []), ...state.write],
     keep: state.keep.map((k) => k.path),
+    // The session's `nxc` and Nexus's own scripts, and Node itself: hidden by the fresh /tmp when unpacked there.
+    read: [packageRoot(), dirname(realExecPath())],
     hide: declared.hide,
     socket: input.socket,
   });
@@ -185,4 +188,13 @@ export function turnSandbox(input: TurnSandboxInput): TurnSandbox {
       return { ...out, ...state.env, ...(Array.isArray(policy.network) ? proxyEnv() : {}), HOME: platform === 'darwin' ? privateHome : SANDBOX_HOME, TMPDIR: tmp };
     },
   };
+}
+
+/** Node's own binary, links resolved (an install under /tmp reached through a link elsewhere is still under /tmp). */
+function realExecPath(): string {
+  try {
+    return realpathSync(process.execPath);
+  } catch {
+    return process.execPath;
+  }
 }

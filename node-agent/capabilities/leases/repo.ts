@@ -1,9 +1,9 @@
 // What the mover needs to know about a repository before it writes into it, the token ref that fences every
 // change, and the journal that lets an interrupted move be finished or rolled back.
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
+import { makePrivateDir, PRIVATE_MODES, readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
 import { mayHoldRepository, runGit, saysOutsideRepository, type RunGitOptions } from '../../adapters/git/index.js';
 
@@ -97,6 +97,9 @@ export async function resolveAll<const N extends readonly string[]>(repo: Repo, 
   return names.map((n) => found.get(n) ?? null) as { -readonly [K in keyof N]: string | null };
 }
 
+/** A HEAD file holds a ref name or an object name: far under this. */
+const HEAD_FILE_MAX_BYTES = 4096;
+
 /**
  * HEAD's file as it is, read without a process: a checkout that moves to another branch rewrites it last. Null
  * when it is not a small regular file: a session can swap it for a FIFO (a read that never ends) or a link to
@@ -106,9 +109,6 @@ export async function readHeadFile(repo: Repo): Promise<string | null> {
   const read = await readCappedBytes(join(repo.gitDir, 'HEAD'), HEAD_FILE_MAX_BYTES);
   return 'bytes' in read ? read.bytes.toString('utf8') : null;
 }
-
-/** A HEAD file holds a ref name or an object name: far under this. */
-const HEAD_FILE_MAX_BYTES = 4096;
 
 /** The branch HEAD is on (short name), or null when it is detached. */
 export async function currentBranch(repo: Repo): Promise<string | null> {
@@ -179,10 +179,8 @@ export async function raiseToken(repo: Repo, token: number, authority: TokenAuth
   for (let attempt = 0; attempt < 5; attempt++) {
     const cur = await readToken(repo);
     if (cur.foreign === null && cur.token === token) return;
-    if (cur.foreign !== null || cur.token > token) await mayReset(repo, token, cur, authority);
-    const next = await tokenOid(repo, token);
-    const swapped = await git(repo, ['update-ref', '-m', `nexus lease token ${token}`, TOKEN_REF, next, cur.oid ?? ''], { okCodes: [1, 128] });
-    if (swapped.code === 0) return;
+    if (cur.foreign !== null || cur.token > token) await mayReset(token, cur, authority);
+    if (await swapToken(repo, cur.oid, token)) return;
   }
   throw new NexusError('GIT_FAILED', 'the lease token ref kept changing while it was raised', { ref: TOKEN_REF });
 }
@@ -199,12 +197,21 @@ export async function guard(repo: Repo, token: number, authority: TokenAuthority
     const out = await git(repo, ['update-ref', TOKEN_REF, oid, oid], { okCodes: [1, 128] });
     if (out.code === 0) return;
     const cur = await readToken(repo);
-    await mayReset(repo, token, cur, authority);
-    // The blob may be gone too (a session can prune objects): written again before the ref names it.
-    const next = await tokenOid(repo, token);
-    await git(repo, ['update-ref', '-m', `nexus lease token ${token} (set back)`, TOKEN_REF, next, cur.oid ?? ''], { okCodes: [1, 128] });
+    await mayReset(token, cur, authority);
+    // Swapped or not, the guard's own compare-and-swap decides on the next round.
+    await swapToken(repo, cur.oid, token);
   }
   throw new NexusError('GIT_FAILED', 'the lease token ref kept changing while it was guarded', { ref: TOKEN_REF });
+}
+
+/**
+ * Sets the token ref from `from` (its object, or null for no ref) to `token`'s blob, which is written first (a
+ * session may have pruned it). False when the ref no longer held `from`.
+ */
+async function swapToken(repo: Repo, from: string | null, token: number): Promise<boolean> {
+  const next = await tokenOid(repo, token);
+  const out = await git(repo, ['update-ref', '-m', `nexus lease token ${token}`, TOKEN_REF, next, from ?? ''], { okCodes: [1, 128] });
+  return out.code === 0;
 }
 
 /**
@@ -212,7 +219,7 @@ export async function guard(repo: Repo, token: number, authority: TokenAuthority
  * whatever the ref holds was not written by a newer one. Read in this order (ref, then store), a grant that
  * committed in between and raised the ref shows in the store. Otherwise throws what the ref's state means.
  */
-async function mayReset(repo: Repo, token: number, cur: Awaited<ReturnType<typeof readToken>>, authority: TokenAuthority): Promise<void> {
+async function mayReset(token: number, cur: Awaited<ReturnType<typeof readToken>>, authority: TokenAuthority): Promise<void> {
   const latest = authority.lastGranted === undefined ? false : (await authority.lastGranted()) === token;
   if (!latest) {
     if (cur.foreign !== null) throw new NexusError('GIT_FAILED', `${TOKEN_REF} names a ${cur.foreign} object, not the token's blob`, { ref: TOKEN_REF, oid: cur.oid });
@@ -288,9 +295,9 @@ function keptFile(repo: Repo, operation: string): string {
  */
 export async function keepParked(repo: Repo, operation: string, ref: string, head: string): Promise<void> {
   const file = keptFile(repo, operation);
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  makePrivateDir(dirname(file));
   await git(repo, ['bundle', 'create', file, ref, `^${head}`]);
-  await chmod(file, 0o600);
+  await chmod(file, PRIVATE_MODES.file);
 }
 
 /**

@@ -48,6 +48,24 @@ function sessionsOf(ws: TestWorkspace, role: string): string[] {
   return ws.agentLog().filter((e) => e.cmd === 'start' && e.role === `${ws.short}/${role}`).map((e) => e.session);
 }
 
+/** The node's log, as it stands: read into a failure, so a stall of the node's clock says what each tick did. */
+function nodeLog(ws: TestWorkspace): string {
+  try {
+    return readFileSync(join(ws.home!, 'node', 'node.log'), 'utf8');
+  } catch (err) {
+    return `(no log: ${String(err)})`;
+  }
+}
+
+/** Waits as `waitFor` does, for what the node's clock alone brings about; a timeout carries the node's log. */
+async function waitOnNode(ws: TestWorkspace, what: string, ready: () => boolean, timeoutMs: number): Promise<void> {
+  try {
+    await waitFor(what, ready, timeoutMs);
+  } catch (err) {
+    throw new Error(`${(err as Error).message}\nthe node's log:\n${nodeLog(ws)}`);
+  }
+}
+
 /** `nxc` run under faketime, `offset` ahead of the wall clock (e.g. +31m). */
 function nxcLater(ws: TestWorkspace, offset: string, args: string[]): Promise<CliResult> {
   const env: NodeJS.ProcessEnv = {};
@@ -190,7 +208,7 @@ describe('the node keeps the lease’s clock', () => {
     writeFileSync(join(ws.root, 'tracked.txt'), 'left by a crash\n');
     // The runtime dies; only its supervisor is left to say so, and nobody runs a command.
     process.kill(-a.woke.pid, 'SIGKILL');
-    await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
+    await waitOnNode(ws, 'the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
     await waitFor('the park branch', () => {
       try {
         execFileSync('git', ['rev-parse', '--verify', '-q', `nexus/park/${a.operation}`], { cwd: ws.root });
@@ -222,9 +240,9 @@ describe('the node’s clock and a token ref a session moved', () => {
     const oid = execFileSync('git', ['hash-object', '-w', '--stdin'], { cwd: ws.root, input: 'nexus-lease-token 99\n' }).toString().trim();
     await git(ws.root, 'update-ref', 'refs/nexus/lease/token', oid);
     process.kill(-a.woke.pid, 'SIGKILL');
-    await waitFor('the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
+    await waitOnNode(ws, 'the rival to start', () => sessionsOf(ws, 'rival').length === 1, 60_000);
     expect(await git(ws.root, 'show', `nexus/park/${a.operation}:tracked.txt`)).toBe('left by the coder\n');
-    const log = readFileSync(join(ws.home!, 'node', 'node.log'), 'utf8')
+    const log = nodeLog(ws)
       .split('\n')
       .filter(Boolean)
       .map((l) => JSON.parse(l) as { level: string; msg: string; class?: string; workspace?: string });
@@ -251,12 +269,12 @@ describe('the node’s clock and a token ref a session moved', () => {
     expect(existsSync(join(ws.root, '.git', 'MERGE_HEAD'))).toBe(true);
     process.kill(-a.woke.pid, 'SIGKILL');
     const refusals = () =>
-      readFileSync(join(ws.home!, 'node', 'node.log'), 'utf8')
+      nodeLog(ws)
         .split('\n')
         .filter(Boolean)
         .map((l) => JSON.parse(l) as { class?: string; thread?: string; reason?: string })
         .filter((l) => l.class === 'work_not_parked' && l.thread === a.operation);
-    await waitFor('the refused park in the log', () => refusals().length > 0, 60_000);
+    await waitOnNode(ws, 'the refused park in the log', () => refusals().length > 0, 60_000);
     // Ten more ticks of 300 ms, each refusing the park again.
     await new Promise((r) => setTimeout(r, 3_000));
     expect(refusals()).toEqual([expect.objectContaining({ reason: 'dead' })]);

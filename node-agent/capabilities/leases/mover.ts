@@ -26,7 +26,7 @@ import {
   type Repo,
   type TokenAuthority,
 } from './repo.js';
-import { materialise, snapshot } from './tree.js';
+import { materialise, snapshot, treesOf } from './tree.js';
 
 /** Where a test may stop a move dead, after the git step it names. */
 export type FaultPoint =
@@ -273,8 +273,8 @@ async function stillStands(repo: Repo, before: Standing): Promise<boolean> {
   if (before.headFile === null || (await readHeadFile(repo)) !== before.headFile) return false;
   const [head] = await resolveAll(repo, ['HEAD^{commit}']);
   if (head !== before.head) return false;
-  const now = await snapshot(repo, head, 'a check that nothing moved');
-  return now.trees.work === before.trees.work && now.trees.index === before.trees.index;
+  const now = await treesOf(repo, head);
+  return now.work === before.trees.work && now.index === before.trees.index;
 }
 
 async function finishPark(repo: Repo, j: Journal, resumed: boolean, opts: MoverOptions): Promise<void> {
@@ -318,11 +318,12 @@ async function finishRestore(repo: Repo, j: Journal, opts: MoverOptions): Promis
 async function alreadyRestored(repo: Repo, r: ParkRecord): Promise<boolean> {
   const head = await tip(repo, 'HEAD');
   if (r.work === null || head !== r.head || (await currentBranch(repo)) !== r.branch) return false;
-  const now = await snapshot(repo, head, 'a restore check');
-  if (now.work === null) return false;
-  const trees = await git(repo, ['rev-parse', `${now.work}^{tree}`, `${r.work}^{tree}`], { readOnly: true });
-  const [a, b] = trees.stdout.trim().split('\n');
-  return a === b;
+  const now = await treesOf(repo, head);
+  const trees = await git(repo, ['rev-parse', `${head}^{tree}`, `${r.work}^{tree}`], { readOnly: true });
+  const [headTree, workTree] = trees.stdout.trim().split('\n');
+  // A clean checkout holds none of the work.
+  if (now.work === headTree && now.index === headTree) return false;
+  return now.work === workTree;
 }
 
 /** The folders of declarations sessions run under: a session may not write them, nor may a move of the lease. */

@@ -19,12 +19,26 @@ export type Snapshot = {
 };
 
 /**
- * Commits the tree as it stands on top of `head` without touching it: a copy of the user's index (its stat
- * data saves hashing unchanged files) takes everything `git add -A` would, so .gitignore decides what stays
- * out. The work commit has two parents, `head` and a commit of the staged state, so a restore can put both back.
+ * Commits the tree as it stands on top of `head` without touching it (see {@link treesOf}). The work commit has two
+ * parents, `head` and a commit of the staged state, so a restore can put both back.
  * `headTree`: `head`'s tree, when the caller read it already.
  */
 export async function snapshot(repo: Repo, head: string, label: string, headTree?: string): Promise<Snapshot> {
+  const trees = await treesOf(repo, head);
+  const baseTree = headTree ?? (await git(repo, ['rev-parse', `${head}^{tree}`], { readOnly: true })).stdout.trim();
+  if (trees.work === baseTree && trees.index === baseTree) return { work: null, index: null, trees };
+  const env = { ...LEASE_GIT_IDENTITY };
+  const index = (await git(repo, ['commit-tree', trees.index, '-p', head, '-m', `nexus: staged state of ${label}`], { env })).stdout.trim();
+  const work = (await git(repo, ['commit-tree', trees.work, '-p', head, '-p', index, '-m', `nexus: uncommitted work of ${label}`], { env })).stdout.trim();
+  return { work, index, trees };
+}
+
+/**
+ * The trees the checkout holds, without touching it and without a commit: what is staged, and everything `git add -A`
+ * would take (so .gitignore decides what stays out). A copy of the user's index does the adding: its stat data saves
+ * hashing unchanged files.
+ */
+export async function treesOf(repo: Repo, head: string): Promise<Snapshot['trees']> {
   const tmp = join(repo.scratch, 'nexus-lease-park.index');
   await rm(tmp, { force: true });
   try {
@@ -33,17 +47,10 @@ export async function snapshot(repo: Repo, head: string, label: string, headTree
     const userIndex = await readCappedBytes(join(repo.gitDir, 'index'), MAX_INDEX_BYTES);
     if ('bytes' in userIndex) writeFileAtomic(tmp, userIndex.bytes, { mode: 0o600 });
     else await git(repo, ['read-tree', head], { indexFile: tmp });
-    const indexTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
+    const index = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
     await git(repo, ['add', '-A'], { indexFile: tmp });
-    const workTree = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
-    const baseTree = headTree ?? (await git(repo, ['rev-parse', `${head}^{tree}`], { readOnly: true })).stdout.trim();
-    const trees = { work: workTree, index: indexTree };
-    if (workTree === baseTree && indexTree === baseTree) return { work: null, index: null, trees };
-    const env = { ...LEASE_GIT_IDENTITY };
-    const index = (await git(repo, ['commit-tree', indexTree, '-p', head, '-m', `nexus: staged state of ${label}`], { env })).stdout.trim();
-    const work = (await git(repo, ['commit-tree', workTree, '-p', head, '-p', index, '-m', `nexus: uncommitted work of ${label}`], { env }))
-      .stdout.trim();
-    return { work, index, trees };
+    const work = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
+    return { work, index };
   } finally {
     await rm(tmp, { force: true });
   }

@@ -42,7 +42,7 @@ function valuesOf(fresh: readonly OpToAppend[]): string {
 }
 
 /** The op's author workspace: as given, else read from its text (null when it names none). */
-function workspaceOf(op: OpToAppend): string | null {
+export function workspaceOf(op: OpToAppend): string | null {
   if (op.workspace !== undefined) return op.workspace;
   try {
     const v = (JSON.parse(op.text) as { workspace?: unknown }).workspace;

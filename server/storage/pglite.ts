@@ -6,6 +6,8 @@ import { NexusError, userMessage } from '../../protocol/errors.js';
 import { relayMigrationsDir } from '../paths.js';
 import type { StreamStore } from './port.js';
 import { acquireLock, chooseWasmTier, pgliteStoreSettings, copyTemplate, describeOwner, finishTemplate, makeDataTemplate, makePrivateDir, packageRoot, pgliteVersion, templateProblem, tightenTree, withPrivateUmask, type Logger, type Release } from '../../infra/index.js';
+import { journaledStore, replayJournal } from './ahead.js';
+import { Journal } from './journal.js';
 import { PgliteThread } from './pglite-thread.js';
 import { CommitEmitter, migrate, sqlStreamStore } from './sql.js';
 
@@ -120,8 +122,14 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
     await withPrivateUmask(() => migrate(db, relayMigrationsDir()));
     const loosened = tightenTree(opts.dataDir);
     if (loosened > 0) opts.log.debug('relay data folder made private', { dir: opts.dataDir, entries: loosened });
+    // Appends acknowledged before the last process ended and not yet in the database go in first.
+    const journalDir = join(opts.dataDir, 'journal');
+    await replayJournal(db, journalDir, opts.log);
+    const journal = Journal.begin(journalDir);
+    journal.removeOld();
     let closed = false;
-    return sqlStreamStore(db, new CommitEmitter(), {
+    const emitter = new CommitEmitter();
+    const inner = sqlStreamStore(db, emitter, {
       kind: 'pglite',
       // One thread runs the statements in the order they were sent: a second append can wait there.
       appendDepth: 2,
@@ -137,6 +145,7 @@ export async function openPgliteStore(opts: PgliteStoreOptions): Promise<StreamS
         }
       },
     });
+    return journaledStore(inner, db, journal, emitter, opts.log);
   } catch (err) {
     await pg?.close().catch(() => undefined);
     release();

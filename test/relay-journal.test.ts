@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { newOpId } from '../protocol/ids.js';
 import { createLogger, openPgliteStore, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
 import { IdFilter } from '../server/storage/id-filter.js';
+import { waitFor } from './helpers/until.js';
 import { Journal, readJournalFile, type JournalRecord } from '../server/storage/journal.js';
 
 const dirs: string[] = [];
@@ -84,6 +85,22 @@ describe('the PGlite relay journal', () => {
     await Promise.all([read, ...pushes]);
     expect(order).toEqual(['push 1', 'push 2', 'push 3', 'read', 'push 4', 'push 5']);
     expect((await store.getStream('s'))?.head).toBe(2_050);
+  });
+
+  it('begins a new file past 16 MB, removes the old one once the database holds it, and is empty after a clean close', async () => {
+    const dir = tempDir();
+    const store = await open(dir);
+    await store.createStream('s', 'h');
+    await store.append('s', [op(0)]);
+    const pad = 'x'.repeat(104_858);
+    for (let p = 0; p < 18; p++) await store.append('s', Array.from({ length: 10 }, (_, i) => op(p * 10 + i, JSON.stringify({ p, i, pad }))));
+    await store.ping();
+    const folder = join(dir, 'journal');
+    await waitFor('the first journal file removed', () => Journal.files(folder).length === 1);
+    expect(Journal.files(folder).map((f) => f.slice(-12))).toEqual(['00000002.log']);
+    expect((await store.getStream('s'))?.head).toBe(181);
+    await close(store);
+    expect(Journal.files(folder)).toEqual([]);
   });
 
   it('reports an op sent again as a duplicate at its first seq, before and after the database took it and after a reopen', async () => {

@@ -1,6 +1,6 @@
 // The relay's append journal: pushes written to a file before they are acknowledged, kept until the
 // database holds them, and put into it again at the next open if the process ended first.
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlink, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 
@@ -147,11 +147,10 @@ export class Journal {
 
   private drop(file: number): void {
     this.unstored.delete(file);
-    try {
-      unlinkSync(this.path(file));
-    } catch {
-      // Gone already: nothing was lost, the database holds what it had.
-    }
+    // Off this thread: freeing a 16 MB file's blocks took 6-8 ms, every push behind it waiting. A file
+    // already gone lost nothing (the database holds what it had); one left by a failure is read again
+    // at the next open, its records all at or below the head, and removed then.
+    unlink(this.path(file), () => undefined);
   }
 
   /**

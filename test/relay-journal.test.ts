@@ -72,15 +72,15 @@ describe('the PGlite relay journal', () => {
     expect((await store.getStream('s'))?.head).toBe(2_001);
   });
 
-  it('holds an ack once 4 MB of journaled op text waits for the database, until the database takes some', async () => {
+  it('holds an ack once 1 MB of journaled op text waits for the database, until the database takes some', async () => {
     const store = await open(tempDir());
     await store.createStream('s', 'h');
     await store.append('s', Array.from({ length: 2_000 }, (_, i) => op(i)));
     const order: string[] = [];
     const read = store.read('s', 0, 2_000).then(() => order.push('read'));
-    // Pushes of ten ops of 100 kB: the fourth takes the waiting text to 4 MB.
+    // Pushes of ten ops of 26 kB: the fourth takes the waiting text past 1 MB.
     const pushes = Array.from({ length: 5 }, (_, p) =>
-      store.append('s', Array.from({ length: 10 }, (_, i) => op(p * 10 + i, JSON.stringify({ p, i, pad: 'x'.repeat(104_858) })))).then(() => order.push(`push ${p + 1}`)),
+      store.append('s', Array.from({ length: 10 }, (_, i) => op(p * 10 + i, JSON.stringify({ p, i, pad: 'x'.repeat(26_215) })))).then(() => order.push(`push ${p + 1}`)),
     );
     await Promise.all([read, ...pushes]);
     expect(order).toEqual(['push 1', 'push 2', 'push 3', 'read', 'push 4', 'push 5']);

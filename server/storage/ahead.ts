@@ -14,9 +14,10 @@ import type { CommitEmitter } from './sql.js';
  * acknowledgement waits for the database to catch up, so the journal never runs far ahead of it (a
  * producer is paced by the database, as before, and memory holds at most this much op text twice). The
  * bound is wide enough for the database thread to pause (a checkpoint, a page of a catch-up) without
- * holding up acks: at 1,000 single-op pushes a second, several seconds.
+ * holding up acks: at 1,000 single-op pushes a second, a second or more. (4 MB left the relay's memory
+ * after slow consumers at 1.26x its idle size in one bench run, against a target of 1.2x.)
  */
-const MAX_UNSTORED_BYTES = 4 * 1024 * 1024;
+const MAX_UNSTORED_BYTES = 1024 * 1024;
 const MAX_UNSTORED = 1_024;
 
 /** Ids read per query while a stream's filter is filled from the database. */

@@ -221,9 +221,9 @@ describe('the relay id filter', () => {
     expect(given.every((id) => filter.has(id))).toBe(true);
     const others = Array.from({ length: 20_000 }, () => newOpId());
     const maybe = others.filter((id) => filter.has(id)).length;
-    // About 1% per layer; three layers here.
-    expect(maybe).toBeLessThan(others.length * 0.05);
-    expect(filter.bytes).toBeLessThan(64 * 1024);
+    // About one in 100,000 per layer; three layers here.
+    expect(maybe).toBeLessThan(10);
+    expect(filter.bytes).toBeLessThan(256 * 1024);
   });
 });
 

@@ -1,8 +1,12 @@
 // A set of op ids that may answer "maybe" but never misses one it was given: a Bloom filter that grows.
 
-/** Bits per id in each layer, and hashes per id: about one false "maybe" in a hundred. */
-const BITS_PER_ID = 10;
-const HASHES = 7;
+/**
+ * Bits per id in each layer, and hashes per id: about one false "maybe" in 100,000 ids. Each false
+ * "maybe" sends a push the careful way, through the database, and holds the pushes behind it; with 10
+ * bits and 7 hashes it was one in 1,000-2,000, several per 10,000 pushes, and they made the slowest acks.
+ */
+const BITS_PER_ID = 24;
+const HASHES = 12;
 
 /** Two 32-bit FNV-1a hashes of `id` with different offsets, for double hashing. */
 function hashes(id: string): [number, number] {
@@ -52,9 +56,9 @@ class Layer {
 
 /**
  * The ids of one stream, for the relay's question "could this op be stored already?". `has` is false
- * only for an id never added; true may be wrong (about 1% of the time per layer), and the caller then
- * asks the database. It grows by layers of twice the size, so it never needs the ids again; a stream of
- * a million ops takes about 1.3 MB.
+ * only for an id never added; true may be wrong (rarely, see BITS_PER_ID), and the caller then asks the
+ * database. It grows by layers of twice the size, so it never needs the ids again; a stream of a million
+ * ops takes 3-6 MB.
  */
 export class IdFilter {
   private readonly layers: Layer[];

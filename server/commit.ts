@@ -15,7 +15,7 @@ type Waiting = { ops: readonly OpToAppend[]; bytes: number; resolve: (c: Committ
  * `depth` transactions may be on their way at once, for a store that applies appends in the order they
  * were made ({@link StreamStore.appendDepth}): the next one is already waiting when the one before
  * commits, so the database never idles while this thread hands out acks. Each push resolves only once
- * its transaction committed; transactions settle in the order they were made, so pushes resolve in the
+ * its transaction's ops are kept (committed, or journaled: {@link StreamStore.append}); transactions settle in the order they were made, so pushes resolve in the
  * order they were queued; a failed transaction fails exactly the pushes in it. `onCommitted` receives the
  * rows each transaction stored, in commit order, before any of its pushes resolves.
  */

@@ -37,6 +37,8 @@ export interface StreamStore {
    * Appends in one transaction under the stream row's lock: ops already stored (or repeated in
    * `ops`) are duplicates and keep their seq; the rest get head+1, head+2, ... in order. `rows` are
    * the ops this call stored, in seq order, so a caller can hand them on without reading them back.
+   * Resolves once the ops are kept: committed, or (PGlite) written to the relay's journal with the
+   * transaction already on its way, so every later call sees them (decision 0022).
    * Throws NexusError UNKNOWN_STREAM for a stream that does not exist (or was deleted meanwhile).
    */
   append(stream: string, ops: readonly OpToAppend[]): Promise<{ results: AppendResult[]; head: number; rows: StoredOp[] }>;

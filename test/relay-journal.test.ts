@@ -1,28 +1,25 @@
 // The PGlite relay's append journal: pushes acknowledged once journaled, the database behind them in
 // order, and what the database never took put back at the next open.
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { newOpId } from '../protocol/ids.js';
 import { createLogger, openPgliteStore, silentLog, type OpToAppend, type StreamStore } from '../server/index.js';
 import { IdFilter } from '../server/storage/id-filter.js';
+import { relayFolders } from './helpers/relay.js';
 import { waitFor } from './helpers/until.js';
 import { Journal, readJournalFile, type JournalRecord } from '../server/storage/journal.js';
 
-const dirs: string[] = [];
+// Each a copy of the migrated relay template (test/helpers/relay.ts).
+const folders = await relayFolders();
 const stores: StreamStore[] = [];
 afterEach(async () => {
   for (const s of stores.splice(0)) await s.close().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
+afterAll(() => folders.cleanup());
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-journal-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = folders.fresh;
 
 async function open(dir: string, log = silentLog): Promise<StreamStore> {
   const store = await openPgliteStore({ dataDir: dir, log });

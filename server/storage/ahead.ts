@@ -164,20 +164,15 @@ export function journaledStore(inner: StreamStore, db: SqlDb, journal: Journal, 
       ledger.head = null;
     }
     const out = inner.append(stream, ops);
-    if (ledger)
-      out.then(
-        (o) => {
-          for (const op of ops) ledger.filter.add(op.id);
-          ledger.careful -= 1;
-          // The last careful append to answer knows the head: nothing went to the database after it.
-          if (ledger.careful === 0) ledger.head = o.head;
-        },
-        () => {
-          // It may have been stored before it failed: the filter only ever sends an id the careful way.
-          for (const op of ops) ledger.filter.add(op.id);
-          ledger.careful -= 1;
-        },
-      );
+    // A failed append may have been stored before it failed: its ids go in the filter either way (the
+    // filter only ever sends an id the careful way). The last careful append to answer knows the head:
+    // nothing went to the database after it.
+    const answered = (head: number | null) => {
+      for (const op of ops) ledger!.filter.add(op.id);
+      ledger!.careful -= 1;
+      if (ledger!.careful === 0 && head !== null) ledger!.head = head;
+    };
+    if (ledger) out.then((o) => answered(o.head), () => answered(null));
     return out;
   };
 
@@ -193,9 +188,11 @@ export function journaledStore(inner: StreamStore, db: SqlDb, journal: Journal, 
       return Promise.reject(broken!);
     }
     ledger.head = first + ops.length - 1;
-    for (const op of ops) ledger.filter.add(op.id);
     let bytes = 0;
-    for (const op of ops) bytes += op.text.length;
+    for (const op of ops) {
+      ledger.filter.add(op.id);
+      bytes += op.text.length;
+    }
     unstored += 1;
     unstoredBytes += bytes;
     // Sent to the database thread before this returns: whatever is asked of it later runs after it.
@@ -208,7 +205,7 @@ export function journaledStore(inner: StreamStore, db: SqlDb, journal: Journal, 
       .finally(() => settled(bytes));
     const out: AppendOutcome = {
       results: ops.map((op, i) => ({ op: op.id, seq: first + i, duplicate: false })),
-      head: first + ops.length - 1,
+      head: ledger.head,
       rows: ops.map((op, i) => ({ seq: first + i, op: op.text })),
     };
     emitter.emit(stream, out.head);

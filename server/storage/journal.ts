@@ -1,8 +1,9 @@
 // The relay's append journal: pushes written to a file before they are acknowledged, kept until the
 // database holds them, and put into it again at the next open if the process ended first.
-import { closeSync, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, unlink, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readdirSync, readFileSync, unlink, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
+import { makePrivateDir } from '../../infra/index.js';
 
 /** Ops taken in one push: the stream, the seq of the first, and each op's id, author workspace and exact text. */
 export type JournalAppend = { kind: 'append'; stream: string; first: number; ops: Array<{ id: string; workspace: string | null; text: string }> };
@@ -101,7 +102,7 @@ export class Journal {
    * in the database ({@link Journal.removeOld}).
    */
   static begin(dir: string): Journal {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makePrivateDir(dir);
     const last = Journal.files(dir).at(-1);
     const next = last === undefined ? 1 : Number(last.slice(-12, -4)) + 1;
     return new Journal(dir, next);

@@ -1,25 +1,22 @@
 // The PGlite relay's journal against a real kill: a relay process killed with journaled appends not yet in
 // its database loses none of them at its next open.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { createLogger, openPgliteStore, type StreamStore } from '../../server/index.js';
+import { relayFolders } from '../helpers/relay.js';
 
-const dirs: string[] = [];
+// Each a copy of the migrated relay template (test/helpers/relay.ts).
+const folders = await relayFolders();
 const stores: StreamStore[] = [];
 afterEach(async () => {
   for (const s of stores.splice(0)) await s.close().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
+afterAll(() => folders.cleanup());
 
-function tempDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), 'nexus-relay-journal-'));
-  dirs.push(dir);
-  return dir;
-}
+const tempDir = folders.fresh;
 
 /** A logger that keeps its lines. */
 function keepingLog(): { log: ReturnType<typeof createLogger>; lines: string[] } {

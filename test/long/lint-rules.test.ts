@@ -41,6 +41,7 @@ const FILES: Record<string, string> = {
 
 /** Each linted file's messages from the house's rules, as `rule: message`. */
 let found: Map<string, string[]>;
+let eslint: ESLint;
 
 beforeAll(async () => {
   for (const [file, text] of Object.entries(FILES)) {
@@ -49,7 +50,7 @@ beforeAll(async () => {
   }
   // The project's config as it is; only the rules that need the type checker are left out (they are not
   // what this tests, and a typed parse of the project would cost more than the rest of the file).
-  const eslint = new ESLint({
+  eslint = new ESLint({
     cwd: REPO,
     overrideConfig: {
       languageOptions: { parserOptions: { projectService: false } },
@@ -92,6 +93,15 @@ describe('npm run lint', () => {
 
   it('fails on a worker started from evaluated source text', () => {
     expect(of(`${infra}/evaluated.ts`)).toEqual([expect.stringMatching(/^no-restricted-syntax: a worker runs a module file of its own/)]);
+  });
+
+  it("fails on the node's composition root once startNode passes 99 lines, and passes on it as it is", async () => {
+    const daemon = join(REPO, 'node-agent/host/node/daemon.ts');
+    const [asIs] = await eslint.lintFiles([daemon]);
+    expect(asIs!.messages.filter((m) => m.ruleId === 'max-lines-per-function')).toEqual([]);
+    const body = Array.from({ length: 100 }, (_, i) => `  const v${i} = ${i};`).join('\n');
+    const [grown] = await eslint.lintText(`export function startNode(): number {\n${body}\n  return v0;\n}\n`, { filePath: daemon });
+    expect(grown!.messages.map((m) => `${m.ruleId}: ${m.message}`)).toEqual([expect.stringMatching(/^max-lines-per-function: Function 'startNode' has too many lines \(103\)\. Maximum allowed is 99\./)]);
   });
 
   it("passes on another capability's door, a capability's own files, node:fs in an adapter, a one-way chain and a worker from a file", () => {

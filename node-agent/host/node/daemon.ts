@@ -13,7 +13,7 @@ import type { UiInfo } from '../../../protocol/commands.js';
 import type { Timers } from '../../kernel/index.js';
 import { packageVersion } from '../../paths.js';
 import { rpcApp, type NodeRoute } from '../rpc/server.js';
-import { startUi, type UiServer } from '../ui/index.js';
+import { startUi, type UiBackend, type UiServer } from '../ui/index.js';
 import { LocalDelivery } from './delivery.js';
 import { nodePaths, originId, readRegistry, writeInfo, type NodePaths } from './files.js';
 import { claimHome } from './claim.js';
@@ -21,7 +21,7 @@ import { commandPath } from './handlers.js';
 import { Served } from './served.js';
 import { Ticker } from './ticks.js';
 import { NodeCounters } from './counters.js';
-import { healthApp, startHealth, type HealthOptions, type HealthServer } from './metrics.js';
+import { healthApp, startHealth, type HealthOptions, type HealthServer, type NodeMetricsView } from './metrics.js';
 
 export type NodeOptions = {
   home?: string;
@@ -117,33 +117,12 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
     server!.listen(paths.socket, () => resolve());
   });
   chmodSync(paths.socket, 0o600);
-  if (opts.health !== false) {
-    const view = { served, counters, version: packageVersion(), registered: () => readRegistry(paths).workspaces.length };
-    try {
-      health = await startHealth(healthApp(view, { pid: process.pid, startedAt, log }), opts.health ?? {});
-    } catch (err) {
-      // Asked for a port it cannot have: the node does not run half-watched.
-      await close();
-      throw err;
-    }
-    log.info(`health and metrics on ${health.url}/healthz and ${health.url}/metrics`, { health: health.url });
-  }
+  health = await closingOnError(close, () => startNodeHealth(opts.health, { served, counters, version: packageVersion(), registered: () => readRegistry(paths).workspaces.length }, startedAt, log));
   writeInfo(paths, { pid: process.pid, started_at: startedAt, socket: paths.socket, home: paths.home, ...(health ? { health: health.url } : {}) });
   if (opts.ui !== false) {
     const onAppended = (listener: (workspace: string) => void) => (events.on('ops', listener), () => void events.off('ops', listener));
     const backend = { run, onAppended, registered: () => readRegistry(paths).workspaces };
-    const where = typeof opts.ui === 'object' ? opts.ui : {};
-    const asked = where.host !== undefined || where.port !== undefined;
-    try {
-      ui = await startUi({ nodeDir: paths.dir, backend, log: log.child({ component: 'ui' }), ...where });
-    } catch (err) {
-      // An address asked for and not had: the node does not run with its dashboard somewhere else, or nowhere.
-      if (asked) {
-        await close();
-        throw err;
-      }
-      log.error('the dashboard could not start', { err });
-    }
+    ui = await closingOnError(close, () => startDashboard(paths, backend, typeof opts.ui === 'object' ? opts.ui : {}, log));
   }
   const tick = (id: string) =>
     served
@@ -159,4 +138,36 @@ export async function startNode(opts: NodeOptions = {}): Promise<RunningNode> {
   });
   if (!existsSync(paths.socket)) throw new NexusError('INTERNAL', 'the node socket vanished');
   return { paths, socket: paths.socket, pid: process.pid, health: health?.url ?? null, ui: () => ui?.info() ?? null, events, close, closed };
+}
+
+/** Runs `start`; if it throws, the node closes what it started before the error goes on. */
+async function closingOnError<T>(close: () => Promise<void>, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** /healthz and /metrics, unless turned off. A port asked for and not had fails the start: the node does not run half-watched. */
+async function startNodeHealth(options: HealthOptions | false | undefined, view: NodeMetricsView, startedAt: string, log: Logger): Promise<HealthServer | null> {
+  if (options === false) return null;
+  const health = await startHealth(healthApp(view, { pid: process.pid, startedAt, log }), options ?? {});
+  log.info(`health and metrics on ${health.url}/healthz and ${health.url}/metrics`, { health: health.url });
+  return health;
+}
+
+/**
+ * The dashboard. An address asked for and not had fails the start: the node does not run with its
+ * dashboard somewhere else, or nowhere. Without one asked for, a failure is logged and the node runs on.
+ */
+async function startDashboard(paths: NodePaths, backend: UiBackend, where: { host?: string; port?: number }, log: Logger): Promise<UiServer | null> {
+  try {
+    return await startUi({ nodeDir: paths.dir, backend, log: log.child({ component: 'ui' }), ...where });
+  } catch (err) {
+    if (where.host !== undefined || where.port !== undefined) throw err;
+    log.error('the dashboard could not start', { err });
+    return null;
+  }
 }

@@ -6,6 +6,8 @@ import { isMap, isNode, isScalar, isSeq, LineCounter, parseDocument } from 'yaml
 import type { z } from 'zod';
 import { findBadText } from '../../../protocol/storable.js';
 
+export { declarationFileNames } from './folder.js';
+
 /** One thing wrong with a declaration file: the field (dotted path) when there is one. */
 export type DeclarationProblem = { file: string; field: string | null; reason: string };
 

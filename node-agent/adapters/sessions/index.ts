@@ -4,3 +4,4 @@ export { PID_NAMESPACE_VARIABLE, pidNamespace, processAlive, seesSessionProcesse
 export { buildPrompt, pickBoundary, wrapUntrusted, type PromptInput, type PromptMessage, type PromptRound } from './prompt.js';
 export { readSpec, recordedOperationEnv, recordOperationEnv, REPLY_ONLY_TOOL, sessionDir, SessionSpecSchema, type SessionSpec } from './spec.js';
 export { readLastRun, readTurnReport } from './run-state.js';
+export { isSessionFolder, readTranscriptTail, transcriptFile, transcriptTurns } from './transcript.js';

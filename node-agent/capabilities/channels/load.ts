@@ -1,5 +1,4 @@
 // Reads .nxs-channels/<name>.yaml: regular files only, under a hard byte cap, refused with file, field and reason.
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   CHANNEL_DIR,
@@ -11,7 +10,7 @@ import {
   type ChannelSpec,
 } from '../../../protocol/channel.js';
 import { readCapped } from '../../../infra/index.js';
-import { meaningHash, parseDeclaration } from '../../adapters/declarations/index.js';
+import { declarationFileNames, meaningHash, parseDeclaration } from '../../adapters/declarations/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 
 const EXTENSIONS = ['.yaml', '.yml'] as const;
@@ -33,19 +32,18 @@ export function parseChannel(file: string, name: string, text: string): Outcome 
 
 /** Declaration files by channel name, from a listing of the folder: a name can never walk out of it. */
 async function filesByName(root: string): Promise<Map<string, string[]>> {
-  let entries;
+  let names;
   try {
-    entries = await readdir(path.join(root, CHANNEL_DIR), { withFileTypes: true });
+    names = await declarationFileNames(root, CHANNEL_DIR);
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return new Map();
     throw new NexusError('CHANNEL_INVALID', `${CHANNEL_DIR}/ cannot be listed (${(err as NodeJS.ErrnoException).code ?? 'error'})`, { file: CHANNEL_DIR, field: null, reason: 'cannot be listed' });
   }
   const byName = new Map<string, string[]>();
-  for (const entry of entries) {
-    const ext = EXTENSIONS.find((e) => entry.name.endsWith(e));
+  for (const entry of names ?? []) {
+    const ext = EXTENSIONS.find((e) => entry.endsWith(e));
     if (ext === undefined) continue;
-    const name = entry.name.slice(0, -ext.length);
-    byName.set(name, [...(byName.get(name) ?? []), `${CHANNEL_DIR}/${entry.name}`].sort());
+    const name = entry.slice(0, -ext.length);
+    byName.set(name, [...(byName.get(name) ?? []), `${CHANNEL_DIR}/${entry}`].sort());
   }
   return byName;
 }

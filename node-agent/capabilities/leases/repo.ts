@@ -1,11 +1,21 @@
 // What the mover needs to know about a repository before it writes into it, the token ref that fences every
 // change, and the journal that lets an interrupted move be finished or rolled back.
 import { createHash } from 'node:crypto';
-import { chmod, readFile, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { makePrivateDir, PRIVATE_MODES, readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
+import { makePrivateDir, readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
-import { mayHoldRepository, runGit, saysOutsideRepository, type RunGitOptions } from '../../adapters/git/index.js';
+import {
+  gitDirHolds,
+  isFolder,
+  isRegularFile,
+  makeFilePrivate,
+  mayHoldRepository,
+  readJournalText,
+  removeOwnFile,
+  runGit,
+  saysOutsideRepository,
+  type RunGitOptions,
+} from '../../adapters/git/index.js';
 
 /** A full object name: 40 hex digits (SHA-1) or 64 (SHA-256). */
 const OBJECT_NAME = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
@@ -36,8 +46,7 @@ export function git(repo: Repo, args: readonly string[], opts?: RunGitOptions) {
  * `journalDir`: where the journal of a move is kept (see {@link journalFile}).
  */
 export async function probe(dir: string, journalDir?: string): Promise<Repo | null> {
-  const exists = await stat(dir).then((s) => s.isDirectory(), () => false);
-  if (!exists || !mayHoldRepository(dir)) return null;
+  if (!(await isFolder(dir)) || !mayHoldRepository(dir)) return null;
   try {
     const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir', '--show-object-format'], { readOnly: true });
     const [top, gitDir, format] = out.stdout.split('\n');
@@ -67,7 +76,7 @@ const SEQUENCES: Array<[string, string]> = [
  */
 export async function unfinished(repo: Repo): Promise<string | null> {
   for (const [name, what] of SEQUENCES) {
-    if (await stat(join(repo.gitDir, name)).then(() => true, () => false)) return what;
+    if (await gitDirHolds(repo.gitDir, name)) return what;
   }
   const unmerged = await git(repo, ['ls-files', '-u', '-z'], { readOnly: true });
   if (unmerged.raw.length > 0) return 'the index has conflicted paths: resolve them (git add) or reset them';
@@ -264,10 +273,7 @@ export type Journal = {
 };
 
 export async function readJournal(repo: Repo): Promise<Journal | null> {
-  const text = await readFile(repo.journal, 'utf8').catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return null;
-    throw err;
-  });
+  const text = await readJournalText(repo.journal);
   return text === null ? null : (JSON.parse(text) as Journal);
 }
 
@@ -277,7 +283,7 @@ export async function writeJournal(repo: Repo, j: Journal): Promise<void> {
 }
 
 export async function clearJournal(repo: Repo): Promise<void> {
-  await rm(repo.journal, { force: true });
+  await removeOwnFile(repo.journal);
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -297,7 +303,7 @@ export async function keepParked(repo: Repo, operation: string, ref: string, hea
   const file = keptFile(repo, operation);
   makePrivateDir(dirname(file));
   await git(repo, ['bundle', 'create', file, ref, `^${head}`]);
-  await chmod(file, PRIVATE_MODES.file);
+  await makeFilePrivate(file);
 }
 
 /**
@@ -306,7 +312,7 @@ export async function keepParked(repo: Repo, operation: string, ref: string, hea
  */
 export async function bringBackParked(repo: Repo, operation: string, ref: string, work: string): Promise<boolean> {
   const file = keptFile(repo, operation);
-  if (!(await stat(file).then((s) => s.isFile(), () => false))) return false;
+  if (!(await isRegularFile(file))) return false;
   await git(repo, ['bundle', 'unbundle', file]);
   // A branch a session moved is left where it is; a deleted one names the work again, as the notice says.
   await git(repo, ['update-ref', ref, work, ''], { okCodes: [1, 128] });
@@ -315,5 +321,5 @@ export async function bringBackParked(repo: Repo, operation: string, ref: string
 
 /** The copy is dropped once the work is back in the tree. */
 export async function dropParked(repo: Repo, operation: string): Promise<void> {
-  await rm(keptFile(repo, operation), { force: true });
+  await removeOwnFile(keptFile(repo, operation));
 }

@@ -1,9 +1,8 @@
 // Turning a working tree into commits and back, through private index files: the user's index is copied,
 // never written, and the stash is never used.
-import { rm, rmdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
-import { LEASE_GIT_IDENTITY } from '../../adapters/git/index.js';
+import { deleteFromTree, LEASE_GIT_IDENTITY, removeOwnFile } from '../../adapters/git/index.js';
 import { git, type Repo } from './repo.js';
 
 /** The largest index copied (a repository of a few million files); past it the snapshot hashes afresh from HEAD. */
@@ -40,7 +39,7 @@ export async function snapshot(repo: Repo, head: string, label: string, headTree
  */
 export async function treesOf(repo: Repo, head: string): Promise<Snapshot['trees']> {
   const tmp = join(repo.scratch, 'nexus-lease-park.index');
-  await rm(tmp, { force: true });
+  await removeOwnFile(tmp);
   try {
     // Only a regular file is copied: a session can swap .git/index for a link to a secret (Nexus would copy the
     // secret where the session reads it) or to a FIFO. Without one, the staged state is HEAD's.
@@ -52,7 +51,7 @@ export async function treesOf(repo: Repo, head: string): Promise<Snapshot['trees
     const work = (await git(repo, ['write-tree'], { indexFile: tmp })).stdout.trim();
     return { work, index };
   } finally {
-    await rm(tmp, { force: true });
+    await removeOwnFile(tmp);
   }
 }
 
@@ -73,12 +72,7 @@ export async function materialise(repo: Repo, from: string, to: string): Promise
   // Paths stay bytes: a name that is not UTF-8 must still reach the file it names.
   const top = Buffer.from(`${repo.top}/`);
   // Deletions first: a folder that becomes a file (or the reverse) must be out of the way.
-  for (const path of deletes) {
-    await unlink(Buffer.concat([top, path])).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
-    await pruneEmptyParents(top, path);
-  }
+  for (const path of deletes) await deleteFromTree(top, path);
   if (writes.length === 0) return;
   const tmp = join(repo.scratch, 'nexus-lease-restore.index');
   try {
@@ -86,17 +80,7 @@ export async function materialise(repo: Repo, from: string, to: string): Promise
     const input = Buffer.concat(writes.flatMap((p) => [p, Buffer.from([0])]));
     await git(repo, ['checkout-index', '-f', '-z', '--stdin'], { indexFile: tmp, input });
   } finally {
-    await rm(tmp, { force: true });
-  }
-}
-
-async function pruneEmptyParents(top: Buffer, path: Buffer): Promise<void> {
-  let end = path.lastIndexOf(0x2f);
-  while (end > 0) {
-    const dir = Buffer.concat([top, path.subarray(0, end)]);
-    const removed = await rmdir(dir).then(() => true, () => false);
-    if (!removed) return;
-    end = path.subarray(0, end).lastIndexOf(0x2f);
+    await removeOwnFile(tmp);
   }
 }
 

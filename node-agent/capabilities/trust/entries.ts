@@ -1,14 +1,13 @@
 // The workspaces this one trusts to commission its personas (.nxs/trust.json, mode 600).
-import { existsSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import { parsePublicJwk, workspaceIdFromPublicJwk, type PublicJwk } from '../../../crypto/index.js';
 import { INVITE_PREFIX, readKeyOffer, type KeyOffer } from './offer.js';
 import { readSmallFileSync } from '../../../infra/index.js';
 import { WORKSPACE_PUB_FILE } from '../../adapters/keys/index.js';
+import { readJsonFile, readKeyFileText, withFileLock, writeJsonFileAtomic } from '../../adapters/trust/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { WorkspaceId } from '../../../protocol/ids.js';
 import type { WorkspacePaths } from '../../paths.js';
-import { readJsonFile, withFileLock, writeJsonFileAtomic } from './files.js';
 
 /** One trusted workspace: its id, its public key (whose id it is), an optional alias, when it was added. */
 export type TrustEntry = {
@@ -128,10 +127,12 @@ export function readKeyArgument(key: unknown, cwd: string = process.cwd()): KeyO
   const text = key.trim();
   if (text.startsWith('{') || text.startsWith(INVITE_PREFIX)) return readKeyOffer(text);
   const file = isAbsolute(text) ? text : resolve(cwd, text);
-  if (text === '' || !existsSync(file)) throw new NexusError('USAGE', `--key ${JSON.stringify(key)} is neither an invite, a JWK (JSON) nor an existing file`);
-  const stat = statSync(file);
-  if (!stat.isFile() || stat.size > KEY_FILE_MAX_BYTES) throw new NexusError('USAGE', `${file} is not a small file holding a public key`);
-  const body = readFileSync(file, 'utf8').trim();
+  const read = text === '' ? { problem: 'missing' as const } : readKeyFileText(file, KEY_FILE_MAX_BYTES);
+  if ('problem' in read) {
+    const why = read.problem === 'missing' ? `--key ${JSON.stringify(key)} is neither an invite, a JWK (JSON) nor an existing file` : `${file} is not a small file holding a public key`;
+    throw new NexusError('USAGE', why);
+  }
+  const body = read.text.trim();
   if (!body.startsWith('{') && !body.startsWith(INVITE_PREFIX)) throw new NexusError('USAGE', `${file} holds neither an invite line nor a JSON public key`);
   return readKeyOffer(body);
 }

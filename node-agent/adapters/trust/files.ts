@@ -1,9 +1,10 @@
-// Small JSON files under .nxs/: read, written atomically (mode 600), changed under a short file lock.
-import { existsSync } from 'node:fs';
+// The trust folder's files on disk: small JSON files under .nxs/ (read, written atomically with mode 600,
+// changed under a short file lock), and a public key file a person names on the command line.
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { acquireLockSync, describeOwner, readSmallFileSync, writeFileAtomic } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 
-/** The most a trust or seen-stamp file may weigh. */
+/** The most a JSON file here (the trust file) may weigh. */
 const JSON_FILE_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
@@ -46,4 +47,15 @@ export function withFileLock<T>(file: string, fn: () => T): T {
   } finally {
     release();
   }
+}
+
+/**
+ * The text of a key file named on the command line (links followed: the person chose the path), or why it was
+ * not read: `missing` when nothing is there, `not-small-file` when it is not a regular file of at most `maxBytes`.
+ */
+export function readKeyFileText(file: string, maxBytes: number): { text: string } | { problem: 'missing' | 'not-small-file' } {
+  if (!existsSync(file)) return { problem: 'missing' };
+  const stat = statSync(file);
+  if (!stat.isFile() || stat.size > maxBytes) return { problem: 'not-small-file' };
+  return { text: readFileSync(file, 'utf8') };
 }

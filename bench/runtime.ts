@@ -70,7 +70,7 @@ async function main(): Promise<void> {
   const sdkCall = () => sdk.call({ system: 's', messages: [{ role: 'user', content: [{ type: 'text', text: 'hi' }] }], tools: [], signal: ac.signal, timeoutMs: 10_000 });
   // The revision is fixed here: the git fingerprint is an inspection cost of the working copy, measured by bench:core.
   const revision = async () => 'bench-revision';
-  const leases = fileCommandLeases({ file: path.join(work, '.nxs', 'command-lease.json'), revision });
+  const leases = fileCommandLeases({ file: path.join(work, '.nxs', 'command-lease'), revision });
   let runNo = 0;
   const run = async () => {
     const dir = path.join(work, '.nxs', 'runs', String(runNo++));

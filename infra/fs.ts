@@ -1,5 +1,5 @@
 // File-system pieces every part of Nexus shares: one atomic write, one process-liveness check, and
-// one exclusive lock whose holder is known by pid (never by how recently it refreshed a timestamp).
+// one exclusive lock whose holder is known by pid (and, only where it asks for one, by an expiry it renews).
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
@@ -90,7 +90,18 @@ export function processAlive(pid: number, startTime?: number | null): boolean {
 }
 
 /** Who holds a lock: written inside the lock folder by the process that made it. */
-export type LockOwner = { pid: number; start: number | null; host: string; since: string; purpose: string; home?: string; /** Its PID namespace (absent in older locks). */ pidns?: string };
+export type LockOwner = {
+  pid: number;
+  start: number | null;
+  host: string;
+  since: string;
+  purpose: string;
+  home?: string;
+  /** Its PID namespace (absent in older locks). */
+  pidns?: string;
+  /** Only in a lock taken with `ttlMs`: the time (ms) after which a holder that did not renew counts as gone. */
+  expires?: number;
+};
 
 export type LockOptions = {
   /** How long to keep trying while a live process holds the lock (0: one try). */
@@ -105,9 +116,26 @@ export type LockOptions = {
   busy: (owner: LockOwner | null) => Error;
   /** Called as soon as the holder is seen: return an error to give up at once instead of waiting (e.g. a node holds it). */
   refuseEarly?: (owner: LockOwner) => Error | null;
+  /**
+   * Makes the lock expire `ttlMs` after it is taken or last renewed. A pid is the only judge of a holder
+   * on this host in our PID namespace; elsewhere (another host, a sandbox's namespace) it means nothing
+   * here, and an expiry the holder keeps pushing is what tells a crashed one from a live one.
+   */
+  ttlMs?: number;
+  /** The clock expiries are set and judged by (a test's fake one); Date.now by default. */
+  now?: () => number;
+  /** Fields written into owner.json beside the holder's own, for whoever reads who holds it (a command lease's id and owner). */
+  extra?: Record<string, string | number>;
 };
 
 export type Release = () => void;
+
+/** A lock taken: calling it releases it, true when the lock was still ours (false: cleared or taken over meanwhile). */
+export type HeldLock = {
+  (): boolean;
+  /** Pushes the expiry on (when the lock has one); false, writing nothing, when the owner record is no longer ours. */
+  renew(): boolean;
+};
 
 const OWNER_FILE = 'owner.json';
 /** A lock folder with no owner file yet is being made; past this age its maker died mid-way. */
@@ -121,7 +149,7 @@ export function readLockOwner(lock: string): LockOwner | null {
   }
 }
 
-function ownerGone(lock: string, owner: LockOwner | null): boolean {
+function ownerGone(lock: string, owner: LockOwner | null, now: number): boolean {
   if (owner === null) {
     try {
       return Date.now() - statSync(lock).mtimeMs > HALF_MADE_MS;
@@ -129,47 +157,88 @@ function ownerGone(lock: string, owner: LockOwner | null): boolean {
       return true; // released meanwhile
     }
   }
+  // A holder that promised to renew and did not is gone wherever it runs: for one elsewhere it is the only sign there is.
+  if (typeof owner.expires === 'number' && now >= owner.expires) return true;
   if (owner.host !== hostname()) return false; // another machine's process: its liveness cannot be told here
   if (!seesPidsOf(owner.pidns)) return false; // a process inside a sandbox's PID namespace, or outside ours: likewise
   return !processAlive(owner.pid, owner.start);
 }
 
-/** Removes a dead holder's lock folder. Renamed aside first, so two processes clearing it cannot remove a fresh one. */
-function clearStale(lock: string): void {
+/** Removes a dead holder's lock folder; true if it did. Renamed aside first, so two processes clearing it cannot remove a fresh one. */
+function clearStale(lock: string, now: () => number): boolean {
   const aside = `${lock}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     renameSync(lock, aside);
   } catch {
-    return; // somebody else cleared or re-took it
+    return false; // somebody else cleared or re-took it
   }
   const owner = readLockOwner(aside);
-  if (owner !== null && !ownerGone(aside, owner)) {
+  if (owner !== null && !ownerGone(aside, owner, now())) {
     // It was re-taken between our look and the rename: give it back.
     try {
       renameSync(aside, lock);
-      return;
+      return false;
     } catch {
       /* fall through: the new holder's folder is gone, it will notice when it releases */
     }
   }
   rmSync(aside, { recursive: true, force: true });
+  return true;
+}
+
+/** Clears `lock` if its holder is gone (dead, or past an expiry it did not renew) without taking it: the holder cleared, else null. */
+export function clearStaleLock(lock: string, now: () => number = Date.now): LockOwner | null {
+  const owner = readLockOwner(lock);
+  if (owner === null || !ownerGone(lock, owner, now())) return null;
+  return clearStale(lock, now) ? owner : null;
+}
+
+function readText(file: string): string | null {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+}
+
+/** Removes our own lock folder: moved aside and checked there first, so a holder that took it since keeps it. */
+function removeOwn(lock: string, written: string): boolean {
+  const aside = `${lock}.released-${process.pid}-${randomBytes(4).toString('hex')}`;
+  try {
+    renameSync(lock, aside);
+  } catch {
+    return false; // cleared meanwhile
+  }
+  if (readText(join(aside, OWNER_FILE)) !== written) {
+    try {
+      renameSync(aside, lock);
+    } catch {
+      // A newer holder made the folder again: the one moved aside had lost it already.
+      rmSync(aside, { recursive: true, force: true });
+    }
+    return false;
+  }
+  rmSync(aside, { recursive: true, force: true });
+  return true;
 }
 
 /** One attempt: the release on success, the current holder otherwise. */
-function tryLock(lock: string, opts: LockOptions): Release | { held: LockOwner | null } {
+function tryLock(lock: string, opts: LockOptions): HeldLock | { held: LockOwner | null } {
+  const now = opts.now ?? Date.now;
   mkdirSync(dirname(lock), { recursive: true });
   try {
     mkdirSync(lock, { mode: 0o700 });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
     const owner = readLockOwner(lock);
-    if (ownerGone(lock, owner)) {
-      clearStale(lock);
+    if (ownerGone(lock, owner, now())) {
+      clearStale(lock, now);
       return tryLock(lock, opts);
     }
     return { held: owner };
   }
   const me: LockOwner = {
+    ...opts.extra,
     pid: process.pid,
     start: processStartTime(process.pid),
     host: hostname(),
@@ -177,23 +246,41 @@ function tryLock(lock: string, opts: LockOptions): Release | { held: LockOwner |
     purpose: opts.purpose,
     ...(opts.home === undefined ? {} : { home: opts.home }),
     ...(pidNamespace() === null ? {} : { pidns: pidNamespace()! }),
+    ...(opts.ttlMs === undefined ? {} : { expires: now() + opts.ttlMs }),
   };
-  writeFileAtomic(join(lock, OWNER_FILE), JSON.stringify(me) + '\n');
+  const file = join(lock, OWNER_FILE);
+  // The lock is ours while owner.json is, to the byte, what we last wrote: a takeover or clearing shows as any change.
+  let written = JSON.stringify(me) + '\n';
+  writeFileAtomic(file, written);
   let released = false;
-  return () => {
-    if (released) return;
+  const release = () => {
+    if (released) return false;
     released = true;
-    const now = readLockOwner(lock);
-    if (now !== null && now.pid === process.pid && now.start === me.start && now.since === me.since) rmSync(lock, { recursive: true, force: true });
+    return readText(file) === written && removeOwn(lock, written);
   };
+  const renew = () => {
+    if (released || readText(file) !== written) return false;
+    if (opts.ttlMs === undefined) return true;
+    const next = JSON.stringify({ ...me, expires: now() + opts.ttlMs }) + '\n';
+    try {
+      writeFileAtomic(file, next);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false; // the folder was cleared under us
+      throw err;
+    }
+    written = next;
+    return true;
+  };
+  return Object.assign(release, { renew });
 }
 
 /**
  * Takes the exclusive lock folder `lock`, waiting up to `opts.waitMs` while a live process holds
  * it. A holder is dead when its pid (with its start time) no longer runs: a slow or starved holder
- * keeps its lock however long it takes, and a crashed one loses it at the next attempt.
+ * keeps its lock however long it takes, and a crashed one loses it at the next attempt. With
+ * `opts.ttlMs`, a holder that lets its expiry pass without `renew` is also gone, wherever it runs.
  */
-export async function acquireLock(lock: string, opts: LockOptions): Promise<Release> {
+export async function acquireLock(lock: string, opts: LockOptions): Promise<HeldLock> {
   const started = Date.now();
   let told = false;
   for (let wait = 10; ; wait = Math.min(wait * 2, 200)) {
@@ -214,7 +301,7 @@ export async function acquireLock(lock: string, opts: LockOptions): Promise<Rele
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 /** `acquireLock` for the short, synchronous critical sections (a read-change-write of a small file). */
-export function acquireLockSync(lock: string, opts: LockOptions): Release {
+export function acquireLockSync(lock: string, opts: LockOptions): HeldLock {
   const started = Date.now();
   for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
     const got = tryLock(lock, opts);

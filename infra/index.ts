@@ -1,5 +1,5 @@
 // The infra door: pieces every host shares (relay, node, sync client). infra/ imports only protocol/ and node built-ins (and PGlite's types).
-export { acquireLock, acquireLockSync, describeOwner, pidNamespace, processAlive, processStartTime, readLockOwner, seesPidsOf, writeFileAtomic, type LockOptions, type LockOwner, type Release } from './fs.js';
+export { acquireLock, acquireLockSync, clearStaleLock, describeOwner, pidNamespace, processAlive, processStartTime, readLockOwner, seesPidsOf, writeFileAtomic, type HeldLock, type LockOptions, type LockOwner, type Release } from './fs.js';
 export { createLogger, LOG_LEVELS, parseLogLevel, silentLogger, type LogFields, type Logger, type LoggerOptions, type LogLevel } from './log.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { makePrivateDir, PRIVATE_MODES, SHARED_MODES, tightenTree, treeProblem, withPrivateUmask, type TreeModes } from './private-dir.js';

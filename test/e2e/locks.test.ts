@@ -1,7 +1,7 @@
 // The pid-owned lock: a holder is alive as long as its process runs, however late it is, and a dead
 // holder's lock is taken at the next attempt. Nothing here waits for a rule's duration.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -82,6 +82,69 @@ describe('the pid-owned lock', () => {
     // Our own namespace, or none recorded (an older lock), is judged by pid as before.
     expect(seesPidsOf(pidNamespace())).toBe(true);
     expect(seesPidsOf(undefined)).toBe(true);
+  });
+
+  // An expiring lock (the working copy's command lease): where a pid says nothing, a missed renewal is what tells.
+  const elsewhere: Array<[string, object]> = [
+    ['in another PID namespace', { pidns: 'pid:[1]' }],
+    ['on another host', { host: 'another-host.invalid' }],
+  ];
+  /** A lock as a holder `where` wrote it, expiring at `expires`, whose pid runs nothing here. */
+  async function forgeExpiring(name: string, where: object, expires: number): Promise<string> {
+    const child = spawn(process.execPath, ['-e', '0'], { stdio: 'ignore' });
+    const pid = child.pid!;
+    await new Promise((r) => child.once('exit', r));
+    const lock = join(dir, name);
+    forge(lock, pid, 12345);
+    writeFileSync(join(lock, 'owner.json'), JSON.stringify({ ...readLockOwner(lock), ...where, expires }));
+    return lock;
+  }
+
+  it.each(elsewhere)('an expiring lock held %s is kept until its expiry, and cleared once that passes without renewal', async (_where, where) => {
+    let t = 1_000_000;
+    const now = () => t;
+    const lock = await forgeExpiring(`expiring-${Object.keys(where)[0]}.lock`, where, 1_030_000);
+    const before = readFileSync(join(lock, 'owner.json'), 'utf8');
+    t = 1_029_999;
+    await expect(acquireLock(lock, { waitMs: 0, purpose: 'a contender', busy, now })).rejects.toMatchObject({ code: 'STORE_BUSY' });
+    expect(readFileSync(join(lock, 'owner.json'), 'utf8')).toBe(before);
+    t = 1_030_000;
+    const release = await acquireLock(lock, { waitMs: 0, purpose: 'the new holder', busy, now });
+    expect(readLockOwner(lock)?.pid).toBe(process.pid);
+    expect(release()).toBe(true);
+  });
+
+  it('renew pushes the expiry on, so a holder that keeps renewing keeps the lock past its first expiry', async () => {
+    let t = 1_000_000;
+    const now = () => t;
+    const lock = join(dir, 'renewed.lock');
+    const held = await acquireLock(lock, { waitMs: 0, purpose: 'a renewing holder', busy, ttlMs: 30_000, now });
+    expect(readLockOwner(lock)?.expires).toBe(1_030_000);
+    t += 20_000;
+    expect(held.renew()).toBe(true);
+    expect(readLockOwner(lock)?.expires).toBe(1_050_000);
+    t += 20_000; // past the first expiry, short of the renewed one
+    await expect(acquireLock(lock, { waitMs: 0, purpose: 'a contender', busy, ttlMs: 30_000, now })).rejects.toMatchObject({ code: 'STORE_BUSY' });
+    expect(readLockOwner(lock)?.purpose).toBe('a renewing holder');
+    expect(held()).toBe(true);
+    expect(existsSync(lock)).toBe(false);
+  });
+
+  it('a holder that lost its lock learns it on renew and on release, and leaves the new holder\'s lock alone', async () => {
+    let t = 1_000_000;
+    const now = () => t;
+    const lock = join(dir, 'lost.lock');
+    const stalled = await acquireLock(lock, { waitMs: 0, purpose: 'a holder that stopped renewing', busy, ttlMs: 30_000, now });
+    t += 30_000;
+    const next = await acquireLock(lock, { waitMs: 0, purpose: 'the next holder', busy, ttlMs: 30_000, now });
+    const theirs = readFileSync(join(lock, 'owner.json'), 'utf8');
+    expect(stalled.renew()).toBe(false);
+    expect(stalled()).toBe(false);
+    expect(readFileSync(join(lock, 'owner.json'), 'utf8')).toBe(theirs);
+    // A lock folder removed under its holder is lost too.
+    rmSync(lock, { recursive: true, force: true });
+    expect(next.renew()).toBe(false);
+    expect(next()).toBe(false);
   });
 
   // What a sandbox with a PID namespace of its own does to a command (codex's bubblewrap does this to nxc).

@@ -23,7 +23,7 @@ describe('a command lease whose release fails after the command failed', () => {
       const leases = fileCommandLeases({ file, revision });
       const err = await withCommandLease(leases, { owner: 'test', expectedRevision: await revision() }, async () => {
         // The lease disappears under the command, so its release cannot succeed.
-        rmSync(file, { force: true });
+        rmSync(file, { recursive: true, force: true });
         throw new Error('the command itself failed');
       }).then(
         () => null,

@@ -2,7 +2,7 @@
 export { account, describeUsage, operationTokensLeft, remainingMs, resolveLimits, toolsOffered, type BudgetEvent, type BudgetState, type Decision, type Verdict } from './budget.js';
 export { endingMessage, nxcReply, type Answer, type AnswerOutcome, type Ending } from './answer.js';
 export { Journal, readJournal, writeRunState } from './journal.js';
-export { addNote, DEFAULT_LEASE_TTL_MS, fileCommandLeases, isStale, withCommandLease, type CommandLease, type CommandLeases, type LeaseRecord } from './lease.js';
+export { addNote, DEFAULT_LEASE_TTL_MS, fileCommandLeases, withCommandLease, type CommandLease, type CommandLeases, type LeaseRecord } from './lease.js';
 export { classifyProviderError, ProviderError, type ModelClient, type ModelReply, type ModelRequest, type ToolSpec } from './model.js';
 export { createModelClient, KEY_VARIABLES, type ProviderConfig } from './providers/index.js';
 export { restore, INTERRUPTED, type Restored } from './resume.js';

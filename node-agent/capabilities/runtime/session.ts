@@ -17,9 +17,9 @@ import { policyFor, sandboxedTools } from './tools/index.js';
 /** A persona that declares no timeout still gets a deadline; the same figure a person's foreground run gets. */
 export const DEFAULT_RUN_TIMEOUT_MS = 300_000;
 
-/** Where a working copy's single command lease lives. */
+/** Where a working copy's single command lease lives: a lock folder, its holder in `owner.json` inside. */
 export function leaseFile(workspaceRoot: string): string {
-  return path.join(workspaceRoot, '.nxs', 'command-lease.json');
+  return path.join(workspaceRoot, '.nxs', 'command-lease');
 }
 
 /** The working copy's fingerprint, the revision a command lease checks; a folder outside git has one fixed revision. */

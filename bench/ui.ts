@@ -129,8 +129,10 @@ async function throughNode(): Promise<void> {
     try {
       const url = new URL(node.ui()!.url);
       const secret = url.searchParams.get('k')!;
+      // The dashboard's own name is under .localhost, which browsers resolve and Node's fetch does not.
+      const origin = `http://127.0.0.1:${url.port}`;
       const get = async (path: string) => {
-        const res = await fetch(url.origin + path, { headers: { authorization: `Bearer ${secret}` } });
+        const res = await fetch(origin + path, { headers: { authorization: `Bearer ${secret}` } });
         if (res.status !== 200) throw new Error(`${path}: HTTP ${res.status}`);
         return (await res.text()).length;
       };

@@ -58,6 +58,11 @@ export function writeSpec(dir: string, spec: SessionSpec, prompt: string): strin
   return file;
 }
 
+/** Reads one spec file (a turn's own copy, or one named on the command line); throws when it is missing or not a spec. */
+export function readSpecFile(file: string): SessionSpec {
+  return SessionSpecSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+}
+
 /** Reads a session's spec; null when this machine never ran it. */
 export function readSpec(dir: string): SessionSpec | null {
   try {

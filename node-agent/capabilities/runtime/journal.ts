@@ -1,9 +1,8 @@
 // The run journal: one JSON line per event, appended as the run goes and forced to disk at its boundaries.
-import { closeSync, fdatasyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
-import path from 'node:path';
 import { writeFileAtomic } from '../../../infra/index.js';
 import { NexusError } from '../../../protocol/errors.js';
 import { JournalEntrySchema, type JournalEntry, type RunStateFile } from '../../../protocol/runs.js';
+import { JournalFile, readJournalFile } from '../../adapters/sessions/index.js';
 
 type Draft = JournalEntry extends infer E ? (E extends JournalEntry ? Omit<E, 'ts'> : never) : never;
 
@@ -15,15 +14,14 @@ type Draft = JournalEntry extends infer E ? (E extends JournalEntry ? Omit<E, 't
 export const SYNC_INTERVAL_MS = 1_000;
 
 export class Journal {
-  private fd: number;
+  private readonly out: JournalFile;
   private lastSync: number;
 
   constructor(
     readonly file: string,
     private readonly clock: () => number,
   ) {
-    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    this.fd = openSync(file, 'a', 0o600);
+    this.out = new JournalFile(file);
     this.lastSync = clock();
   }
 
@@ -33,23 +31,17 @@ export class Journal {
    */
   append(entry: Draft, sync: boolean | 'soon' = false): void {
     const line = JSON.stringify({ ...entry, ts: new Date(this.clock()).toISOString() }) + '\n';
-    writeSync(this.fd, line);
+    this.out.write(line);
     if (sync === true || (sync === 'soon' && this.clock() - this.lastSync >= SYNC_INTERVAL_MS)) this.sync();
   }
 
   sync(): void {
-    fdatasyncSync(this.fd);
+    this.out.sync();
     this.lastSync = this.clock();
   }
 
   close(): void {
-    if (this.fd < 0) return;
-    try {
-      fdatasyncSync(this.fd);
-    } finally {
-      closeSync(this.fd);
-      this.fd = -1;
-    }
+    this.out.close();
   }
 }
 
@@ -61,7 +53,7 @@ export class Journal {
 export function readJournal(file: string): JournalEntry[] {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readJournalFile(file);
   } catch (err) {
     throw new NexusError('JOURNAL_INVALID', `the journal ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`, { file }, { cause: err });
   }

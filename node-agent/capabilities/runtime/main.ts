@@ -1,9 +1,8 @@
 // The process a session turn starts for runtime: builtin, claude-code or codex (`nxs-runtime [--resume] [spec.json]`, prompt on stdin).
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadPersona } from '../../adapters/personas/index.js';
 import { workspacePaths } from '../../paths.js';
-import { SessionSpecSchema, type SessionSpec } from '../../adapters/sessions/index.js';
+import { readSpecFile, type SessionSpec } from '../../adapters/sessions/index.js';
 import { runA2aTurn } from './a2a.js';
 import { SESSION_SOCKET_VARIABLE, turnSandbox } from '../../adapters/sandbox/index.js';
 import { runAdapterTurn } from './adapters/turn.js';
@@ -41,7 +40,7 @@ async function main(): Promise<number> {
   // --resume continues the turn's journal (a runtime restarted after a crash) with the limits and usage it saved.
   const resume = args[0] === '--resume';
   const file = specPath(resume ? args.slice(1) : args, process.env);
-  const spec: SessionSpec = SessionSpecSchema.parse(JSON.parse(readFileSync(file, 'utf8')));
+  const spec: SessionSpec = readSpecFile(file);
   const prompt = await readStdin();
   const sessionDir = path.dirname(file);
   const answer = nxcReply(spec.thread, process.env);

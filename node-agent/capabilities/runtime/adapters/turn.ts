@@ -1,10 +1,10 @@
 // Runs a coding CLI (claude -p, codex exec) as a session turn: deadline, budgets read from its events, run state, its answer.
 import { spawn } from 'node:child_process';
-import { createWriteStream } from 'node:fs';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { randomUlid } from '../../../../protocol/ids.js';
 import { runStateFileName, type RunStatus, type RunUsage, type TerminalStatus } from '../../../../protocol/runs.js';
+import { appendStream } from '../../../adapters/sessions/index.js';
 import { endingMessage } from '../answer.js';
 import { operationTokensLeft, resolveLimits } from '../budget.js';
 import { writeRunState } from '../journal.js';
@@ -64,7 +64,7 @@ export async function runAdapterTurn(input: TurnInput & { kind: AdapterKind }): 
     });
   const [program, ...args] = adapterCommand(kind, { persona, env: input.env, workspaceDir: turn.workspace_dir, allowedTools: allowedFromEnv(input.env), inSandbox: input.sandbox?.on === true });
   write('running', null, false);
-  const log = createWriteStream(files.journal, { flags: 'a', mode: 0o600 });
+  const log = appendStream(files.journal);
   let stop: { status: Exclude<TerminalStatus, 'completed'>; reason: string } | null = null;
   const box = input.sandbox;
   const argv = box?.on === true ? box.wrap([program!, ...args], turn.workspace_dir) : [program!, ...args];

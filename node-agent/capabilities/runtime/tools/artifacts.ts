@@ -1,8 +1,7 @@
 // Large tool outputs go to content-addressed files; the model gets a preview and a reference it can Read.
 import { createHash } from 'node:crypto';
-import { access } from 'node:fs/promises';
 import path from 'node:path';
-import { writeAtomic } from './files.js';
+import { pathExists, writeAtomic } from '../../../adapters/files/index.js';
 
 /** Relative to the workspace root, so the reference the model gets is a path its Read tool accepts. */
 export const ARTIFACT_DIR = path.join('.nxs', 'artifacts');
@@ -18,11 +17,7 @@ export async function inlineOrStore(root: string, output: string, maxChars: numb
   const digest = createHash('sha256').update(output).digest('hex');
   const rel = path.join(ARTIFACT_DIR, `sha256-${digest}.txt`);
   const abs = path.join(root, rel);
-  const exists = await access(abs).then(
-    () => true,
-    () => false,
-  );
-  if (!exists) await writeAtomic(abs, output);
+  if (!(await pathExists(abs))) await writeAtomic(abs, output);
   const note = `\n... (output of ${output.length} characters stored in ${rel}; Read it with offset and length to see the rest)`;
   const preview = output.slice(0, Math.max(0, maxChars - note.length));
   return { content: preview + note, artifact: rel };

@@ -1,7 +1,6 @@
 // Where the tools may reach: a path resolved through its links to the real working copy, out of .nxs/ and the rule folders.
-import { realpathSync, statSync } from 'node:fs';
-import { realpath } from 'node:fs/promises';
 import path from 'node:path';
+import { realOrAncestor, realOrAncestorSync, realPath, realPathSync, statSyncOrNull } from '../../../adapters/files/index.js';
 
 /** A tool's own refusal or failure, told to the model as an error result; the run goes on. */
 export class ToolFailure extends Error {
@@ -32,30 +31,12 @@ export function reachRefusal(realRoot: string, abs: string, access: Access, show
   return null;
 }
 
-async function realOrAncestor(p: string): Promise<string> {
-  try {
-    return await realpath(p);
-  } catch {
-    const up = path.dirname(p);
-    return up === p ? p : path.join(await realOrAncestor(up), path.basename(p));
-  }
-}
-
-function realOrAncestorSync(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    const up = path.dirname(p);
-    return up === p ? p : path.join(realOrAncestorSync(up), path.basename(p));
-  }
-}
-
 /**
  * The absolute path of `p` under `root`, or a refusal. Links are followed before the check,
  * so a link cannot lead out, into `.nxs/` or into a rule folder.
  */
 export async function resolveInside(root: string, p: string, access: Access): Promise<string> {
-  const realRoot = await realpath(root);
+  const realRoot = await realPath(root);
   const abs = await realOrAncestor(path.resolve(realRoot, p));
   const refused = reachRefusal(realRoot, abs, access, p);
   if (refused !== null) throw new ToolFailure(refused);
@@ -69,19 +50,15 @@ export async function resolveInside(root: string, p: string, access: Access): Pr
 export function readRefusalSync(root: string, p: string): string | null {
   let realRoot: string;
   try {
-    realRoot = realpathSync(root);
+    realRoot = realPathSync(root);
   } catch {
     return `the working directory ${root} cannot be resolved`;
   }
   const abs = realOrAncestorSync(path.resolve(realRoot, p));
   const refused = reachRefusal(realRoot, abs, 'read', p);
   if (refused !== null) return refused;
-  let info: ReturnType<typeof statSync>;
-  try {
-    info = statSync(abs);
-  } catch {
-    return null; // nothing there (yet): the command finds nothing either
-  }
-  if (info !== undefined && !info.isFile() && !info.isDirectory()) return `${p} is not a regular file or folder`;
+  const info = statSyncOrNull(abs);
+  if (info === null) return null; // nothing there (yet): the command finds nothing either
+  if (!info.isFile() && !info.isDirectory()) return `${p} is not a regular file or folder`;
   return null;
 }

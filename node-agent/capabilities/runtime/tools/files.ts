@@ -1,7 +1,6 @@
 // The file tools (Read, LS, Write, Edit), confined to the working directory, out of .nxs/ and, for writing, out of the rule folders.
-import { mkdir, readdir, stat } from 'node:fs/promises';
-import path from 'node:path';
-import { readCapped, writeFileAtomic } from '../../../../infra/index.js';
+import { readCapped } from '../../../../infra/index.js';
+import { listFolder, statOrNull, writeAtomic } from '../../../adapters/files/index.js';
 import { resolveInside, ToolFailure } from './confine.js';
 import { isBinary } from './grep.js';
 
@@ -24,7 +23,7 @@ async function readText(abs: string, shown: string, maxBytes = MAX_FILE_BYTES): 
 
 export async function readTool(root: string, input: { path: string; offset?: number | undefined; length?: number | undefined }, maxChars: number): Promise<string> {
   const abs = await resolveInside(root, input.path, 'read');
-  const info = await stat(abs).catch(() => null);
+  const info = await statOrNull(abs);
   if (info === null) throw new ToolFailure(`${input.path} does not exist`);
   if (info.isDirectory()) throw new ToolFailure(`${input.path} is a folder; use LS`);
   const text = await readText(abs, input.path);
@@ -39,18 +38,12 @@ export async function readTool(root: string, input: { path: string; offset?: num
 
 export async function lsTool(root: string, input: { path?: string | undefined }): Promise<string> {
   const abs = await resolveInside(root, input.path ?? '.', 'read');
-  const entries = await readdir(abs, { withFileTypes: true }).catch((err: NodeJS.ErrnoException) => {
+  const entries = await listFolder(abs).catch((err: NodeJS.ErrnoException) => {
     throw new ToolFailure(`${input.path ?? '.'} cannot be listed (${err.code ?? err.message})`);
   });
   const names = entries.map((e) => (e.isDirectory() ? `${e.name}/` : e.name)).sort();
   const shown = names.slice(0, MAX_LS_ENTRIES);
   return shown.join('\n') + (names.length > shown.length ? `\n(${names.length - shown.length} more not shown)` : '') || '(empty folder)';
-}
-
-/** Writes through infra's atomic write (a synced temporary file renamed over it), so a reader never sees half a file. */
-export async function writeAtomic(abs: string, content: string): Promise<void> {
-  await mkdir(path.dirname(abs), { recursive: true });
-  writeFileAtomic(abs, content, { mode: 0o644 });
 }
 
 export async function writeTool(root: string, input: { path: string; content: string }): Promise<string> {

@@ -1,8 +1,8 @@
 // The Grep tool: the model's regular expression runs in a worker thread under a time bound, so a pattern that backtracks forever cannot stall the run.
-import { readdir, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { readCapped } from '../../../../infra/index.js';
+import { realPath, statOrNull, walkFiles } from '../../../adapters/files/index.js';
 import { resolveInside, ToolFailure } from './confine.js';
 import type { MatchAnswer, MatcherData, MatchRequest } from './grep-worker.js';
 
@@ -15,16 +15,6 @@ const SKIPPED_DIRS = new Set(['.git', '.nxs', 'node_modules']);
 
 export function isBinary(text: string): boolean {
   return text.slice(0, 8000).includes('\0');
-}
-
-async function* walk(dir: string): AsyncGenerator<string> {
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
-  for (const e of entries.sort((a, b) => (a.name < b.name ? -1 : 1))) {
-    const p = path.join(dir, e.name);
-    if (e.isDirectory()) {
-      if (!SKIPPED_DIRS.has(e.name)) yield* walk(p);
-    } else if (e.isFile()) yield p;
-  }
 }
 
 /**
@@ -80,11 +70,11 @@ export async function grepTool(root: string, input: { pattern: string; path?: st
   } catch (err) {
     throw new ToolFailure(`the pattern is not a valid regular expression: ${(err as Error).message}`);
   }
-  const realRoot = await realpath(root);
+  const realRoot = await realPath(root);
   const start = await resolveInside(root, input.path ?? '.', 'read');
-  const info = await stat(start).catch(() => null);
+  const info = await statOrNull(start);
   if (info === null) throw new ToolFailure(`${input.path} does not exist`);
-  const files = info.isDirectory() ? walk(start) : (async function* () { yield start; })();
+  const files = info.isDirectory() ? walkFiles(start, SKIPPED_DIRS) : (async function* () { yield start; })();
   const out: string[] = [];
   const matcher = new Matcher(input.pattern, limitMs);
   try {

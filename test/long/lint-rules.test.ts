@@ -1,6 +1,6 @@
 // The house's import rules as `npm run lint` applies them: small files written into the project's own
 // layout (a capability folder, an adapter, infra/) and linted with the project's eslint.config.js.
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { ESLint } from 'eslint';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -102,6 +102,24 @@ describe('npm run lint', () => {
     const body = Array.from({ length: 100 }, (_, i) => `  const v${i} = ${i};`).join('\n');
     const [grown] = await eslint.lintText(`export function startNode(): number {\n${body}\n  return v0;\n}\n`, { filePath: daemon });
     expect(grown!.messages.map((m) => `${m.ruleId}: ${m.message}`)).toEqual([expect.stringMatching(/^max-lines-per-function: Function 'startNode' has too many lines \(103\)\. Maximum allowed is 99\./)]);
+  });
+
+  it('holds every capability file of the project to no-fs-in-capabilities, with no file exempt', async () => {
+    const files = readdirSync(join(REPO, 'node-agent/capabilities'), { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.includes(tag))
+      .map((f) => join(REPO, 'node-agent/capabilities', f));
+    expect(files.length).toBeGreaterThan(50);
+    const exempt: string[] = [];
+    for (const file of files) {
+      const config = (await eslint.calculateConfigForFile(file)) as { rules?: Record<string, unknown> };
+      const setting = config.rules?.['house/no-fs-in-capabilities'];
+      const level = Array.isArray(setting) ? setting[0] : setting;
+      if (level !== 2 && level !== 'error') exempt.push(file.slice(REPO.length + 1));
+    }
+    expect(exempt).toEqual([]);
+    const results = await eslint.lintFiles(files);
+    const breaks = results.flatMap((r) => r.messages.filter((m) => m.ruleId === 'house/no-fs-in-capabilities').map((m) => `${r.filePath.slice(REPO.length + 1)}: ${m.message}`));
+    expect(breaks).toEqual([]);
   });
 
   it("passes on another capability's door, a capability's own files, node:fs in an adapter, a one-way chain and a worker from a file", () => {

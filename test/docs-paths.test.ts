@@ -58,3 +58,37 @@ describe('the docs that map the code', () => {
     expect(exists(basename('no-such-file.ts'), 'code')).toBe(false);
   });
 });
+
+describe('the maps stay maps', () => {
+  const perf = readFileSync(join(ROOT, 'docs/PERFORMANCE.md'), 'utf8');
+  /** The rows of the first table under the page's first section. */
+  const rows = () => {
+    const section = perf.slice(perf.indexOf('\n## '));
+    const table = section.slice(section.indexOf('\n|') + 1).split('\n\n')[0]!;
+    return table.split('\n').slice(2).map((line) => line.split('|').slice(1, -1).map((c) => c.trim()));
+  };
+
+  it('PERFORMANCE.md opens with one table that gives every target of every bench and lane a figure and a verdict', () => {
+    expect(perf.match(/^## .*/m)?.[0]).toBe('## Where each row stands');
+    const table = rows();
+    const scripts = Object.keys((JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts);
+    // The benches that judge a target; bench:verify and bench:stamps have none and keep tables of their own.
+    const judged = scripts.filter((s) => /^bench(:|$)/.test(s) && s !== 'bench:verify' && s !== 'bench:stamps');
+    for (const name of [...judged.map((s) => `\`${s}\``), '`npm test`', '`npm run test:fast`']) {
+      expect(table.some((r) => r[0] === name), `a row of ${name}`).toBe(true);
+    }
+    // The two without targets keep a table each, read row against row.
+    expect(perf).toContain('| `bench:verify` row');
+    expect(perf).toContain('| `bench:stamps` row');
+    for (const r of table) {
+      expect(r, 'a row has five cells').toHaveLength(5);
+      expect(r[3], `${r[1]}: a figure`).not.toMatch(/^$|not yet measured/);
+      expect(['met', 'within noise', 'MISSED', '-'], `${r[1]}: a verdict`).toContain(r[4]);
+    }
+  });
+
+  it('PERFORMANCE.md holds the latest figures, not the history of runs, and ARCHITECTURE.md stays a map', () => {
+    expect(perf.split('\n').length).toBeLessThan(300);
+    expect(readFileSync(join(ROOT, 'docs/ARCHITECTURE.md'), 'utf8').split('\n').length).toBeLessThan(400);
+  });
+});

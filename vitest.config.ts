@@ -21,6 +21,9 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // Each worker collects on its own thread, as nxs does (decision 0005): with four workers on two cores,
+    // V8's helper threads only compete with the other workers. Paired runs of the fast lane: 2-5% less wall.
+    execArgv: ['--single-threaded-gc'],
     // A worker runs file after file in one process: each file's fresh process and imports cost ~0.6 s,
     // 70 s of a run. So a test file puts back what it changes in the process (environment, timers)
     // and closes what it opens; the suite's leak check still catches a process left running.

@@ -164,26 +164,37 @@ function ownerGone(lock: string, owner: LockOwner | null, now: number): boolean 
   return !processAlive(owner.pid, owner.start);
 }
 
-/** Removes a dead holder's lock folder; true if it did. Renamed aside first, so two processes clearing it cannot remove a fresh one. */
-function clearStale(lock: string, now: () => number): boolean {
-  const aside = `${lock}.stale-${process.pid}-${randomBytes(4).toString('hex')}`;
+/**
+ * Moves `lock` aside and removes it there if `removable(aside)` still holds once it is moved; otherwise puts
+ * it back. Looking again after the rename is what keeps two processes from removing a lock taken meanwhile.
+ * True when it removed the folder it meant to.
+ */
+function removeAside(lock: string, tag: string, removable: (aside: string) => boolean): boolean {
+  const aside = `${lock}.${tag}-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
     renameSync(lock, aside);
   } catch {
     return false; // somebody else cleared or re-took it
   }
-  const owner = readLockOwner(aside);
-  if (owner !== null && !ownerGone(aside, owner, now())) {
-    // It was re-taken between our look and the rename: give it back.
+  const ok = removable(aside);
+  if (!ok) {
     try {
       renameSync(aside, lock);
       return false;
     } catch {
-      /* fall through: the new holder's folder is gone, it will notice when it releases */
+      // A newer holder made the folder again: the one moved aside had lost it already.
     }
   }
   rmSync(aside, { recursive: true, force: true });
-  return true;
+  return ok;
+}
+
+/** Removes a dead holder's lock folder; true if it did. */
+function clearStale(lock: string, now: () => number): boolean {
+  return removeAside(lock, 'stale', (aside) => {
+    const owner = readLockOwner(aside);
+    return owner === null || ownerGone(aside, owner, now());
+  });
 }
 
 /** Clears `lock` if its holder is gone (dead, or past an expiry it did not renew) without taking it: the holder cleared, else null. */
@@ -201,25 +212,9 @@ function readText(file: string): string | null {
   }
 }
 
-/** Removes our own lock folder: moved aside and checked there first, so a holder that took it since keeps it. */
+/** Removes our own lock folder, unless a holder took it since (its owner record is no longer what we wrote). */
 function removeOwn(lock: string, written: string): boolean {
-  const aside = `${lock}.released-${process.pid}-${randomBytes(4).toString('hex')}`;
-  try {
-    renameSync(lock, aside);
-  } catch {
-    return false; // cleared meanwhile
-  }
-  if (readText(join(aside, OWNER_FILE)) !== written) {
-    try {
-      renameSync(aside, lock);
-    } catch {
-      // A newer holder made the folder again: the one moved aside had lost it already.
-      rmSync(aside, { recursive: true, force: true });
-    }
-    return false;
-  }
-  rmSync(aside, { recursive: true, force: true });
-  return true;
+  return removeAside(lock, 'released', (aside) => readText(join(aside, OWNER_FILE)) === written);
 }
 
 /** One attempt: the release on success, the current holder otherwise. */

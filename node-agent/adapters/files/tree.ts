@@ -1,5 +1,5 @@
-// The working copy's files as the runtime's tools see them: look at one, list a folder, walk a tree, write
-// one in a single step. Paths come here already confined by the caller; nothing here decides reach.
+// Files as the runtime's tools and the lease's mover look at them: look at one, list a folder, walk a tree,
+// write one in a single step. Paths come here already confined by the caller; nothing here decides reach.
 import { type Dirent, type Stats, statSync } from 'node:fs';
 import { access, mkdir, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';

@@ -1,23 +1,7 @@
 // The files a lease's move touches beside git itself: the journal and scratch files kept outside the work tree,
-// the markers git leaves in its folder, and the paths of the work tree a move deletes.
-import { chmod, readFile, rm, rmdir, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+// and the paths of the work tree a move deletes.
+import { chmod, readFile, rm, rmdir, unlink } from 'node:fs/promises';
 import { PRIVATE_MODES } from '../../../infra/index.js';
-
-/** Whether `path` is a folder (a link to one counts); false when it is missing or cannot be looked at. */
-export function isFolder(path: string): Promise<boolean> {
-  return stat(path).then((s) => s.isDirectory(), () => false);
-}
-
-/** Whether `path` is a regular file (a link to one counts); false when it is missing or cannot be looked at. */
-export function isRegularFile(path: string): Promise<boolean> {
-  return stat(path).then((s) => s.isFile(), () => false);
-}
-
-/** Whether git's folder holds `name`: the marker git leaves while a rebase, merge or the like is unfinished. */
-export function gitDirHolds(gitDir: string, name: string): Promise<boolean> {
-  return stat(join(gitDir, name)).then(() => true, () => false);
-}
 
 /** The text of a journal file, or null when there is none. */
 export async function readJournalText(file: string): Promise<string | null> {

@@ -4,10 +4,8 @@ import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { makePrivateDir, readCappedBytes, writeFileAtomic } from '../../../infra/index.js';
 import { isNexusError, NexusError } from '../../../protocol/errors.js';
+import { pathExists, statOrNull } from '../../adapters/files/index.js';
 import {
-  gitDirHolds,
-  isFolder,
-  isRegularFile,
   makeFilePrivate,
   mayHoldRepository,
   readJournalText,
@@ -46,7 +44,7 @@ export function git(repo: Repo, args: readonly string[], opts?: RunGitOptions) {
  * `journalDir`: where the journal of a move is kept (see {@link journalFile}).
  */
 export async function probe(dir: string, journalDir?: string): Promise<Repo | null> {
-  if (!(await isFolder(dir)) || !mayHoldRepository(dir)) return null;
+  if ((await statOrNull(dir))?.isDirectory() !== true || !mayHoldRepository(dir)) return null;
   try {
     const out = await runGit(dir, ['rev-parse', '--show-toplevel', '--absolute-git-dir', '--show-object-format'], { readOnly: true });
     const [top, gitDir, format] = out.stdout.split('\n');
@@ -76,7 +74,7 @@ const SEQUENCES: Array<[string, string]> = [
  */
 export async function unfinished(repo: Repo): Promise<string | null> {
   for (const [name, what] of SEQUENCES) {
-    if (await gitDirHolds(repo.gitDir, name)) return what;
+    if (await pathExists(join(repo.gitDir, name))) return what;
   }
   const unmerged = await git(repo, ['ls-files', '-u', '-z'], { readOnly: true });
   if (unmerged.raw.length > 0) return 'the index has conflicted paths: resolve them (git add) or reset them';
@@ -312,7 +310,7 @@ export async function keepParked(repo: Repo, operation: string, ref: string, hea
  */
 export async function bringBackParked(repo: Repo, operation: string, ref: string, work: string): Promise<boolean> {
   const file = keptFile(repo, operation);
-  if (!(await isRegularFile(file))) return false;
+  if ((await statOrNull(file))?.isFile() !== true) return false;
   await git(repo, ['bundle', 'unbundle', file]);
   // A branch a session moved is left where it is; a deleted one names the work again, as the notice says.
   await git(repo, ['update-ref', ref, work, ''], { okCodes: [1, 128] });

@@ -164,15 +164,17 @@ export function journaledStore(inner: StreamStore, db: SqlDb, journal: Journal, 
       ledger.head = null;
     }
     const out = inner.append(stream, ops);
-    // A failed append may have been stored before it failed: its ids go in the filter either way (the
-    // filter only ever sends an id the careful way). The last careful append to answer knows the head:
-    // nothing went to the database after it.
-    const answered = (head: number | null) => {
-      for (const op of ops) ledger!.filter.add(op.id);
-      ledger!.careful -= 1;
-      if (ledger!.careful === 0 && head !== null) ledger!.head = head;
-    };
-    if (ledger) out.then((o) => answered(o.head), () => answered(null));
+    if (ledger) {
+      // A failed append may have been stored before it failed: its ids go in the filter either way (the
+      // filter only ever sends an id the careful way). The last careful append to answer knows the head:
+      // nothing went to the database after it.
+      const answered = (head: number | null) => {
+        for (const op of ops) ledger.filter.add(op.id);
+        ledger.careful -= 1;
+        if (ledger.careful === 0 && head !== null) ledger.head = head;
+      };
+      out.then((o) => answered(o.head), () => answered(null));
+    }
     return out;
   };
 

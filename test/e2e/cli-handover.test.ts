@@ -35,6 +35,8 @@ function nxc(ws: TestWorkspace, args: string[], opts: { input?: string; env?: Re
       }
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr, json });
     });
+    // A command that never reads stdin may exit before the write lands: its EPIPE is not the test's failure.
+    child.stdin!.on('error', () => undefined);
     child.stdin!.end(opts.input ?? '');
   });
 }
